@@ -1,0 +1,1 @@
+"""fager: see README.md."""

@@ -1,0 +1,1 @@
+"""regeneration: see README.md."""

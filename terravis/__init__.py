@@ -1,0 +1,1 @@
+"""terravis: see README.md."""

@@ -1,0 +1,1 @@
+"""viescore2: see README.md."""

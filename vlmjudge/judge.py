@@ -1,0 +1,176 @@
+"""The one judge interface every method talks to, and `load_judge` to get one.
+
+A backend implements two batched primitives, `_generate` and `_choice_probs`, on a
+chunk of requests. The shared `Judge` base does what every backend needs identically:
+input checks, the response cache (look up first, store each finished chunk at once so
+a killed run resumes), chunking with a progress bar, call counting and the manifest.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Sequence
+
+from .cache import ResponseCache, cache_key
+from .requests import Answer, Request
+
+BACKENDS = {
+    "transformers": "vlmjudge.backends.transformers:TransformersJudge",
+    "openai": "vlmjudge.backends.openai:OpenAIJudge",
+    "replay": "vlmjudge.backends.replay:ReplayJudge",
+}
+
+#: Show a progress bar when a call has more requests than this (and progress is not off).
+PROGRESS_THRESHOLD = 64
+
+
+@dataclass
+class JudgeStats:
+    """What a judge has done: requests that reached the model, batches, images, cache hits."""
+
+    model_calls: int = 0
+    forward_batches: int = 0
+    images_encoded: int = 0
+    prefill_tokens: int = 0
+    generated_tokens: int = 0
+    cache_hits: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+class JudgeError(RuntimeError):
+    """A judge could not answer (a missing replay answer, a broken backend)."""
+
+
+class Judge(ABC):
+    """Batched `generate` and `choice_probs` over many requests, cached and counted."""
+
+    backend: str = "abstract"
+
+    def __init__(self, *, model_id: str = "", revision: str | None = None, dtype: str | None = None,
+                 device: str | None = None, batch_size: int = 8,
+                 cache: str | os.PathLike | ResponseCache | None = None, progress: bool | None = None) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.model_id = model_id
+        self.revision = revision
+        self.dtype = dtype
+        self.device = device
+        self.batch_size = batch_size
+        self.progress = progress
+        self.cache = cache if isinstance(cache, ResponseCache) or cache is None else ResponseCache(cache)
+        self.stats = JudgeStats()
+
+    # -- what a backend implements -------------------------------------------------
+    @abstractmethod
+    def _generate(self, requests: list[Request]) -> list[Answer]:
+        """Answers for one chunk of requests, in order."""
+
+    @abstractmethod
+    def _choice_probs(self, requests: list[Request], options: list[str]) -> list[dict[str, float]]:
+        """Next-token probabilities over `options` (normalised over them), in order; `{}` for a
+        request the backend failed on."""
+
+    def validate_options(self, options: Sequence[str]) -> None:
+        """Raise unless every option is a single token; backends with a tokenizer check it."""
+
+    # -- the public, shared part -----------------------------------------------------
+    def identity(self) -> dict[str, Any]:
+        """What makes this judge's answers this judge's: part of every cache key."""
+        return {"backend": self.backend, "model": self.model_id, "revision": self.revision, "dtype": self.dtype}
+
+    def manifest(self) -> dict[str, Any]:
+        """What produced a result, recorded with it."""
+        from . import __version__
+        return {**self.identity(), "device": self.device, "vlmjudge": __version__}
+
+    def generate(self, requests: Sequence[Request], *, progress: bool | None = None) -> list[Answer]:
+        """Answers for many requests, in order; greedy unless a request says otherwise."""
+        requests = _checked(requests)
+        return self._cached_run("generate", requests, None, self._generate, progress,
+                                encode=lambda a: a.to_json(), decode=Answer.from_json,
+                                storable=lambda a: a.ok)
+
+    def choice_probs(self, requests: Sequence[Request], options: Sequence[str], *,
+                     progress: bool | None = None) -> list[dict[str, float]]:
+        """P(option | request) from the next-token distribution, normalised over the options."""
+        options = list(options)
+        if len(options) < 2 or len(set(options)) != len(options):
+            raise ValueError(f"choice_probs needs at least two distinct options, got {options}")
+        self.validate_options(options)
+        requests = _checked(requests)
+        return self._cached_run("choice_probs", requests, options,
+                                lambda chunk: self._choice_probs(chunk, options), progress,
+                                encode=dict, decode=dict, storable=bool)
+
+    def _cached_run(self, op: str, requests: list[Request], options: list[str] | None,
+                    compute: Callable[[list[Request]], list], progress: bool | None,
+                    encode: Callable, decode: Callable, storable: Callable) -> list:
+        results: list = [None] * len(requests)
+        keys: list[str | None] = [None] * len(requests)
+        todo = list(range(len(requests)))
+        if self.cache is not None:
+            ident = self.identity()
+            keys = [cache_key(ident, op, r.content_hash(), options) for r in requests]
+            found = self.cache.get_many([k for k in keys if k is not None])
+            todo = []
+            for i, k in enumerate(keys):
+                if k in found:
+                    results[i] = decode(found[k])
+                    self.stats.cache_hits += 1
+                else:
+                    todo.append(i)
+        chunks = [todo[s:s + self.batch_size] for s in range(0, len(todo), self.batch_size)]
+        show = progress if progress is not None else self.progress
+        if show is None:
+            show = len(todo) > PROGRESS_THRESHOLD
+        bar = _progress_bar(len(todo), op, show)
+        try:
+            for chunk in chunks:
+                outputs = compute([requests[i] for i in chunk])
+                if len(outputs) != len(chunk):
+                    raise JudgeError(f"{self.backend} returned {len(outputs)} results for {len(chunk)} requests")
+                self.stats.model_calls += len(chunk)
+                for i, out in zip(chunk, outputs):
+                    results[i] = out
+                if self.cache is not None:
+                    self.cache.put_many((keys[i], encode(out)) for i, out in zip(chunk, outputs) if storable(out))
+                if bar is not None:
+                    bar.update(len(chunk))
+        finally:
+            if bar is not None:
+                bar.close()
+        return results
+
+
+def _checked(requests: Sequence[Request]) -> list[Request]:
+    requests = list(requests)
+    for i, r in enumerate(requests):
+        if not isinstance(r, Request):
+            raise TypeError(f"request {i} is a {type(r).__name__}, not a vlmjudge Request")
+    return requests
+
+
+def _progress_bar(total: int, op: str, show: bool):
+    if not show or total == 0:
+        return None
+    from tqdm.auto import tqdm
+    return tqdm(total=total, desc=f"judge {op}", unit="req")
+
+
+def load_judge(model: Any = None, backend: str = "transformers", **kwargs: Any) -> Judge:
+    """A judge for `model` (a Hub id, a local dir, a built model, or replay answers).
+
+    `backend` is "transformers" (in-process, the default), "openai" (any OpenAI-compatible
+    server) or "replay" (recorded answers); "module:Class" loads a third-party backend.
+    Keyword arguments go to the backend (revision, dtype, device, batch_size, cache, ...).
+    """
+    target = BACKENDS.get(backend, backend)
+    if ":" not in target:
+        raise ValueError(f"unknown backend {backend!r}; choose from {sorted(BACKENDS)} or 'module:Class'")
+    module_name, cls_name = target.split(":", 1)
+    cls = getattr(importlib.import_module(module_name), cls_name)
+    return cls(model, **kwargs)

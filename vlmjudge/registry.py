@@ -1,0 +1,122 @@
+"""The method interface (`MethodSpec`) and the registry of installed methods.
+
+Methods register through the `vlmjudge.methods` entry-point group, so the CLI, the
+demo builder and the integrations find them without the core importing any method
+package. `register()` adds one at run time (tests, notebooks).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+
+ENTRY_POINT_GROUP = "vlmjudge.methods"
+COMMAND_GROUP = "vlmjudge.commands"
+
+
+@runtime_checkable
+class ScoreRecord(Protocol):
+    """One scored item: `score` is None exactly when the item could not be scored."""
+
+    score: float | None
+    valid: bool
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    """What `MethodSpec.build` returns: scores a batch given as columns of equal length."""
+
+    def score_batch(self, batch: Mapping[str, Sequence[Any]]) -> list[ScoreRecord]: ...
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """Everything the shared faces need to know about a method.
+
+    `inputs` are the columns `score_batch` requires ("image", "prompt", "reference", ...);
+    `optional_inputs` those it uses when present. `build(judge, **config)` returns a
+    `Scorer`. `score_range` is the raw score range and `normalize` maps a score to [0, 1]
+    (rewards, plots). `render(record)` returns a dict for apps and reports: `score_text`
+    (str), `markdown` (str) and optionally `image` (PIL image).
+    """
+
+    name: str
+    inputs: tuple[str, ...]
+    build: Callable[..., Scorer]
+    score_range: tuple[float, float]
+    normalize: Callable[[float], float]
+    render: Callable[[ScoreRecord], dict[str, Any]]
+    description: str = ""
+    optional_inputs: tuple[str, ...] = ()
+    default_model: str | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+    def check_batch(self, batch: Mapping[str, Sequence[Any]]) -> int:
+        """The batch's length, after checking required columns exist and lengths agree."""
+        missing = [c for c in self.inputs if c not in batch]
+        if missing:
+            raise ValueError(f"{self.name}: batch lacks required columns {missing} (has {sorted(batch)})")
+        lengths = {c: len(batch[c]) for c in (*self.inputs, *self.optional_inputs) if c in batch}
+        if len(set(lengths.values())) > 1:
+            raise ValueError(f"{self.name}: columns differ in length: {lengths}")
+        n = next(iter(lengths.values()))
+        if n == 0:
+            raise ValueError(f"{self.name}: empty batch")
+        return n
+
+
+_RUNTIME: dict[str, MethodSpec] = {}
+
+
+def register(spec: MethodSpec) -> MethodSpec:
+    """Register a method at run time (in addition to the installed entry points)."""
+    if not isinstance(spec, MethodSpec):
+        raise TypeError(f"register() takes a MethodSpec, got {type(spec).__name__}")
+    _RUNTIME[spec.name] = spec
+    return spec
+
+
+def unregister(name: str) -> None:
+    _RUNTIME.pop(name, None)
+
+
+def _entry_points(group: str) -> dict[str, Any]:
+    return {ep.name: ep for ep in entry_points(group=group)}
+
+
+def method_names() -> list[str]:
+    """Names of all registered methods, without importing them."""
+    return sorted({*_entry_points(ENTRY_POINT_GROUP), *_RUNTIME})
+
+
+def get_method(name: str) -> MethodSpec:
+    """The spec registered under `name`; importing its package only now."""
+    if name in _RUNTIME:
+        return _RUNTIME[name]
+    eps = _entry_points(ENTRY_POINT_GROUP)
+    if name not in eps:
+        raise KeyError(f"no method {name!r}; registered: {method_names()}")
+    spec = eps[name].load()
+    if callable(spec) and not isinstance(spec, MethodSpec):
+        spec = spec()
+    if not isinstance(spec, MethodSpec):
+        raise TypeError(f"entry point {name!r} gave a {type(spec).__name__}, not a MethodSpec")
+    return spec
+
+
+def list_methods() -> dict[str, MethodSpec | Exception]:
+    """Every registered method's spec, or the error that loading it raised (for `vlmjudge info`)."""
+    out: dict[str, MethodSpec | Exception] = {}
+    for name in method_names():
+        try:
+            out[name] = get_method(name)
+        except Exception as exc:  # reported to the user by `vlmjudge info`, never hidden
+            out[name] = exc
+    return out
+
+
+def command_hooks() -> dict[str, Any]:
+    """CLI sub-command entry points (`vlmjudge.commands`): name -> entry point, not yet loaded."""
+    return _entry_points(COMMAND_GROUP)
