@@ -1,1 +1,23 @@
-"""terravis: see README.md."""
+"""TerraVis: world-grounded visual consistency of generated images, judged by a multimodal LLM.
+
+Eligibility, 18 independent violation checks, severity of each violation, then
+S = exp(-lam (N_major + alpha N_minor)). See `TerraVis` to score and `terravis.analysis`
+for the paper's analyses over saved records.
+"""
+from __future__ import annotations
+
+from vlmjudge import __version__
+
+from .core import RunResult, TerraVis, summarize
+from .human import Annotation, score_annotation, score_annotations
+from .prompts import PromptPack, load_pack
+from .records import CheckRecord, ImageRecord, load_records, save_records
+from .scoring import score_from_counts
+from .taxonomy import LEVELS, TAXONOMY, TYPE_IDS, ViolationType, get_type
+from .workflow import Item, WorkflowConfig, reference_records
+
+__all__ = [
+    "__version__", "TerraVis", "RunResult", "summarize", "Annotation", "score_annotation", "score_annotations",
+    "PromptPack", "load_pack", "CheckRecord", "ImageRecord", "load_records", "save_records", "score_from_counts",
+    "LEVELS", "TAXONOMY", "TYPE_IDS", "ViolationType", "get_type", "Item", "WorkflowConfig", "reference_records",
+]

@@ -1,0 +1,156 @@
+"""`TerraVis`: score images for world-grounded visual consistency with a judge.
+
+    judge = vlmjudge.load_judge("Qwen/Qwen3-VL-8B-Instruct")
+    tv = TerraVis(judge)                      # variant="workflow", lam=1.0, alpha=0.5
+    records = tv.score(images)                # one ImageRecord per image (score None = N/A)
+    summary = tv.summarize(records)           # mean over eligible images, N/A rate, shares
+"""
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping, Sequence
+
+from vlmjudge.judge import Judge
+
+from .prompts import PromptPack, load_pack
+from .records import ImageRecord
+from .scoring import mean_score, na_rate, violation_breakdown
+from .variants import run_rating
+from .workflow import Item, Workflow, WorkflowConfig, reference_records
+
+VARIANTS = ("workflow", "holistic", "gptscore")
+
+
+@dataclass
+class RunResult:
+    """A run's records, its manifest, and the requests asked per stage (retries apart)."""
+
+    records: list[ImageRecord]
+    manifest: dict[str, Any]
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+class TerraVis:
+    """The TerraVis metric over any `vlmjudge` judge: the staged workflow (default) or one of
+    its single-call baselines, "holistic" (TerraVis-H) and "gptscore"."""
+
+    def __init__(self, judge: Judge, variant: Literal["workflow", "holistic", "gptscore"] = "workflow",
+                 lam: float = 1.0, alpha: float = 0.5,
+                 pack: PromptPack | Mapping[str, Any] | str | os.PathLike | None = None, *,
+                 decision: Literal["choice", "generate"] = "choice",
+                 eligibility_reasons: Literal["na", "all", "none"] = "na", severity_reasons: bool = False,
+                 max_retries: int = 1, retry_temperature: float = 0.7) -> None:
+        if not isinstance(judge, Judge):
+            raise TypeError(f"TerraVis needs a vlmjudge Judge (see vlmjudge.load_judge), got {type(judge).__name__}")
+        if variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+        self.judge = judge
+        self.variant = variant
+        self.pack = load_pack(pack)
+        self.config = WorkflowConfig(lam=lam, alpha=alpha, decision=decision,
+                                     eligibility_reasons=eligibility_reasons, severity_reasons=severity_reasons,
+                                     max_retries=max_retries, retry_temperature=retry_temperature)
+        self.last_counts: dict[str, int] = {}
+
+    @property
+    def lam(self) -> float:
+        return self.config.lam
+
+    @property
+    def alpha(self) -> float:
+        return self.config.alpha
+
+    def run(self, images: Sequence[Any], ids: Sequence[str] | None = None,
+            meta: Sequence[Mapping[str, Any]] | None = None) -> RunResult:
+        """Score many images in stage-batched judge calls; records, manifest and counts."""
+        items = make_items(images, ids, meta)
+        counts: Counter = Counter()
+        if self.variant == "workflow":
+            flow = Workflow(self.judge, self.pack, self.config)
+            records = flow.run(items)
+            counts = flow.counts
+        else:
+            records = run_rating(self.judge, items, self.pack, self.variant, self.config, counts)
+        self.last_counts = dict(counts)
+        return RunResult(records, self.manifest(), dict(counts))
+
+    def score(self, images: Sequence[Any], ids: Sequence[str] | None = None,
+              meta: Sequence[Mapping[str, Any]] | None = None) -> list[ImageRecord]:
+        """One record per image, in order (`record.score` is None for N/A or failed images)."""
+        return self.run(images, ids, meta).records
+
+    def score_batch(self, batch: Mapping[str, Sequence[Any]]) -> list[ImageRecord]:
+        """The registry's Scorer interface: a batch of columns, "image" required, "id" optional."""
+        if "image" not in batch:
+            raise ValueError(f"terravis: batch lacks the 'image' column (has {sorted(batch)})")
+        ids = batch.get("id")
+        return self.score(list(batch["image"]), [str(i) for i in ids] if ids is not None else None)
+
+    def reference(self, images: Sequence[Any], ids: Sequence[str] | None = None,
+                  meta: Sequence[Mapping[str, Any]] | None = None) -> list[ImageRecord]:
+        """Records from the slow reference path (full constrained answers, one image at a time)."""
+        if self.variant != "workflow":
+            raise ValueError("the reference path exists for the workflow variant only")
+        return reference_records(self.judge, make_items(images, ids, meta), self.pack, self.config)
+
+    def manifest(self) -> dict[str, Any]:
+        """What produced the records: judge, pack, decoding, weights, library version."""
+        from vlmjudge import __version__
+
+        return {
+            "method": "terravis", "variant": self.variant, **self.judge.manifest(),
+            "pack_version": self.pack.version, "pack_sha256": self.pack.sha256,
+            "decoding": {"decision": self.config.decision, "decision_max_new_tokens": 1, "temperature": 0.0,
+                         "text_max_new_tokens": dict(self.pack.max_new_tokens),
+                         "retry_temperature": self.config.retry_temperature,
+                         "max_retries": self.config.max_retries},
+            "eligibility_reasons": self.config.eligibility_reasons,
+            "severity_reasons": self.config.severity_reasons,
+            "lam": self.config.lam, "alpha": self.config.alpha, "library_version": __version__,
+        }
+
+    @staticmethod
+    def summarize(records: Sequence[ImageRecord]) -> dict[str, Any]:
+        """Aggregate records: see `summarize`."""
+        return summarize(records)
+
+
+def summarize(records: Sequence[ImageRecord]) -> dict[str, Any]:
+    """Mean score over scored images, N/A rate (ineligible and failed), violation counts and
+    shares by level and type, severities, parse failures and retries."""
+    if not records:
+        raise ValueError("summarize needs at least one record")
+    scores = [r.score for r in records]
+    status = Counter(r.status for r in records)
+    scored = [r for r in records if r.score is not None]
+    ratings = [r.rating for r in scored if r.rating is not None]
+    return {
+        "n_images": len(records), "n_scored": status["scored"], "n_not_applicable": status["not_applicable"],
+        "n_failed": status["failed"], "na_rate": na_rate(scores), "mean_score": mean_score(scores),
+        "mean_rating": sum(ratings) / len(ratings) if ratings else None,
+        "n_major": sum(r.n_major for r in scored), "n_minor": sum(r.n_minor for r in scored),
+        "images_with_violation": sum(bool(r.has_violation) for r in scored),
+        **violation_breakdown(t for r in scored for t in r.detected_types()),
+        "parse_failures": sum(r.parse_failures for r in records), "retries": sum(r.retries for r in records),
+    }
+
+
+def make_items(images: Sequence[Any], ids: Sequence[str] | None = None,
+               meta: Sequence[Mapping[str, Any]] | None = None) -> list[Item]:
+    """Images with unique string ids (default "0", "1", ...) and per-image metadata."""
+    if isinstance(images, (str, bytes, os.PathLike)) or hasattr(images, "convert") or not hasattr(images, "__len__"):
+        raise TypeError("images must be a sequence of images (wrap a single image in a list)")
+    images = list(images)
+    if not images:
+        raise ValueError("no images to score")
+    ids = [str(i) for i in range(len(images))] if ids is None else [str(i) for i in ids]
+    if len(ids) != len(images):
+        raise ValueError(f"{len(ids)} ids for {len(images)} images")
+    if len(set(ids)) != len(ids):
+        raise ValueError("image ids must be unique")
+    metas = [dict(m) for m in meta] if meta is not None else [{} for _ in images]
+    if len(metas) != len(images):
+        raise ValueError(f"{len(metas)} meta entries for {len(images)} images")
+    return [Item(i, img, m) for i, img, m in zip(ids, images, metas)]

@@ -1,0 +1,168 @@
+"""One JSON-serialisable record per image, and a run's manifest, saved as JSON lines.
+
+A record keeps every decision that led to its score (eligibility and its reason; for each
+of the 18 checks the decision, its probability, aspect, evidence, severity, and whether
+each answer parsed), so analyses can re-score saved runs without asking a judge again.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Iterable, Literal
+
+from .scoring import score_from_counts
+from .taxonomy import get_type
+
+Status = Literal["scored", "not_applicable", "failed"]
+Variant = Literal["workflow", "holistic", "gptscore", "human", "reference"]
+
+
+@dataclass
+class CheckRecord:
+    """The outcome of one violation check on one image.
+
+    `detected` is None when the judge failed to answer; `parse_ok` is False when its answer
+    could not be read (then the check counts as not detected). Severity fields are set only
+    for detected violations; an unreadable severity counts as minor.
+    """
+
+    type_id: str
+    detected: bool | None = None
+    prob: float | None = None
+    parse_ok: bool = True
+    aspect: str | None = None
+    evidence: str | None = None
+    evidence_parse_ok: bool | None = None
+    severity: Literal["major", "minor"] | None = None
+    severity_prob: float | None = None
+    severity_parse_ok: bool | None = None
+    severity_reason: str | None = None
+
+    @property
+    def level(self) -> str:
+        return get_type(self.type_id).level
+
+    @property
+    def name(self) -> str:
+        return get_type(self.type_id).name
+
+    def to_json(self, probs: bool = True) -> dict[str, Any]:
+        out = {"type_id": self.type_id, "level": self.level, "name": self.name, **asdict(self)}
+        if not probs:
+            out.pop("prob")
+            out.pop("severity_prob")
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "CheckRecord":
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
+
+
+@dataclass
+class ImageRecord:
+    """Everything TerraVis decided about one image, and its score (None unless scored).
+
+    `status` is "scored", "not_applicable" (judged ineligible, or eligibility unreadable
+    after retries) or "failed" (a judge response was empty or failed: the image is N/A,
+    never "no violation"). `rating` is the 1-5 rating of the holistic and GPTScore variants.
+    """
+
+    image_id: str
+    variant: Variant = "workflow"
+    status: Status = "scored"
+    score: float | None = None
+    eligible: bool | None = None
+    eligibility_prob: float | None = None
+    eligibility_reason: str | None = None
+    eligibility_parse_ok: bool = True
+    checks: list[CheckRecord] = field(default_factory=list)
+    n_major: int = 0
+    n_minor: int = 0
+    rating: int | None = None
+    rating_probs: dict[str, float] | None = None
+    errors: list[str] = field(default_factory=list)
+    parse_failures: int = 0
+    retries: int = 0
+    lam: float = 1.0
+    alpha: float = 0.5
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def valid(self) -> bool:
+        """True when the image got a score: scored, not N/A and not failed."""
+        return self.score is not None
+
+    @property
+    def has_violation(self) -> bool | None:
+        """Image-level detection: any violation found (workflow, human) or a rating below 5
+        (holistic, GPTScore); None when the image has no score."""
+        if self.score is None:
+            return None
+        if self.rating is not None:
+            return self.rating < 5
+        return self.n_major + self.n_minor > 0
+
+    def detected_types(self) -> list[str]:
+        return [c.type_id for c in self.checks if c.detected]
+
+    def rescore(self, lam: float = 1.0, alpha: float = 0.5, only: Iterable[str] | None = None,
+                drop: Iterable[str] = ()) -> float | None:
+        """The score with other weights or a subset of the checks (analyses of saved runs);
+        None when the image has no score."""
+        if self.score is None:
+            return None
+        if self.rating is not None:
+            raise ValueError(f"record {self.image_id!r} is a {self.variant} rating; it has no checks to re-score")
+        keep = set(only) if only is not None else None
+        dropped = set(drop)
+        sev = [c.severity for c in self.checks if c.detected and c.type_id not in dropped
+               and (keep is None or c.type_id in keep)]
+        return score_from_counts(sev.count("major"), sev.count("minor"), lam, alpha)
+
+    def to_json(self, probs: bool = True) -> dict[str, Any]:
+        """A plain dict (json.dumps-able); `probs=False` leaves out the probabilities, which a
+        generation-only run does not have."""
+        out = asdict(self)
+        out["checks"] = [c.to_json(probs) for c in self.checks]
+        out["valid"] = self.valid
+        if not probs:
+            out.pop("eligibility_prob")
+            out.pop("rating_probs")
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "ImageRecord":
+        kwargs = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+        kwargs["checks"] = [CheckRecord.from_json(c) for c in data.get("checks", [])]
+        return cls(**kwargs)
+
+
+def save_records(path: str | os.PathLike, records: Iterable[ImageRecord],
+                 manifest: dict[str, Any] | None = None) -> None:
+    """Write a run as JSON lines: the manifest first (`{"manifest": ...}`), then one record a line."""
+    with open(path, "w", encoding="utf-8") as fh:
+        if manifest is not None:
+            fh.write(json.dumps({"manifest": manifest}, ensure_ascii=False) + "\n")
+        for record in records:
+            fh.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
+
+
+def load_records(path: str | os.PathLike) -> tuple[list[ImageRecord], dict[str, Any] | None]:
+    """Read what `save_records` wrote: the records and the manifest (None if absent)."""
+    records, manifest = [], None
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{lineno}: not JSON ({exc})") from exc
+            if "manifest" in row and len(row) == 1:
+                manifest = row["manifest"]
+            elif "image_id" in row:
+                records.append(ImageRecord.from_json(row))
+            else:
+                raise ValueError(f"{path}:{lineno}: neither a manifest nor a TerraVis record")
+    return records, manifest

@@ -1,0 +1,171 @@
+"""Pure functions of TerraVis scoring and its evaluation: no judge, no records, just numbers.
+
+The score S = exp(-lam * (N_major + alpha * N_minor)) (paper Eq. 1); aggregation over
+eligible images; agreement with human 1-5 ratings (Spearman, Kendall, Pearson), with N/A
+on either side excluded; image-level detection precision and recall against the majority
+of human annotators.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Hashable, Iterable, Sequence
+
+from .taxonomy import LEVELS, TYPE_IDS, get_type
+
+
+def check_weights(lam: float, alpha: float) -> None:
+    """Raise unless lam > 0 and 0 <= alpha <= 1 (the ranges the paper defines)."""
+    if not (isinstance(lam, (int, float)) and math.isfinite(lam) and lam > 0):
+        raise ValueError(f"lam must be a finite number > 0, got {lam!r}")
+    if not (isinstance(alpha, (int, float)) and 0 <= alpha <= 1):
+        raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
+
+
+def score_from_counts(n_major: int, n_minor: int, lam: float = 1.0, alpha: float = 0.5) -> float:
+    """S = exp(-lam (N_major + alpha N_minor)): 1 for a clean eligible image, sharply lower
+    for the first violations, with diminishing further decreases."""
+    check_weights(lam, alpha)
+    for name, n in (("n_major", n_major), ("n_minor", n_minor)):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {n!r}")
+    return math.exp(-lam * (n_major + alpha * n_minor))
+
+
+def score_from_severities(severities: Iterable[str], lam: float = 1.0, alpha: float = 0.5) -> float:
+    """The score of an eligible image from the severities ("major"/"minor") of its violations."""
+    counts = Counter(severities)
+    unknown = set(counts) - {"major", "minor"}
+    if unknown:
+        raise ValueError(f"severities must be 'major' or 'minor', got {sorted(unknown)}")
+    return score_from_counts(counts["major"], counts["minor"], lam, alpha)
+
+
+def mean_score(scores: Sequence[float | None]) -> float | None:
+    """Mean over scored images (N/A excluded); None when none was scored."""
+    kept = [s for s in scores if s is not None]
+    return sum(kept) / len(kept) if kept else None
+
+
+def na_rate(scores: Sequence[float | None]) -> float:
+    """Share of images without a score (N/A or failed)."""
+    if not scores:
+        raise ValueError("na_rate of no images")
+    return sum(s is None for s in scores) / len(scores)
+
+
+def violation_breakdown(detected: Iterable[str]) -> dict[str, dict[str, float | int]]:
+    """Counts and shares of detected violations by level and by type (shares describe the
+    composition of the violations, not how often images violate: Figures A1-A2)."""
+    by_type = Counter(get_type(t).id for t in detected)
+    total = sum(by_type.values())
+    by_level = Counter()
+    for t, n in by_type.items():
+        by_level[get_type(t).level] += n
+    return {
+        "level_counts": {lv: by_level[lv] for lv in LEVELS},
+        "level_shares": {lv: (by_level[lv] / total if total else 0.0) for lv in LEVELS},
+        "type_counts": {t: by_type[t] for t in TYPE_IDS},
+        "type_shares": {t: (by_type[t] / total if total else 0.0) for t in TYPE_IDS},
+    }
+
+
+# -- agreement with humans --------------------------------------------------------------
+def human_rating(ratings: Sequence[float | None]) -> float | None:
+    """One image's human score: the mean of the annotators' 1-5 ratings, or None (N/A) when
+    at least half of them chose N/A."""
+    if not ratings:
+        raise ValueError("human_rating of no ratings")
+    na = sum(r is None for r in ratings)
+    if 2 * na >= len(ratings):
+        return None
+    kept = [float(r) for r in ratings if r is not None]
+    bad = [r for r in kept if not 1 <= r <= 5]
+    if bad:
+        raise ValueError(f"human ratings must be in 1..5 or None (N/A), got {bad}")
+    return sum(kept) / len(kept)
+
+
+def paired(pred: Sequence[float | None], human: Sequence[float | None]) -> tuple[list[float], list[float]]:
+    """The pairs where neither side is N/A (None or NaN)."""
+    if len(pred) != len(human):
+        raise ValueError(f"{len(pred)} predictions but {len(human)} human ratings")
+    keep = [(float(p), float(h)) for p, h in zip(pred, human) if _present(p) and _present(h)]
+    return [p for p, _ in keep], [h for _, h in keep]
+
+
+def correlations(pred: Sequence[float | None], human: Sequence[float | None]) -> dict[str, float | int]:
+    """Spearman rho, Kendall tau-b and Pearson r over the pairs with both sides rated, and
+    their count n; a coefficient is NaN when undefined (fewer than 2 pairs, a constant side)."""
+    from scipy import stats
+
+    x, y = paired(pred, human)
+    out: dict[str, float | int] = {"n": len(x)}
+    if len(x) < 2 or len(set(x)) < 2 or len(set(y)) < 2:
+        return {**out, "spearman": math.nan, "kendall": math.nan, "pearson": math.nan}
+    out["spearman"] = float(stats.spearmanr(x, y).statistic)
+    out["kendall"] = float(stats.kendalltau(x, y).statistic)
+    out["pearson"] = float(stats.pearsonr(x, y).statistic)
+    return out
+
+
+def correlations_by_group(pred: Sequence[float | None], human: Sequence[float | None],
+                          groups: Sequence[Hashable]) -> dict[str, dict]:
+    """Correlations pooled over all images and within each group (a T2I model)."""
+    if len(groups) != len(pred):
+        raise ValueError(f"{len(groups)} group labels for {len(pred)} predictions")
+    out = {"pooled": correlations(pred, human), "by_group": {}}
+    for g in sorted(set(groups), key=str):
+        idx = [i for i, gi in enumerate(groups) if gi == g]
+        out["by_group"][g] = correlations([pred[i] for i in idx], [human[i] for i in idx])
+    return out
+
+
+def majority(labels: Sequence[bool | None]) -> bool | None:
+    """True when more than half of the annotators said so (2 of 3); None when none answered."""
+    kept = [bool(v) for v in labels if v is not None]
+    if not kept:
+        return None
+    return 2 * sum(kept) > len(kept)
+
+
+def detection_precision_recall(predicted: Sequence[bool | None],
+                               human_labels: Sequence[Sequence[bool | None] | bool | None]) -> dict[str, float | int]:
+    """Image-level "has a violation" precision and recall against the human majority label;
+    images without a prediction or a human label are left out, and counted."""
+    if len(predicted) != len(human_labels):
+        raise ValueError(f"{len(predicted)} predictions but {len(human_labels)} human labels")
+    tp = fp = fn = tn = skipped = 0
+    for p, h in zip(predicted, human_labels):
+        ref = majority(h) if isinstance(h, (list, tuple)) else h
+        if p is None or ref is None:
+            skipped += 1
+            continue
+        tp += p and ref
+        fp += p and not ref
+        fn += (not p) and ref
+        tn += (not p) and not ref
+    n = tp + fp + fn + tn
+    return {
+        "n": n, "skipped": skipped, "tp": tp, "fp": fp, "fn": fn, "tn": tn,
+        "precision": tp / (tp + fp) if tp + fp else math.nan,
+        "recall": tp / (tp + fn) if tp + fn else math.nan,
+        "predicted_positive_rate": (tp + fp) / n if n else math.nan,
+        "reference_positive_rate": (tp + fn) / n if n else math.nan,
+    }
+
+
+def kendall_tau(a: Sequence[float], b: Sequence[float]) -> float:
+    """Kendall tau-b between two equally long score vectors (NaN when undefined)."""
+    from scipy import stats
+
+    if len(a) != len(b):
+        raise ValueError(f"vectors differ in length: {len(a)} vs {len(b)}")
+    if len(a) < 2 or len(set(a)) < 2 or len(set(b)) < 2:
+        return math.nan
+    return float(stats.kendalltau(list(a), list(b)).statistic)
+
+
+def _present(v: object) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+

@@ -1,0 +1,167 @@
+"""The requests of each TerraVis stage, and how their answers are read.
+
+Every decision is the first answer token after the pack's fixed assistant prefix, over
+single-token options: read from `choice_probs` (mode "choice") or generated under a
+constraint whose first position is restricted to the options (mode "generate"). Free text
+(evidence, reasons) is generated, JSON-constrained with bounded strings, as the
+continuation of the prefix plus the chosen option, so it equals what greedy generation of
+the whole answer would have written after that option.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Sequence
+
+from vlmjudge.judge import Judge
+from vlmjudge.requests import Constraint, Decoding, Request
+
+from .parsing import evidence_schema, leading_option, reason_schema
+from .prompts import PromptPack
+from .taxonomy import ViolationType
+
+DecisionMode = Literal["choice", "generate"]
+Outcome = Literal["ok", "unparseable", "failed"]
+#: The meta stage of the text generated after each decision stage's option.
+TEXT_STAGES = {"eligibility": "eligibility_reason", "detection": "evidence", "severity": "severity_reason"}
+
+
+@dataclass
+class Decision:
+    """One read decision: the chosen option (None unless ok), P(first option) when known."""
+
+    outcome: Outcome
+    option: str | None = None
+    probs: dict[str, float] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "ok"
+
+
+def meta(image_id: str, stage: str, check: str = "", attempt: int = 0) -> dict[str, Any]:
+    """The meta of every TerraVis request: replay keys and per-stage counting use it."""
+    return {"item": image_id, "stage": stage, "check": check, "attempt": attempt}
+
+
+# -- request texts ------------------------------------------------------------------------
+def eligibility_request(pack: PromptPack, image: Any, image_id: str, **kw: Any) -> Request:
+    return _image_request(pack, image, pack.eligibility, image_id, "eligibility", **kw)
+
+
+def detection_request(pack: PromptPack, image: Any, image_id: str, vtype: ViolationType, **kw: Any) -> Request:
+    return _image_request(pack, image, pack.detection_text(vtype), image_id, "detection", check=vtype.id, **kw)
+
+
+def severity_request(pack: PromptPack, image: Any, image_id: str, type_id: str, aspect: str | None,
+                     evidence: str | None, **kw: Any) -> Request:
+    text = pack.severity_text(type_id, aspect, evidence)
+    if pack.severity_sees_image:
+        return _image_request(pack, image, text, image_id, "severity", check=type_id, **kw)
+    return _request(pack, [], text, image_id, "severity", check=type_id, **kw)
+
+
+def holistic_request(pack: PromptPack, image: Any, image_id: str, **kw: Any) -> Request:
+    return _image_request(pack, image, pack.holistic_text(), image_id, "holistic", **kw)
+
+
+def gptscore_request(pack: PromptPack, image: Any, image_id: str, **kw: Any) -> Request:
+    # The baseline is the paper's generic question alone: no system prompt, no taxonomy.
+    return _request(pack, [image], pack.gptscore, image_id, "gptscore", system=None, **kw)
+
+
+def _image_request(pack: PromptPack, image: Any, text: str, image_id: str, stage: str, **kw: Any) -> Request:
+    return _request(pack, [image], text, image_id, stage, **kw)
+
+
+def _request(pack: PromptPack, images: list, text: str, image_id: str, stage: str, *, check: str = "",
+             attempt: int = 0, system: str | None | Literal[False] = False, prefix: str | None = None,
+             constraint: Constraint | None = None, decoding: Decoding | None = None) -> Request:
+    return Request(images=images, text=text, system=pack.system if system is False else system,
+                   prefix=pack.answer_prefix if prefix is None else prefix, constraint=constraint,
+                   decoding=decoding or Decoding(max_new_tokens=1), meta=meta(image_id, stage, check, attempt))
+
+
+# -- formats ------------------------------------------------------------------------------
+def continuation_schema(pack: PromptPack, stage: str) -> dict[str, Any]:
+    """The JSON object that follows the option word: evidence after a detection, a reason
+    after eligibility and severity (and none for ratings)."""
+    lim = pack.limits
+    if stage == "detection":
+        return evidence_schema(lim["aspect"], lim["evidence"])
+    if stage in ("eligibility", "severity"):
+        return reason_schema(lim["reason"])
+    raise ValueError(f"stage {stage!r} has no continuation")
+
+
+def continuation_budget(pack: PromptPack, stage: str) -> int:
+    return pack.max_new_tokens["evidence" if stage == "detection" else "reason"]
+
+
+def options_grammar(options: Sequence[str]) -> str:
+    """EBNF for exactly one of the option words."""
+    alternatives = " | ".join('"' + o.replace("\\", "\\\\").replace('"', '\\"') + '"' for o in options)
+    return f"root ::= {alternatives}"
+
+
+def decision_constraint(pack: PromptPack, stage: str, options: Sequence[str]) -> Constraint:
+    """For mode "generate": the first answer token restricted to the options (what follows is
+    the stage's format; a one-token budget stops right after the decision)."""
+    if stage in ("holistic", "gptscore"):
+        return Constraint.ebnf(options_grammar(options), first_options=options)
+    return Constraint.json_schema(continuation_schema(pack, stage), first_options=options)
+
+
+def full_answer_constraint(pack: PromptPack, stage: str, options: Sequence[str]) -> Constraint:
+    """The whole answer of a stage: the option word, then its JSON object."""
+    return Constraint.json_schema(continuation_schema(pack, stage), first_options=options)
+
+
+def continuation_request(pack: PromptPack, decided: Request, option: str, stage: str) -> Request:
+    """The request that writes the JSON after a chosen option: the same question, with the
+    option appended to the assistant prefix."""
+    return Request(images=list(decided.images), text=decided.text, system=decided.system,
+                   prefix=decided.prefix + option,
+                   constraint=Constraint.json_schema(continuation_schema(pack, stage)),
+                   decoding=Decoding(max_new_tokens=continuation_budget(pack, stage)),
+                   meta=meta(decided.meta["item"], TEXT_STAGES[stage], decided.meta["check"], 0))
+
+
+def as_decision_request(request: Request, pack: PromptPack, mode: DecisionMode, options: Sequence[str],
+                        attempt: int = 0, retry_temperature: float = 0.7) -> Request:
+    """The request in the form the mode asks it; a retry samples (a new seed per attempt),
+    since repeating a greedy request can only repeat its answer."""
+    stage = request.meta["stage"]
+    decoding = Decoding(max_new_tokens=1) if attempt == 0 else \
+        Decoding(max_new_tokens=1, temperature=retry_temperature, seed=attempt)
+    constraint = decision_constraint(pack, stage, options) if mode == "generate" else None
+    return Request(images=list(request.images), text=request.text, system=request.system, prefix=request.prefix,
+                   constraint=constraint, decoding=decoding,
+                   meta=meta(request.meta["item"], stage, request.meta["check"], attempt))
+
+
+# -- reading answers ----------------------------------------------------------------------
+def decide(judge: Judge, requests: Sequence[Request], options: Sequence[str], mode: DecisionMode) -> list[Decision]:
+    """Decisions for many requests in one batched judge call."""
+    if not requests:
+        return []
+    if mode == "choice":
+        return [_from_probs(p, options) for p in judge.choice_probs(list(requests), list(options))]
+    if mode == "generate":
+        return [read_option(a.text if a.ok else None, options) for a in judge.generate(list(requests))]
+    raise ValueError(f"decision mode must be 'choice' or 'generate', got {mode!r}")
+
+
+def read_option(text: str | None, options: Sequence[str]) -> Decision:
+    """A generated answer as a decision: failed when missing or empty, unparseable when it
+    starts with none of the options."""
+    if text is None or not text.strip():
+        return Decision("failed")
+    option = leading_option(text, options)
+    return Decision("ok", option) if option is not None else Decision("unparseable")
+
+
+def _from_probs(probs: dict[str, float], options: Sequence[str]) -> Decision:
+    if not probs:
+        return Decision("failed")
+    best = max(options, key=lambda o: probs.get(o, 0.0))  # ties go to the earlier option
+    return Decision("ok", best, {o: float(probs.get(o, 0.0)) for o in options})

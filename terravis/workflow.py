@@ -1,0 +1,304 @@
+"""The TerraVis workflow over a judge, stage-batched across all images.
+
+Eligibility for every image, then the 18 checks for the eligible ones, then evidence and
+severity for the positive checks only: each stage is one batched judge call (requests of
+one image adjacent, so a backend reuses the image prefix), and text is generated only
+where a decision calls for it. `reference_records` is the slow path it must agree with:
+the full constrained answer of every question, generated, one image at a time.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Literal, Sequence
+
+from vlmjudge.judge import Judge
+from vlmjudge.requests import Answer, Decoding, Request
+
+from . import stages
+from .parsing import parse_evidence, parse_reason
+from .prompts import PromptPack
+from .records import CheckRecord, ImageRecord
+from .scoring import check_weights, score_from_counts
+from .stages import Decision, DecisionMode
+from .taxonomy import TAXONOMY
+
+ReasonPolicy = Literal["na", "all", "none"]
+
+
+@dataclass(frozen=True)
+class WorkflowConfig:
+    """How the workflow asks and scores: weights, decision mode, which reasons to generate,
+    and how often an unreadable eligibility answer is asked again."""
+
+    lam: float = 1.0
+    alpha: float = 0.5
+    decision: DecisionMode = "choice"
+    eligibility_reasons: ReasonPolicy = "na"
+    severity_reasons: bool = False
+    max_retries: int = 1
+    retry_temperature: float = 0.7
+
+    def __post_init__(self) -> None:
+        check_weights(self.lam, self.alpha)
+        if self.decision not in ("choice", "generate"):
+            raise ValueError(f"decision must be 'choice' or 'generate', got {self.decision!r}")
+        if self.eligibility_reasons not in ("na", "all", "none"):
+            raise ValueError(f"eligibility_reasons must be 'na', 'all' or 'none', got {self.eligibility_reasons!r}")
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
+
+
+@dataclass
+class Item:
+    """One image to score, its id, and free metadata copied into its record."""
+
+    image_id: str
+    image: Any
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+# -- recording outcomes (shared by the workflow and the reference path) ------------------
+def fail(record: ImageRecord, where: str) -> None:
+    """A failed or empty response: the image becomes N/A (failed), never "no violation"."""
+    record.status = "failed"
+    record.score = None
+    record.errors.append(f"{where}: failed or empty response")
+
+
+def apply_eligibility(record: ImageRecord, decision: Decision, options: Sequence[str]) -> None:
+    if decision.outcome == "failed":
+        fail(record, "eligibility")
+    elif decision.outcome == "unparseable":  # after any retries: N/A, as the public release does
+        record.status, record.eligible, record.eligibility_parse_ok = "not_applicable", False, False
+        record.parse_failures += 1
+    else:
+        record.eligible = decision.option == options[0]
+        record.eligibility_prob = decision.probs[options[0]] if decision.probs else None
+        if not record.eligible:
+            record.status = "not_applicable"
+
+
+def apply_detection(record: ImageRecord, check: CheckRecord, decision: Decision, options: Sequence[str]) -> None:
+    if decision.outcome == "failed":
+        fail(record, f"detection/{check.type_id}")
+    elif decision.outcome == "unparseable":
+        check.detected, check.parse_ok = False, False
+        record.parse_failures += 1
+    else:
+        check.detected = decision.option == options[0]
+        check.prob = decision.probs[options[0]] if decision.probs else None
+
+
+def apply_evidence(record: ImageRecord, check: CheckRecord, text: str | None) -> None:
+    if text is None or not text.strip():
+        fail(record, f"evidence/{check.type_id}")
+        return
+    parsed = parse_evidence(text)
+    check.evidence_parse_ok = parsed is not None
+    if parsed is None:
+        record.parse_failures += 1
+    else:
+        check.aspect, check.evidence = parsed.aspect, parsed.evidence
+
+
+def apply_severity(record: ImageRecord, check: CheckRecord, decision: Decision, options: Sequence[str]) -> None:
+    if decision.outcome == "failed":
+        fail(record, f"severity/{check.type_id}")
+    elif decision.outcome == "unparseable":
+        check.severity, check.severity_parse_ok = "minor", False
+        record.parse_failures += 1
+    else:
+        check.severity = "major" if decision.option == options[0] else "minor"
+        check.severity_parse_ok = True
+        check.severity_prob = decision.probs[options[0]] if decision.probs else None
+
+
+def apply_reason(record: ImageRecord, text: str | None, where: str) -> str | None:
+    """The stated reason, or None (unreadable: counted; failed: the image fails)."""
+    if text is None or not text.strip():
+        fail(record, where)
+        return None
+    parsed = parse_reason(text)
+    if parsed is None:
+        record.parse_failures += 1
+        return None
+    return parsed.reason
+
+
+def finish(record: ImageRecord, lam: float, alpha: float) -> ImageRecord:
+    """Count the severities of an eligible, unfailed image and score it."""
+    if record.status == "scored":
+        sev = [c.severity for c in record.checks if c.detected]
+        record.n_major, record.n_minor = sev.count("major"), sev.count("minor")
+        record.score = score_from_counts(record.n_major, record.n_minor, lam, alpha)
+    else:
+        record.score = None
+    return record
+
+
+def wants_eligibility_reason(record: ImageRecord, policy: ReasonPolicy) -> bool:
+    if record.status == "failed" or not record.eligibility_parse_ok or policy == "none":
+        return False
+    return policy == "all" or record.eligible is False
+
+
+def _text(answer: Answer) -> str | None:
+    return answer.text if answer.ok else None
+
+
+# -- the stage-batched workflow -------------------------------------------------------------
+class Workflow:
+    """Runs the staged workflow for many images; `counts` holds the requests asked per stage
+    (first attempts) and, separately, the retries."""
+
+    def __init__(self, judge: Judge, pack: PromptPack, config: WorkflowConfig) -> None:
+        self.judge, self.pack, self.cfg = judge, pack, config
+        self.counts: Counter = Counter()
+
+    def run(self, items: Sequence[Item]) -> list[ImageRecord]:
+        records = [ImageRecord(image_id=it.image_id, variant="workflow", lam=self.cfg.lam, alpha=self.cfg.alpha,
+                               meta=dict(it.meta)) for it in items]
+        self._eligibility(items, records)
+        positives = self._detection(items, records)
+        self._evidence(records, positives)
+        self._severity(items, records, positives)
+        return [finish(r, self.cfg.lam, self.cfg.alpha) for r in records]
+
+    def _decide(self, base: list[Request], options: Sequence[str], stage: str,
+                records: list[ImageRecord] | None = None) -> tuple[list[Decision], list[Request]]:
+        """Decide every request; given `records`, ask unreadable ones again, up to
+        `max_retries` times (each retry counted apart, and in the record)."""
+        asked = [stages.as_decision_request(r, self.pack, self.cfg.decision, options) for r in base]
+        self.counts[stage] += len(asked)
+        decisions = stages.decide(self.judge, asked, options, self.cfg.decision)
+        for attempt in range(1, self.cfg.max_retries + 1 if records is not None else 1):
+            todo = [i for i, d in enumerate(decisions) if d.outcome == "unparseable"]
+            if not todo:
+                break
+            for i in todo:
+                records[i].retries += 1
+                records[i].parse_failures += 1  # the answer being retried
+            again = [stages.as_decision_request(base[i], self.pack, self.cfg.decision, options, attempt,
+                                                self.cfg.retry_temperature) for i in todo]
+            self.counts["retries"] += len(again)
+            for i, d in zip(todo, stages.decide(self.judge, again, options, self.cfg.decision)):
+                decisions[i] = d
+        return decisions, asked
+
+    def _eligibility(self, items: Sequence[Item], records: list[ImageRecord]) -> None:
+        opts = self.pack.options.eligibility
+        base = [stages.eligibility_request(self.pack, it.image, it.image_id) for it in items]
+        decisions, asked = self._decide(base, opts, "eligibility", records)
+        for record, d in zip(records, decisions):
+            apply_eligibility(record, d, opts)
+        todo = [i for i, r in enumerate(records) if wants_eligibility_reason(r, self.cfg.eligibility_reasons)]
+        requests = [stages.continuation_request(self.pack, asked[i], opts[0] if records[i].eligible else opts[1],
+                                                "eligibility") for i in todo]
+        for i, answer in zip(todo, self._generate(requests, "eligibility_reason")):
+            records[i].eligibility_reason = apply_reason(records[i], _text(answer), "eligibility_reason")
+
+    def _detection(self, items: Sequence[Item], records: list[ImageRecord]) -> list[tuple[int, CheckRecord, Request]]:
+        opts = self.pack.options.detection
+        slots: list[tuple[int, CheckRecord]] = []
+        base: list[Request] = []
+        for i, (it, record) in enumerate(zip(items, records)):
+            if record.status != "scored":
+                continue
+            for vtype in TAXONOMY:  # one image's 18 questions adjacent: shared image prefix
+                check = CheckRecord(vtype.id)
+                record.checks.append(check)
+                slots.append((i, check))
+                base.append(stages.detection_request(self.pack, it.image, it.image_id, vtype))
+        decisions, asked = self._decide(base, opts, "detection")
+        for (i, check), d in zip(slots, decisions):
+            apply_detection(records[i], check, d, opts)
+        return [(i, check, req) for (i, check), req in zip(slots, asked) if check.detected]
+
+    def _evidence(self, records: list[ImageRecord], positives: list[tuple[int, CheckRecord, Request]]) -> None:
+        opts = self.pack.options.detection
+        live = [(i, c, r) for i, c, r in positives if records[i].status == "scored"]
+        requests = [stages.continuation_request(self.pack, r, opts[0], "detection") for _, _, r in live]
+        for (i, check, _), answer in zip(live, self._generate(requests, "evidence")):
+            apply_evidence(records[i], check, _text(answer))
+
+    def _severity(self, items: Sequence[Item], records: list[ImageRecord],
+                  positives: list[tuple[int, CheckRecord, Request]]) -> None:
+        opts = self.pack.options.severity
+        live = [(i, c) for i, c, _ in positives if records[i].status == "scored"]
+        base = [stages.severity_request(self.pack, items[i].image, items[i].image_id, c.type_id, c.aspect, c.evidence)
+                for i, c in live]
+        decisions, asked = self._decide(base, opts, "severity")
+        for (i, check), d in zip(live, decisions):
+            apply_severity(records[i], check, d, opts)
+        if not self.cfg.severity_reasons:
+            return
+        todo = [(k, i, c) for k, (i, c) in enumerate(live) if records[i].status == "scored" and c.severity_parse_ok]
+        requests = [stages.continuation_request(self.pack, asked[k], opts[0] if c.severity == "major" else opts[1],
+                                                "severity") for k, _, c in todo]
+        for (_, i, check), answer in zip(todo, self._generate(requests, "severity_reason")):
+            check.severity_reason = apply_reason(records[i], _text(answer), f"severity_reason/{check.type_id}")
+
+    def _generate(self, requests: list[Request], stage: str) -> list[Answer]:
+        self.counts[stage] += len(requests)
+        return self.judge.generate(requests) if requests else []
+
+
+# -- the reference path ---------------------------------------------------------------------
+def reference_records(judge: Judge, items: Sequence[Item], pack: PromptPack,
+                      config: WorkflowConfig | None = None) -> list[ImageRecord]:
+    """Records from generating the full constrained answer of every question (option word,
+    then its JSON), greedy: per image, eligibility, then its 18 questions in one batch, then
+    the severities of its positives. No probabilities and no early exit: what the staged
+    workflow must reproduce, and the baseline it is benchmarked against."""
+    cfg = config or WorkflowConfig(decision="generate")
+    out = []
+    for it in items:
+        record = ImageRecord(image_id=it.image_id, variant="workflow", lam=cfg.lam, alpha=cfg.alpha,
+                             meta=dict(it.meta))
+        _reference_image(judge, pack, cfg, it, record)
+        out.append(finish(record, cfg.lam, cfg.alpha))
+    return out
+
+
+def full_answer_request(pack: PromptPack, base: Request, options: Sequence[str]) -> Request:
+    """A stage's whole answer in one generation: first token restricted to the options."""
+    stage = base.meta["stage"]
+    budget = 1 + stages.continuation_budget(pack, stage)
+    return Request(images=list(base.images), text=base.text, system=base.system, prefix=base.prefix,
+                   constraint=stages.full_answer_constraint(pack, stage, options),
+                   decoding=Decoding(max_new_tokens=budget), meta=dict(base.meta))
+
+
+def _reference_image(judge: Judge, pack: PromptPack, cfg: WorkflowConfig, it: Item, record: ImageRecord) -> None:
+    opts = pack.options
+    base = stages.eligibility_request(pack, it.image, it.image_id)
+    text = _text(judge.generate([full_answer_request(pack, base, opts.eligibility)])[0])
+    apply_eligibility(record, stages.read_option(text, opts.eligibility), opts.eligibility)
+    if wants_eligibility_reason(record, cfg.eligibility_reasons):
+        record.eligibility_reason = apply_reason(record, text, "eligibility_reason")
+    if record.status != "scored":
+        return
+    requests = [full_answer_request(pack, stages.detection_request(pack, it.image, it.image_id, t), opts.detection)
+                for t in TAXONOMY]
+    texts = [_text(a) for a in judge.generate(requests)]
+    positives = []
+    for vtype, text in zip(TAXONOMY, texts):
+        check = CheckRecord(vtype.id)
+        record.checks.append(check)
+        apply_detection(record, check, stages.read_option(text, opts.detection), opts.detection)
+        if check.detected:
+            positives.append((check, text))
+    if record.status != "scored":
+        return
+    for check, text in positives:
+        apply_evidence(record, check, text)
+    if record.status != "scored" or not positives:
+        return
+    requests = [full_answer_request(pack, stages.severity_request(pack, it.image, it.image_id, c.type_id, c.aspect,
+                                                                  c.evidence), opts.severity) for c, _ in positives]
+    for (check, _), answer in zip(positives, judge.generate(requests)):
+        text = _text(answer)
+        apply_severity(record, check, stages.read_option(text, opts.severity), opts.severity)
+        if cfg.severity_reasons and record.status == "scored" and check.severity_parse_ok:
+            check.severity_reason = apply_reason(record, text, f"severity_reason/{check.type_id}")
