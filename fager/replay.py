@@ -1,0 +1,246 @@
+"""Released FAGER runs as Verdicts: read details.jsonl, re-score it, read and write summary.csv.
+
+Re-scoring uses only the recorded per-question answers, so a saved run can be checked
+against the project's scoring or re-decided under other thresholds without a model.
+A recorded answer outside yes/no/unknown becomes a parse failure, as a live one would.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from fager.schema import (
+    ANSWERS, LEVELS, AnswerCounts, Category, Decision, Gating, Importance, Level, LevelScores,
+    ParseFailure, QuestionAnswer, QuestionResult, Verdict,
+)
+from fager.scoring import DEFAULT_POLICY, GatingPolicy, score_answers
+
+RELEASED_SUMMARY_COLUMNS: tuple[str, ...] = (
+    "image_file", "index", "decision", "level_1_score", "level_2_score", "level_3_score", "overall_score",
+    "n_total", "n_yes", "n_no", "n_unknown", "regenerate_prompt", "edit_instruction",
+)
+# The released columns, then the parse-failure count the release did not have.
+SUMMARY_COLUMNS: tuple[str, ...] = (*RELEASED_SUMMARY_COLUMNS, "n_failed")
+
+
+class ReplayFormatError(ValueError):
+    """A details.jsonl or summary.csv file does not follow the released layout."""
+
+
+class _Loose(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class _ReleasedQuestion(_Loose):
+    level: Level
+    category: Category
+    importance: Importance
+    question: str
+    answer: str | None
+    rationale: str | None = ""
+    source_fact: str
+    score: float | None = None
+
+
+class _ReleasedGating(_Loose):
+    evaluated_levels: list[Level]
+    skipped_levels: list[Level]
+    level_1_score: float | None
+    decision: Decision
+    regenerate_threshold: float
+    keep_threshold: float
+
+
+class _ReleasedScores(_Loose):
+    overall_score: float | None
+    level_scores: dict[Level, float | None]
+
+
+class _ReleasedNextStep(_Loose):
+    decision: Decision
+    regenerate_prompt: str | None = None
+    edit_instruction: str | None = None
+
+
+class _ReleasedRecord(_Loose):
+    index: int | str
+    image_id: str
+    original_prompt: str
+    gating: _ReleasedGating
+    scores: _ReleasedScores
+    answer_counts: dict[str, int]
+    per_question: list[_ReleasedQuestion]
+    next_step: _ReleasedNextStep
+
+
+def read_details(path: str | os.PathLike) -> list[Verdict]:
+    """Load a released details.jsonl as Verdicts holding the scores and decisions as recorded."""
+    verdicts = []
+    with open(path, encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                verdicts.append(record_to_verdict(json.loads(line)))
+            except (json.JSONDecodeError, ValidationError, ValueError) as error:
+                raise ReplayFormatError(f"{path}:{line_no}: {error}") from None
+    return verdicts
+
+
+def record_to_verdict(record: dict) -> Verdict:
+    """One released details record as a Verdict, its recorded scores untouched."""
+    released = _ReleasedRecord.model_validate(record)
+    if released.next_step.decision != released.gating.decision:
+        raise ValueError(f"gating decision {released.gating.decision!r} differs from next step "
+                         f"{released.next_step.decision!r}")
+    questions, failures = [], []
+    for position, q in enumerate(released.per_question):
+        item = {"question": q.question, "level": q.level, "category": q.category, "importance": q.importance,
+                "source_fact": q.source_fact, "position": position}
+        if q.answer in ANSWERS and q.score is not None:
+            questions.append(QuestionResult(**item, status="answered", answer=q.answer,
+                                            rationale=q.rationale or "", score=q.score))
+        else:
+            questions.append(QuestionResult(**item, status="failed", raw=q.answer))
+            failures.append(ParseFailure(position=position, level=q.level, question=q.question,
+                                         reason=f"recorded answer {q.answer!r} is not yes, no or unknown"))
+    counts = released.answer_counts
+    missing = {"yes", "no", "unknown", "total"} - set(counts)
+    if missing:
+        raise ValueError(f"answer_counts lacks {sorted(missing)}")
+    step = released.next_step
+    return Verdict(
+        prompt=released.original_prompt, index=str(released.index), image=released.image_id,
+        level_scores=LevelScores(**released.scores.level_scores),
+        overall_score=released.scores.overall_score,
+        counts=AnswerCounts(yes=counts["yes"], no=counts["no"], unknown=counts["unknown"], total=counts["total"],
+                            failed=len(failures)),
+        decision=released.gating.decision,
+        feedback=step.regenerate_prompt if step.decision == "regenerate" else step.edit_instruction,
+        gating=Gating(**released.gating.model_dump(exclude={"decision"}), inclusive=True),
+        questions=questions, parse_failures=failures, provenance={"source": "released details.jsonl"},
+    )
+
+
+def rescore(verdict: Verdict, policy: GatingPolicy = DEFAULT_POLICY) -> Verdict:
+    """Recompute scores and decision from a verdict's per-question answers under `policy`.
+
+    Feedback text is kept only when the decision is unchanged (an edit instruction is no
+    regeneration constraint). Questions the verdict never asked count as missing answers
+    if the new policy evaluates them.
+    """
+    items, answers = [], {}
+    for position, question in enumerate(verdict.questions):
+        items.append(question.item())
+        if question.status == "answered":
+            answers[position] = QuestionAnswer(answer=question.answer, rationale=question.rationale)
+        elif question.status == "failed":
+            answers[position] = question.raw
+    result = score_answers(items, answers, policy, prompt=verdict.prompt, index=verdict.index,
+                           image=verdict.image, feedback=verdict.feedback,
+                           provenance={**verdict.provenance, "rescored": "fager.scoring"})
+    if result.decision != verdict.decision:
+        result = result.model_copy(update={"feedback": None})
+    return result
+
+
+def rescore_details(path: str | os.PathLike, policy: GatingPolicy = DEFAULT_POLICY) -> list[Verdict]:
+    """Read a details.jsonl and re-score every record."""
+    return [rescore(v, policy) for v in read_details(path)]
+
+
+def verdict_key(verdict: Verdict) -> str:
+    """The key that pairs verdicts across runs: the dataset index, else the image name."""
+    key = verdict.index if verdict.index is not None else verdict.image
+    if key is None:
+        raise ValueError("verdict has neither an index nor an image to pair it by")
+    return key
+
+
+# ---- summary.csv ---------------------------------------------------------------------------
+
+def _cell(score: float | None) -> str:
+    return "" if score is None else repr(round(score, 2))
+
+
+def summary_row(verdict: Verdict) -> list[str]:
+    """One summary.csv row: scores rounded to 2 decimals, empty for a level without a score."""
+    counts = verdict.counts
+    return [
+        verdict.image or "", verdict.index or "", verdict.decision or "",
+        *(_cell(getattr(verdict.level_scores, level)) for level in LEVELS),
+        _cell(verdict.overall_score),
+        str(counts.total), str(counts.yes), str(counts.no), str(counts.unknown),
+        (verdict.feedback or "") if verdict.decision == "regenerate" else "",
+        (verdict.feedback or "") if verdict.decision == "edit" else "",
+        str(counts.failed),
+    ]
+
+
+def format_summary(verdicts: Iterable[Verdict]) -> str:
+    """summary.csv text: the released columns plus n_failed, LF line ends."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(SUMMARY_COLUMNS)
+    writer.writerows(summary_row(v) for v in verdicts)
+    return out.getvalue()
+
+
+def write_summary(verdicts: Iterable[Verdict], path: str | os.PathLike) -> None:
+    """Write verdicts as summary.csv."""
+    Path(path).write_text(format_summary(verdicts), encoding="utf-8", newline="")
+
+
+def read_summary(path: str | os.PathLike) -> list[dict[str, str]]:
+    """Rows of a summary.csv (released layout, with or without n_failed) as column -> cell."""
+    with open(path, newline="", encoding="utf-8") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if header is None or tuple(header[:len(RELEASED_SUMMARY_COLUMNS)]) != RELEASED_SUMMARY_COLUMNS:
+            raise ReplayFormatError(f"{path}: header must start with {','.join(RELEASED_SUMMARY_COLUMNS)}; "
+                                    f"got {header}")
+        rows = []
+        for line_no, row in enumerate(reader, start=2):
+            if len(row) != len(header):
+                raise ReplayFormatError(f"{path}:{line_no}: expected {len(header)} fields, got {len(row)}")
+            rows.append(dict(zip(header, row)))
+        return rows
+
+
+def summary_scores(path: str | os.PathLike) -> dict[str, float | None]:
+    """Overall score per index from a summary.csv (None where the cell is empty)."""
+    scores: dict[str, float | None] = {}
+    for line_no, row in enumerate(read_summary(path), start=2):
+        key = row["index"] or row["image_file"]
+        if key in scores:
+            raise ReplayFormatError(f"{path}:{line_no}: duplicate index {key!r}")
+        try:
+            scores[key] = float(row["overall_score"]) if row["overall_score"] else None
+        except ValueError:
+            raise ReplayFormatError(f"{path}:{line_no}: overall_score {row['overall_score']!r} is not a number") \
+                from None
+    return scores
+
+
+def details_scores(path: str | os.PathLike, policy: GatingPolicy = DEFAULT_POLICY) -> dict[str, float | None]:
+    """Overall score per index, re-scored exactly from a details.jsonl."""
+    scores: dict[str, float | None] = {}
+    for verdict in rescore_details(path, policy):
+        key = verdict_key(verdict)
+        if key in scores:
+            raise ReplayFormatError(f"{path}: duplicate index {key!r}")
+        scores[key] = verdict.overall_score
+    return scores
+
+
+__all__ = [
+    "RELEASED_SUMMARY_COLUMNS", "SUMMARY_COLUMNS", "ReplayFormatError", "details_scores", "format_summary",
+    "read_details", "read_summary", "record_to_verdict", "rescore", "rescore_details", "summary_row",
+    "summary_scores", "verdict_key", "write_summary",
+]

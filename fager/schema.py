@@ -1,0 +1,296 @@
+"""Pydantic models for every record FAGER reads, writes or asks a model to produce.
+
+The models that an agent fills in (Rubric, ReferenceExtraction, Verification, QAItem,
+QuestionAnswer) forbid unknown keys and bound every string and list, so that
+`Model.model_json_schema()` can be handed to a grammar-constrained decoder and the
+generated JSON always closes within a finite token budget.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+LEVELS: tuple[str, ...] = ("level_1", "level_2", "level_3")
+CATEGORIES: tuple[str, ...] = (
+    "existence", "counting", "relation", "shape", "size", "color", "posture", "scene", "others",
+)
+ANSWERS: tuple[str, ...] = ("yes", "no", "unknown")
+DROP_REASONS: tuple[str, ...] = ("not_necessary", "not_visually_verifiable", "malformed")
+ADD_REASONS: tuple[str, ...] = ("missing_necessary_fact",)
+
+Level = Literal["level_1", "level_2", "level_3"]
+Category = Literal["existence", "counting", "relation", "shape", "size", "color", "posture", "scene", "others"]
+Importance = Literal["high", "medium", "low"]
+Answer = Literal["yes", "no", "unknown"]
+Decision = Literal["keep", "edit", "regenerate"]
+ChangeReason = Literal["not_necessary", "not_visually_verifiable", "malformed", "missing_necessary_fact"]
+ExtractionStatus = Literal["ok", "partial", "none"]
+
+# Bounds: generous against the released data (longest fact 205 chars, longest question
+# 139, longest rationale 135, at most 7 facts in a category), tight enough to terminate.
+MAX_FACT = 400
+MAX_FACTS_PER_CATEGORY = 16
+MAX_QUESTION = 300
+MAX_RATIONALE = 600
+MAX_PROMPT = 4000
+MAX_CHANGES = 64
+MAX_QA_ITEMS = 3 * 9 * MAX_FACTS_PER_CATEGORY
+
+FactText = Annotated[str, Field(min_length=1, max_length=MAX_FACT)]
+RationaleText = Annotated[str, Field(max_length=MAX_RATIONALE)]
+
+
+class _Strict(BaseModel):
+    """Base: unknown keys are an error, so a schema-drifting model output is caught."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class CategoryFacts(_Strict):
+    """The facts one rubric category requires, with how much they matter."""
+
+    importance: Importance
+    facts: list[FactText] = Field(max_length=MAX_FACTS_PER_CATEGORY)
+
+    @field_validator("facts")
+    @classmethod
+    def _facts_nonblank(cls, facts: list[str]) -> list[str]:
+        if any(not fact.strip() for fact in facts):
+            raise ValueError("a fact must not be blank")
+        return facts
+
+
+def _empty_category() -> CategoryFacts:
+    return CategoryFacts(importance="low", facts=[])
+
+
+class LevelRubric(_Strict):
+    """One level of the rubric: the nine categories, always all present."""
+
+    existence: CategoryFacts
+    counting: CategoryFacts
+    relation: CategoryFacts
+    shape: CategoryFacts
+    size: CategoryFacts
+    color: CategoryFacts
+    posture: CategoryFacts
+    scene: CategoryFacts
+    others: CategoryFacts
+
+    @classmethod
+    def empty(cls) -> "LevelRubric":
+        """A level with no facts, the neutral starting point for building rubrics by hand."""
+        return cls(**{c: _empty_category() for c in CATEGORIES})
+
+
+class FactEntry(_Strict):
+    """One fact with its place in the rubric, the unit that becomes one question."""
+
+    level: Level
+    category: Category
+    importance: Importance
+    fact: str
+
+
+class Rubric(_Strict):
+    """The three-level factual rubric (coarse identity -> key components -> fine details)."""
+
+    level_1: LevelRubric
+    level_2: LevelRubric
+    level_3: LevelRubric
+
+    @classmethod
+    def empty(cls) -> "Rubric":
+        """A rubric with no facts."""
+        return cls(level_1=LevelRubric.empty(), level_2=LevelRubric.empty(), level_3=LevelRubric.empty())
+
+    def facts(self) -> list[FactEntry]:
+        """All facts in canonical order (level, then category order, then listed order)."""
+        out = []
+        for level in LEVELS:
+            level_rubric: LevelRubric = getattr(self, level)
+            for category in CATEGORIES:
+                entry: CategoryFacts = getattr(level_rubric, category)
+                out.extend(FactEntry(level=level, category=category, importance=entry.importance, fact=f)
+                           for f in entry.facts)
+        return out
+
+
+class ReferenceExtraction(_Strict):
+    """What the reference-guided agent saw in reference images: visible evidence only."""
+
+    status: ExtractionStatus
+    summary: str = Field(max_length=1000)
+    visual_elements: list[FactText] = Field(max_length=40)
+    confidence: float = Field(ge=0.0, le=1.0)
+    notes: str = Field(max_length=1000)
+
+
+class FactChange(_Strict):
+    """One fact the verification agent dropped or added, with why."""
+
+    level: Level
+    category: Category
+    fact: str = Field(min_length=1, max_length=MAX_FACT)
+    reason: ChangeReason
+    # The release calls this field `short_rationale`; both names are read.
+    rationale: list[RationaleText] = Field(min_length=1, max_length=4,
+                                           validation_alias=AliasChoices("rationale", "short_rationale"))
+
+    @field_validator("rationale", mode="before")
+    @classmethod
+    def _one_string_is_a_list(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value
+
+
+class Verification(_Strict):
+    """The verified rubric plus the explicit drop/add decisions that produced it."""
+
+    verified_rubric: Rubric
+    dropped: list[FactChange] = Field(max_length=MAX_CHANGES)
+    added: list[FactChange] = Field(max_length=MAX_CHANGES)
+
+    @model_validator(mode="after")
+    def _reasons_match_direction(self) -> "Verification":
+        for change in self.dropped:
+            if change.reason not in DROP_REASONS:
+                raise ValueError(f"dropped fact has an add reason {change.reason!r}: {change.fact!r}")
+        for change in self.added:
+            if change.reason not in ADD_REASONS:
+                raise ValueError(f"added fact has a drop reason {change.reason!r}: {change.fact!r}")
+        return self
+
+
+class QAItem(_Strict):
+    """One yes-expected question generated from exactly one rubric fact."""
+
+    question: str = Field(min_length=1, max_length=MAX_QUESTION)
+    level: Level
+    category: Category
+    importance: Importance
+    source_fact: str = Field(min_length=1, max_length=MAX_FACT)
+
+
+class QAItems(_Strict):
+    """The QA agent's whole output for one rubric (the shape a constrained decoder fills)."""
+
+    items: list[QAItem] = Field(max_length=MAX_QA_ITEMS)
+
+
+class QASet(_Strict):
+    """A prompt's QA items in evaluation order, with the dataset's id for the prompt if any."""
+
+    prompt: str = Field(min_length=1, max_length=MAX_PROMPT)
+    index: str | None = Field(default=None, max_length=200)
+    items: list[QAItem] = Field(max_length=MAX_QA_ITEMS)
+
+    @model_validator(mode="after")
+    def _unique_questions(self) -> "QASet":
+        seen: set[tuple[str, str]] = set()
+        for item in self.items:
+            key = (item.level, item.question)
+            if key in seen:
+                raise ValueError(f"duplicate question in {item.level}: {item.question!r}")
+            seen.add(key)
+        return self
+
+
+class QuestionAnswer(_Strict):
+    """The evaluation agent's answer to one question: yes/no/unknown and one sentence why."""
+
+    answer: Answer
+    rationale: RationaleText
+
+    @field_validator("answer", mode="before")
+    @classmethod
+    def _normalise_answer(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
+
+
+# ---- verdict records (computed, not generated) ------------------------------------------
+
+QuestionStatus = Literal["answered", "failed", "skipped"]
+
+
+class QuestionResult(QAItem):
+    """One question of a verdict: its answer and score, or why it has none."""
+
+    position: int = Field(ge=0)
+    status: QuestionStatus
+    answer: Answer | None = None
+    rationale: str = ""
+    score: float | None = None
+    raw: str | None = None  # the unparseable text, kept for failures
+
+    @model_validator(mode="after")
+    def _status_consistent(self) -> "QuestionResult":
+        if (self.status == "answered") != (self.answer is not None and self.score is not None):
+            raise ValueError("an answered question needs an answer and a score, and only it has them")
+        return self
+
+    def item(self) -> QAItem:
+        """The QA item this result answers."""
+        return QAItem(question=self.question, level=self.level, category=self.category,
+                      importance=self.importance, source_fact=self.source_fact)
+
+
+class ParseFailure(_Strict):
+    """A question whose answer was missing or could not be read; counted, never scored."""
+
+    position: int = Field(ge=0)
+    level: Level
+    question: str
+    reason: str
+
+
+class LevelScores(_Strict):
+    """Per-level scores in [0, 100]; None for a level with no scored question."""
+
+    level_1: float | None = None
+    level_2: float | None = None
+    level_3: float | None = None
+
+
+class AnswerCounts(_Strict):
+    """How the evaluated questions were answered; `total` counts scored answers only."""
+
+    yes: int = Field(ge=0)
+    no: int = Field(ge=0)
+    unknown: int = Field(ge=0)
+    total: int = Field(ge=0)
+    failed: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _total_adds_up(self) -> "AnswerCounts":
+        if self.total != self.yes + self.no + self.unknown:
+            raise ValueError(f"total {self.total} != yes + no + unknown = {self.yes + self.no + self.unknown}")
+        return self
+
+
+class Gating(_Strict):
+    """How the coarse-to-fine gate ran: levels evaluated and skipped, thresholds used."""
+
+    evaluated_levels: list[Level]
+    skipped_levels: list[Level]
+    level_1_score: float | None
+    regenerate_threshold: float
+    keep_threshold: float
+    inclusive: bool = True
+
+
+class Verdict(_Strict):
+    """Everything FAGER concludes about one image against one QA set."""
+
+    prompt: str | None = None
+    index: str | None = None
+    image: str | None = None
+    level_scores: LevelScores
+    overall_score: float | None
+    counts: AnswerCounts
+    decision: Decision | None  # None: the gate could not be decided (see scoring.decide)
+    feedback: str | None = None  # regeneration constraint or edit instruction; None for keep
+    gating: Gating
+    questions: list[QuestionResult] = Field(default_factory=list)
+    parse_failures: list[ParseFailure] = Field(default_factory=list)
+    provenance: dict[str, str] = Field(default_factory=dict)
