@@ -115,7 +115,8 @@ def load_jsonl_answers(path: str | os.PathLike, key_fields: Sequence[str] | None
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{lineno}: not JSON ({exc})") from exc
-            answers[_row_key(row, key_fields, f"{path}:{lineno}")] = _row_value(row)
+            where = f"{path}:{lineno}"
+            answers[_row_key(row, key_fields, where)] = _row_value(row, where)
     return answers
 
 
@@ -132,12 +133,12 @@ def _row_key(row: dict[str, Any], key_fields: Sequence[str] | None, where: str) 
     return values[0] if len(values) == 1 else values
 
 
-def _row_value(row: dict[str, Any]) -> Any:
+def _row_value(row: dict[str, Any], where: str) -> Any:
     if row.get("finish_reason") == "error":
         return None
     keep = {k: row[k] for k in ("text", "finish_reason", "num_tokens", "probs") if k in row}
     if not keep:
-        raise ValueError(f"replay row has neither text nor probs: {row}")
+        raise ValueError(f"{where}: replay row has neither text nor probs: {row}")
     return keep
 
 

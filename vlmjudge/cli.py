@@ -1,0 +1,157 @@
+"""The `vlmjudge` command: shared flags, core commands, and one sub-command per method.
+
+Method sub-commands come from the `vlmjudge.commands` entry points (each a
+`configure(parser)` that adds its own sub-commands), so the core imports no method.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+from typing import Any, Sequence
+
+from . import __version__
+from .registry import command_hooks, list_methods
+
+OPTIONAL_LIBS = ("torch", "torchvision", "transformers", "accelerate", "evaluate", "datasets", "torchmetrics",
+                 "xgrammar", "openai", "ray", "gradio", "diffusers", "lightning")
+
+
+def add_judge_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags every judging command shares."""
+    g = parser.add_argument_group("judge")
+    g.add_argument("--model", help="Hub id, local checkpoint dir, server model name, or replay JSONL")
+    g.add_argument("--revision", default=None, help="Hub revision (branch, tag or commit)")
+    g.add_argument("--backend", default="transformers", help="transformers | openai | replay | module:Class")
+    g.add_argument("--device", default=None, help="cpu, cuda, cuda:1, ... (default: cuda if available)")
+    g.add_argument("--dtype", default=None, help="bfloat16, float16, float32 (default: the backend's)")
+    g.add_argument("--batch-size", type=int, default=8)
+    g.add_argument("--cache", default=None, help="SQLite response cache; reruns resume from it")
+    g.add_argument("--out", default=None, help="where results go")
+
+
+def judge_from_args(args: argparse.Namespace) -> Any:
+    """A judge from the shared flags."""
+    from .judge import load_judge
+    if not args.model:
+        raise SystemExit("--model is required")
+    kwargs: dict[str, Any] = {"batch_size": args.batch_size, "cache": args.cache}
+    for name in ("revision", "device", "dtype"):
+        if getattr(args, name, None) is not None:
+            kwargs[name] = getattr(args, name)
+    return load_judge(args.model, backend=args.backend, **kwargs)
+
+
+#: What each backend needs installed, checked without importing it (importing is slow).
+BACKEND_NEEDS = {"transformers": ("torch", "transformers"), "openai": ("openai",), "replay": ()}
+
+
+def _version_of(distribution: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def collect_info() -> dict[str, Any]:
+    """Versions, importable backends, GPUs and registered methods."""
+    from importlib.util import find_spec
+
+    from .judge import BACKENDS
+    libs = {name: _version_of(name) for name in OPTIONAL_LIBS}
+    gpus: list[str] = []
+    if find_spec("torch") is not None:
+        import torch
+        gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    backends = {}
+    for name, target in BACKENDS.items():
+        missing = [lib for lib in (*BACKEND_NEEDS.get(name, ()), target.split(":")[0]) if find_spec(lib) is None]
+        backends[name] = "ok" if not missing else f"unavailable: missing {', '.join(missing)}"
+    methods = {name: (f"error: {spec}" if isinstance(spec, Exception) else
+                      {"inputs": list(spec.inputs), "score_range": list(spec.score_range)})
+               for name, spec in list_methods().items()}
+    return {"vlmjudge": __version__, "python": platform.python_version(), "libraries": libs,
+            "backends": backends, "gpus": gpus, "methods": methods}
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    info = collect_info()
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    print(f"vlmjudge {info['vlmjudge']} (Python {info['python']})")
+    print("libraries:")
+    for name, version in info["libraries"].items():
+        print(f"  {name:13s} {version}")
+    print("backends:")
+    for name, state in info["backends"].items():
+        print(f"  {name:13s} {state}")
+    print(f"GPUs: {', '.join(info['gpus']) or 'none'}")
+    print("methods:")
+    for name, desc in info["methods"].items():
+        print(f"  {name:13s} {desc}")
+    return 0
+
+
+def _cmd_modules_install(args: argparse.Namespace) -> int:
+    from .evaluate_modules import install_modules
+    installed = install_modules(args.metrics_dir, args.names or None)
+    for name, module in installed.items():
+        print(f"installed {name} -> {module}")
+    return 0
+
+
+def _cmd_space_push(args: argparse.Namespace) -> int:
+    from .evaluate_modules import push_space
+    uploaded = push_space(args.folder, args.repo, private=args.private)
+    print(f"pushed {', '.join(uploaded)} to Space {args.repo}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="vlmjudge", description="Multimodal-LLM judges for text-to-image outputs.")
+    parser.add_argument("--version", action="version", version=f"vlmjudge {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    info = sub.add_parser("info", help="versions, backends, GPUs and registered methods")
+    info.add_argument("--json", action="store_true")
+    info.set_defaults(func=_cmd_info)
+
+    modules = sub.add_parser("evaluate-modules", help="make evaluate.load('<name>') work by bare name")
+    modules_sub = modules.add_subparsers(dest="modules_command", required=True)
+    install = modules_sub.add_parser("install", help="seed evaluate's module cache with the metrics/ scripts")
+    install.add_argument("--metrics-dir", default=None, help="default: the installed project's metrics/")
+    install.add_argument("names", nargs="*", help="only these metrics")
+    install.set_defaults(func=_cmd_modules_install)
+
+    space = sub.add_parser("space", help="Hub Spaces for the metrics")
+    space_sub = space.add_subparsers(dest="space_command", required=True)
+    push = space_sub.add_parser("push", help="upload metrics/<name> as a Gradio Space")
+    push.add_argument("folder")
+    push.add_argument("--repo", required=True, help="ORG/NAME")
+    push.add_argument("--private", action="store_true")
+    push.set_defaults(func=_cmd_space_push)
+
+    for name, hook in sorted(command_hooks().items()):
+        method_parser = sub.add_parser(name, help=f"{name} commands")
+        try:
+            hook.load()(method_parser)
+        except ImportError as exc:
+            method_parser.set_defaults(func=lambda _a, _e=exc, _n=name: _broken(_n, _e))
+    return parser
+
+
+def _broken(name: str, exc: Exception) -> int:
+    print(f"vlmjudge {name}: unavailable ({exc})", file=sys.stderr)
+    return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,23 @@
+"""Offline test helpers: tiny random checkpoints, a Hub-cache installer, and the method
+conformance suite. Builders are imported on use, so this package stays light."""
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "build_tiny_vlm": "vlmjudge.testing.tiny_vlm",
+    "build_tiny_clip": "vlmjudge.testing.tiny_encoders",
+    "build_tiny_dinov2": "vlmjudge.testing.tiny_encoders",
+    "build_tiny_siglip": "vlmjudge.testing.tiny_encoders",
+    "install_in_hf_cache": "vlmjudge.testing.hub_cache",
+    "check_method": "vlmjudge.testing.conformance",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'vlmjudge.testing' has no attribute {name!r}")
