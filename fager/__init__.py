@@ -14,7 +14,7 @@ from fager.qa_store import (
 )
 from fager.replay import (
     ReplayFormatError, details_scores, format_summary, read_details, read_summary, rescore, rescore_details,
-    summary_scores, write_summary,
+    summary_scores, write_summary, write_verdicts,
 )
 from fager.schema import (
     CATEGORIES, LEVELS, AnswerCounts, CategoryFacts, FactChange, Gating, LevelRubric, LevelScores, ParseFailure,
@@ -30,7 +30,7 @@ __all__ = [
     "AgentModels", "QAFormatError", "QARecord", "QASetKey", "QAStore", "format_qa_csv", "parse_qa_csv",
     "read_qa_csv", "write_qa_csv",
     "ReplayFormatError", "details_scores", "format_summary", "read_details", "read_summary", "rescore",
-    "rescore_details", "summary_scores", "write_summary",
+    "rescore_details", "summary_scores", "write_summary", "write_verdicts",
     "CATEGORIES", "LEVELS", "AnswerCounts", "CategoryFacts", "FactChange", "Gating", "LevelRubric", "LevelScores",
     "ParseFailure", "QAItem", "QAItems", "QASet", "QuestionAnswer", "QuestionResult", "ReferenceExtraction",
     "Rubric", "Verdict", "Verification",

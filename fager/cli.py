@@ -1,12 +1,13 @@
 """`vlmjudge fager ...`: the Factual A/B test and re-scoring of saved runs, without a model.
 
     vlmjudge fager abtest FACTUAL GENERATED [--tie full|zero|skip] [--json]
-    vlmjudge fager rescore details.jsonl [--out summary.csv] [--check]
+    vlmjudge fager rescore details.jsonl [--out summary.csv] [--verdicts v.jsonl] [--check]
 
-FACTUAL and GENERATED are each a details.jsonl (re-scored exactly from its per-question
-answers) or a summary.csv (its overall_score column); pairs are matched by the `index`
-column. When either side is a summary.csv, both sides are compared at its 2-decimal
-rounding, so a rounded score never beats or ties an exact one by accident.
+FACTUAL and GENERATED are each a details.jsonl (released layout or the project's Verdict
+lines, re-scored exactly from the per-question answers) or a summary.csv (its
+overall_score column); pairs are matched by the `index` column. When either side is a
+summary.csv, both sides are compared at its 2-decimal rounding, so a rounded score never
+beats or ties an exact one by accident.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from fager.parsing import AnswerParseError
 from fager.qa_store import QAFormatError
 from fager.replay import (
     ReplayFormatError, details_scores, format_summary, read_details, rescore, summary_row, summary_scores,
+    write_verdicts,
 )
 from fager.scoring import GatingPolicy
 
@@ -45,6 +47,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                                                   "recorded answers and write a summary.csv.")
     rescore_cmd.add_argument("details", type=Path, help="a details.jsonl from a FAGER run")
     rescore_cmd.add_argument("--out", type=Path, help="summary.csv to write (default: standard output)")
+    rescore_cmd.add_argument("--verdicts", type=Path, help="also write the re-scored Verdicts as JSON lines")
     rescore_cmd.add_argument("--check", action="store_true",
                              help="exit 1 if a re-scored record differs from what the file recorded")
     _add_policy_flags(rescore_cmd)
@@ -106,6 +109,8 @@ def run_rescore(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     else:
         args.out.write_text(text, encoding="utf-8", newline="")
+    if args.verdicts is not None:
+        write_verdicts(rescored, args.verdicts)
     failures = sum(v.counts.failed for v in rescored)
     print(f"rescored {len(rescored)} records, {failures} parse failures", file=sys.stderr)
     if not args.check:

@@ -80,21 +80,38 @@ class _ReleasedRecord(_Loose):
 
 
 def read_details(path: str | os.PathLike) -> list[Verdict]:
-    """Load a released details.jsonl as Verdicts holding the scores and decisions as recorded."""
+    """Load a details.jsonl as Verdicts holding the scores and decisions as recorded.
+
+    Each line is either a released record (it has `per_question`) or a Verdict as
+    written by `write_verdicts`.
+    """
     verdicts = []
     with open(path, encoding="utf-8") as handle:
         for line_no, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             try:
-                verdicts.append(record_to_verdict(json.loads(line)))
+                record = json.loads(line)
+                if isinstance(record, dict) and "per_question" not in record and "questions" in record:
+                    verdicts.append(Verdict.model_validate(record))
+                else:
+                    verdicts.append(record_to_verdict(record))
             except (json.JSONDecodeError, ValidationError, ValueError) as error:
                 raise ReplayFormatError(f"{path}:{line_no}: {error}") from None
     return verdicts
 
 
+def write_verdicts(verdicts: Iterable[Verdict], path: str | os.PathLike) -> None:
+    """Write Verdicts as JSON lines, the project's own details.jsonl (read back by read_details)."""
+    with open(path, "w", encoding="utf-8", newline="\n") as handle:
+        for verdict in verdicts:
+            handle.write(verdict.model_dump_json() + "\n")
+
+
 def record_to_verdict(record: dict) -> Verdict:
     """One released details record as a Verdict, its recorded scores untouched."""
+    if not isinstance(record, dict):
+        raise ValueError(f"a details record must be a JSON object, got {type(record).__name__}")
     released = _ReleasedRecord.model_validate(record)
     if released.next_step.decision != released.gating.decision:
         raise ValueError(f"gating decision {released.gating.decision!r} differs from next step "
@@ -242,5 +259,5 @@ def details_scores(path: str | os.PathLike, policy: GatingPolicy = DEFAULT_POLIC
 __all__ = [
     "RELEASED_SUMMARY_COLUMNS", "SUMMARY_COLUMNS", "ReplayFormatError", "details_scores", "format_summary",
     "read_details", "read_summary", "record_to_verdict", "rescore", "rescore_details", "summary_row",
-    "summary_scores", "verdict_key", "write_summary",
+    "summary_scores", "verdict_key", "write_summary", "write_verdicts",
 ]

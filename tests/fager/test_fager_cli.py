@@ -62,12 +62,16 @@ def test_abtest_bad_input(results, tmp_path, capsys):
 
 
 def test_rescore_writes_the_released_summary(results, tmp_path, capsys):
-    out = tmp_path / "summary.csv"
-    assert run(["rescore", str(results / "real/details.jsonl"), "--out", str(out), "--check"]) == 0
+    out, verdicts = tmp_path / "summary.csv", tmp_path / "verdicts.jsonl"
+    assert run(["rescore", str(results / "real/details.jsonl"), "--out", str(out), "--check",
+                "--verdicts", str(verdicts)]) == 0
     assert "50/50 records reproduced" in capsys.readouterr().err
     mine = {r["index"]: r for r in read_summary(out)}
     for row in read_summary(results / "real/summary.csv"):
         assert {c: mine[row["index"]][c] for c in RELEASED_SUMMARY_COLUMNS} == row
+    # the project's own verdict lines feed the A/B test like a released details.jsonl
+    assert run(["abtest", str(verdicts), str(results / "flux2/details.jsonl")]) == 0
+    assert capsys.readouterr().out.startswith("tie=full: 41/50")
 
 
 def test_rescore_to_stdout_with_other_thresholds(results, capsys):

@@ -120,3 +120,14 @@ def test_summary_round_trip(abo, tmp_path):
     bad.write_text("image_file,score\nx,1\n", encoding="utf-8")
     with pytest.raises(ReplayFormatError, match="header"):
         read_summary(bad)
+
+
+def test_verdict_lines_round_trip_and_replay(abo, tmp_path):
+    """The project's own verdict lines read back unchanged and re-score to the same result."""
+    from fager.replay import write_verdicts
+    verdicts = rescore_details(abo / "results" / "real" / "details.jsonl")
+    path = tmp_path / "verdicts.jsonl"
+    write_verdicts(verdicts, path)
+    again = read_details(path)
+    assert again == verdicts
+    assert [rescore(v) for v in again] == verdicts
