@@ -1,0 +1,151 @@
+"""The paper's analyses over saved records, without asking a judge again.
+
+Agreement with humans (pooled and per T2I model), image-level detection against the human
+majority, the weight sweep (Table A3), single-check and leave-one-check-out ablations
+(Table A2), the photorealistic vs stylized split, and T2I-model rankings with their
+agreement between evaluators (Kendall tau, Table A4).
+
+Human ratings are given per image id: a number (the mean 1-5 rating), None (N/A), or the
+list of each annotator's ratings (None for N/A), reduced with `scoring.human_rating`.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from .records import ImageRecord
+from .scoring import (correlations, correlations_by_group, detection_precision_recall, human_rating,
+                      kendall_tau)
+from .taxonomy import TYPE_IDS
+
+HumanRatings = Mapping[str, "float | None | Sequence[float | None]"]
+
+
+def human_value(value: Any) -> float | None:
+    """One image's human score from a mean, None (N/A), or the annotators' ratings."""
+    if value is None or isinstance(value, (int, float)):
+        return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+    return human_rating(list(value))
+
+
+def _aligned(records: Sequence[ImageRecord], human: HumanRatings) -> list[float | None]:
+    missing = [r.image_id for r in records if r.image_id not in human]
+    if missing:
+        raise KeyError(f"no human rating for images {missing[:5]}{' ...' if len(missing) > 5 else ''}")
+    return [human_value(human[r.image_id]) for r in records]
+
+
+def groups_of(records: Sequence[ImageRecord], groups: Mapping[str, str] | str) -> list[str]:
+    """Each record's group (T2I model): from a mapping by image id, or a key of `record.meta`."""
+    if isinstance(groups, str):
+        missing = [r.image_id for r in records if groups not in r.meta]
+        if missing:
+            raise KeyError(f"records {missing[:5]} have no meta[{groups!r}]")
+        return [str(r.meta[groups]) for r in records]
+    missing = [r.image_id for r in records if r.image_id not in groups]
+    if missing:
+        raise KeyError(f"no group for images {missing[:5]}")
+    return [str(groups[r.image_id]) for r in records]
+
+
+def agreement(records: Sequence[ImageRecord], human: HumanRatings,
+              groups: Mapping[str, str] | str | None = None) -> dict[str, Any]:
+    """Spearman, Kendall and Pearson of record scores with human ratings, N/A on either side
+    excluded; pooled, and per group when `groups` is given."""
+    pred, ref = [r.score for r in records], _aligned(records, human)
+    if groups is None:
+        return {"pooled": correlations(pred, ref)}
+    return correlations_by_group(pred, ref, groups_of(records, groups))
+
+
+def detection_agreement(records: Sequence[ImageRecord],
+                        human_labels: Mapping[str, Sequence[bool | None] | bool | None]) -> dict[str, Any]:
+    """Image-level "has a violation" precision/recall against the annotators' majority."""
+    missing = [r.image_id for r in records if r.image_id not in human_labels]
+    if missing:
+        raise KeyError(f"no human labels for images {missing[:5]}")
+    return detection_precision_recall([r.has_violation for r in records],
+                                      [human_labels[r.image_id] for r in records])
+
+
+def alpha_sweep(records: Sequence[ImageRecord], human: HumanRatings,
+                alphas: Iterable[float] = (0.0, 0.25, 0.5, 0.75, 1.0),
+                lams: Iterable[float] = (1.0,)) -> list[dict[str, Any]]:
+    """Correlations after re-scoring every record with each (lam, alpha) (Table A3); lam
+    alone never changes Spearman or Kendall."""
+    ref = _aligned(records, human)
+    rows = []
+    for lam in lams:
+        for alpha in alphas:
+            pred = [r.rescore(lam, alpha) for r in records]
+            rows.append({"lam": lam, "alpha": alpha, **correlations(pred, ref)})
+    return rows
+
+
+def check_ablation(records: Sequence[ImageRecord], human: HumanRatings, lam: float = 1.0,
+                   alpha: float = 0.5, metric: str = "spearman") -> dict[str, Any]:
+    """Each check alone and the full set without each check (Table A2): correlations, and
+    for leave-one-out the change `delta` of `metric` from the full set."""
+    ref = _aligned(records, human)
+    full = correlations([r.rescore(lam, alpha) for r in records], ref)
+    single, loo = {}, {}
+    for t in TYPE_IDS:
+        single[t] = correlations([r.rescore(lam, alpha, only=[t]) for r in records], ref)
+        without = correlations([r.rescore(lam, alpha, drop=[t]) for r in records], ref)
+        loo[t] = {**without, "delta": without[metric] - full[metric]}
+    return {"full": full, "single": single, "leave_one_out": loo}
+
+
+def style_split(records: Sequence[ImageRecord], human: HumanRatings,
+                styles: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """Correlations within each style class (photorealistic, stylized), N/A excluded."""
+    labels = groups_of(records, styles)
+    return correlations_by_group([r.score for r in records], _aligned(records, human), labels)["by_group"]
+
+
+def classify_styles(images: Sequence[Any], ids: Sequence[str],
+                    classifier: Callable[[Sequence[Any]], Sequence[str]] | None = None) -> dict[str, str]:
+    """Style labels by image id from any classifier (images -> labels); the default is
+    zero-shot SigLIP, loaded on first use."""
+    if len(images) != len(ids):
+        raise ValueError(f"{len(images)} images for {len(ids)} ids")
+    if classifier is None:
+        from .style import SigLIPStyleClassifier
+        classifier = SigLIPStyleClassifier()
+    labels = list(classifier(list(images)))
+    if len(labels) != len(ids):
+        raise ValueError(f"the classifier returned {len(labels)} labels for {len(ids)} images")
+    return dict(zip(ids, labels))
+
+
+def model_means(records: Sequence[ImageRecord], groups: Mapping[str, str] | str = "model") -> dict[str, float]:
+    """Mean score per T2I model over its scored images (models with none are left out)."""
+    sums: dict[str, list[float]] = {}
+    for r, g in zip(records, groups_of(records, groups)):
+        if r.score is not None:
+            sums.setdefault(g, []).append(r.score)
+    return {g: sum(v) / len(v) for g, v in sums.items()}
+
+
+def model_ranking(means: Mapping[str, float]) -> list[dict[str, Any]]:
+    """T2I models best first, with 1-based ranks (ties share the best rank)."""
+    ordered = sorted(means.items(), key=lambda kv: (-kv[1], kv[0]))
+    rows = []
+    for model, mean in ordered:
+        rank = 1 + sum(other > mean for other in means.values())
+        rows.append({"model": model, "mean_score": mean, "rank": rank})
+    return rows
+
+
+def ranking_agreement(evaluators: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
+    """Kendall tau between the T2I-model mean scores of every pair of evaluators (over the
+    models both rated), and their mean (Table A4)."""
+    if len(evaluators) < 2:
+        raise ValueError("ranking agreement needs at least two evaluators")
+    pairs = {}
+    for a, b in itertools.combinations(evaluators, 2):
+        common = sorted(set(evaluators[a]) & set(evaluators[b]))
+        pairs[(a, b)] = kendall_tau([evaluators[a][m] for m in common], [evaluators[b][m] for m in common])
+    defined = [v for v in pairs.values() if not math.isnan(v)]
+    return {"pairs": pairs, "mean": sum(defined) / len(defined) if defined else math.nan}

@@ -1,0 +1,64 @@
+"""TerraVis as a registered method (`vlmjudge.methods` entry point `terravis = terravis.spec:SPEC`),
+so the CLI, the demo app and the integrations find it without the core importing it."""
+from __future__ import annotations
+
+from typing import Any
+
+from vlmjudge.registry import MethodSpec
+
+from .core import TerraVis
+from .records import ImageRecord
+
+
+def build(judge: Any, **config: Any) -> TerraVis:
+    """A scorer over `judge`; config as TerraVis's keywords (variant, lam, alpha, pack, ...)."""
+    return TerraVis(judge, **config)
+
+
+def identity(score: float) -> float:
+    """TerraVis scores already lie in [0, 1]."""
+    return score
+
+
+def render(record: ImageRecord) -> dict[str, Any]:
+    """Score text and a markdown account: eligibility, then each violation with its evidence
+    and severity (or the rating of a single-call variant)."""
+    if not isinstance(record, ImageRecord):
+        raise TypeError(f"terravis renders ImageRecord objects, got {type(record).__name__}")
+    lines = [f"**TerraVis** ({record.variant}), image `{record.image_id}`", ""]
+    if record.status == "failed":
+        score_text = "failed (N/A)"
+        lines.append("The judge failed to answer: the image is treated as N/A, not as clean.")
+        lines += [f"- {e}" for e in record.errors]
+    elif record.status == "not_applicable":
+        score_text = "N/A"
+        reason = f": {record.eligibility_reason}" if record.eligibility_reason else ""
+        lines.append(f"**Eligibility:** not applicable{reason}")
+    else:
+        score_text = f"{record.score:.3f}"
+        lines.append("**Eligibility:** eligible")
+        if record.rating is not None:
+            lines.append(f"**Rating:** {record.rating} / 5")
+        else:
+            found = [c for c in record.checks if c.detected]
+            lines.append(f"**Violations:** {len(found)} ({record.n_major} major, {record.n_minor} minor)")
+            for c in found:
+                where = f" — {c.aspect}" if c.aspect else ""
+                lines.append(f"- **{c.name}** ({c.level}, {c.severity}){where}: {c.evidence or 'no evidence given'}")
+    if record.parse_failures:
+        lines += ["", f"_{record.parse_failures} answer(s) could not be read; fallbacks applied._"]
+    return {"score_text": score_text, "markdown": "\n".join(lines)}
+
+
+SPEC = MethodSpec(
+    name="terravis",
+    inputs=("image",),
+    build=build,
+    score_range=(0.0, 1.0),
+    normalize=identity,
+    render=render,
+    description="World-grounded visual consistency: eligibility, 18 violation checks, severity, "
+                "S = exp(-lam (N_major + alpha N_minor)).",
+    optional_inputs=("id",),
+    default_model="Qwen/Qwen3-VL-8B-Instruct",
+)
