@@ -7,6 +7,7 @@ method's `render` returns.
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 from .registry import MethodSpec, get_method
@@ -36,6 +37,23 @@ def make_scorer_fn(spec: MethodSpec, scorer: Any) -> Callable[..., tuple]:
         return shown.get("score_text", ""), shown.get("markdown", ""), shown.get("image")
 
     return score
+
+
+def app_from_env(method: str | MethodSpec, **judge_kwargs: Any):
+    """The app a metrics/<name>/app.py serves: the judge comes from the environment.
+
+    VLMJUDGE_MODEL (a Hub id or local dir; default: the method's default model),
+    VLMJUDGE_BACKEND (default transformers), VLMJUDGE_DEVICE, VLMJUDGE_DTYPE and
+    VLMJUDGE_KEY_FIELDS (comma-separated, for replay) configure it; a Space sets them
+    as variables.
+    """
+    env = {"device": os.environ.get("VLMJUDGE_DEVICE"), "dtype": os.environ.get("VLMJUDGE_DTYPE")}
+    if os.environ.get("VLMJUDGE_KEY_FIELDS"):
+        env["key_fields"] = tuple(os.environ["VLMJUDGE_KEY_FIELDS"].split(","))
+    kwargs = {k: v for k, v in env.items() if v is not None}
+    kwargs.update(judge_kwargs)
+    return build_app(method, model=os.environ.get("VLMJUDGE_MODEL"),
+                     backend=os.environ.get("VLMJUDGE_BACKEND", "transformers"), **kwargs)
 
 
 def build_app(method: str | MethodSpec, judge: Any = None, *, model: str | None = None,
