@@ -170,7 +170,8 @@ class Workflow:
         """Decide every request; given `records`, ask unreadable ones again, up to
         `max_retries` times (each retry counted apart, and in the record)."""
         asked = [stages.as_decision_request(r, self.pack, self.cfg.decision, options) for r in base]
-        self.counts[stage] += len(asked)
+        if asked:
+            self.counts[stage] += len(asked)
         decisions = stages.decide(self.judge, asked, options, self.cfg.decision)
         for attempt in range(1, self.cfg.max_retries + 1 if records is not None else 1):
             todo = [i for i, d in enumerate(decisions) if d.outcome == "unparseable"]
@@ -240,8 +241,10 @@ class Workflow:
             check.severity_reason = apply_reason(records[i], _text(answer), f"severity_reason/{check.type_id}")
 
     def _generate(self, requests: list[Request], stage: str) -> list[Answer]:
+        if not requests:
+            return []
         self.counts[stage] += len(requests)
-        return self.judge.generate(requests) if requests else []
+        return self.judge.generate(requests)
 
 
 # -- the reference path ---------------------------------------------------------------------
