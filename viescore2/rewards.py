@@ -1,0 +1,175 @@
+"""GRPO rewards from parsed judge text: coverage-weighted F-beta (Dice at beta = 1), score and format.
+
+Total = 1.0 * Dice + 0.3 * score + 0.1 * format. A term the example has no supervision for
+is 0 for every completion of the group, so it adds no within-group difference. The reward
+callables follow TRL's ``GRPOTrainer`` convention: they take ``prompts=``, ``completions=``
+(strings or conversational message lists), ``completion_ids=`` and the dataset columns as
+keyword arguments, and return one float per completion. The ground truth is the column
+``target``: the target text in the judge format (what an SFT example would be trained to
+write), parsed strictly, so only the supervision it holds is rewarded.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from .grid import DEFAULT_N, SCORE_KEYS, Grid, ParsedOutput, parse_output
+
+REWARD_WEIGHTS: Mapping[str, float] = {"dice": 1.0, "score": 0.3, "format": 0.1}
+MARK_WEIGHT = 2.0
+TERMS = ("dice", "score", "format", "total")
+
+
+def weighted_counts(pred: Grid, target: Grid) -> tuple[float, float, float]:
+    """(TP_w, FP, FN_w): marked ground-truth cells weigh 2, others 1; false positives are unweighted."""
+    if pred.n != target.n:
+        raise ValueError(f"predicted grid is {pred.n}x{pred.n}, target grid is {target.n}x{target.n}")
+
+    def w(cell) -> float:
+        return MARK_WEIGHT if cell in target.marks else 1.0
+
+    tp = sum(w(c) for c in target.cells & pred.cells)
+    fn = sum(w(c) for c in target.cells - pred.cells)
+    fp = float(len(pred.cells - target.cells))
+    return float(tp), fp, float(fn)
+
+
+def fbeta_reward(pred: Grid | None, target: Grid, beta: float = 1.0) -> float:
+    """Coverage-weighted F-beta: 1 when both grids are empty, 0 when unparseable (None) or TP = 0."""
+    if beta <= 0:
+        raise ValueError(f"beta must be positive, got {beta}")
+    if pred is None:
+        return 0.0
+    if pred.is_empty and target.is_empty:
+        return 1.0
+    tp, fp, fn = weighted_counts(pred, target)
+    if tp == 0:
+        return 0.0
+    precision, recall = tp / (tp + fp), tp / (tp + fn)
+    b2 = beta * beta
+    return (1 + b2) * precision * recall / (b2 * precision + recall)
+
+
+def dice_reward(pred: Grid | None, target: Grid) -> float:
+    """Coverage-weighted Dice, 2 TP_w / (2 TP_w + FP + FN_w): F-beta at beta = 1."""
+    return fbeta_reward(pred, target, beta=1.0)
+
+
+def score_reward(pred: Mapping[str, float], target: Mapping[str, float]) -> float:
+    """Mean of 1 - |s_hat - s| / 10 over the supervised scores; a missing prediction earns 0."""
+    keys = [k for k in SCORE_KEYS if target.get(k) is not None]
+    if not keys:
+        raise ValueError("score_reward needs at least one supervised score")
+    return sum(1.0 - abs(pred[k] - target[k]) / 10.0 if pred.get(k) is not None else 0.0
+               for k in keys) / len(keys)
+
+
+@dataclass(frozen=True)
+class Target:
+    """The supervision one example carries: scores and/or the aggregate ground-truth grid."""
+
+    scores: Mapping[str, float] = field(default_factory=dict)
+    grid: Grid | None = None
+
+    def __post_init__(self) -> None:
+        if not self.has_scores and not self.has_grid:
+            raise ValueError("a target needs scores, a grid, or both")
+
+    @property
+    def has_scores(self) -> bool:
+        """True when at least one score is supervised."""
+        return any(self.scores.get(k) is not None for k in SCORE_KEYS)
+
+    @property
+    def has_grid(self) -> bool:
+        """True when localization is supervised (a clean ``none`` grid counts)."""
+        return self.grid is not None
+
+    @classmethod
+    def from_text(cls, text: str, n: int = DEFAULT_N) -> "Target":
+        """Strictly parse a target text in the judge format; irregular targets raise ValueError."""
+        parsed = parse_output(text, n=n, strict=True)
+        return cls(dict(parsed.scores), parsed.union)
+
+
+def format_reward(parsed: ParsedOutput, target: Target) -> float:
+    """1 when the supervised output parses: the grid if localization is supervised, else every score."""
+    if target.has_grid:
+        return 1.0 if parsed.grid_parsed else 0.0
+    keys = [k for k in SCORE_KEYS if target.scores.get(k) is not None]
+    return 1.0 if all(parsed.scores.get(k) is not None for k in keys) else 0.0
+
+
+def rewards(text: str, target: Target, beta: float = 1.0, weights: Mapping[str, float] = REWARD_WEIGHTS,
+            n: int = DEFAULT_N) -> dict[str, float]:
+    """All reward terms and their weighted total for one completion text (n: grid size if no grid target)."""
+    n = target.grid.n if target.grid is not None else n
+    parsed = parse_output(text, n=n)
+    terms = {
+        "dice": fbeta_reward(parsed.union, target.grid, beta) if target.has_grid else 0.0,
+        "score": score_reward(parsed.scores, target.scores) if target.has_scores else 0.0,
+        "format": format_reward(parsed, target),
+    }
+    terms["total"] = sum(weights[k] * terms[k] for k in ("dice", "score", "format"))
+    return terms
+
+
+def completion_text(completion: Any) -> str:
+    """The text of a TRL completion: a string, or the contents of a conversational message list."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, Mapping):
+        completion = [completion]
+    if isinstance(completion, Sequence):
+        parts = []
+        for message in completion:
+            content = message.get("content") if isinstance(message, Mapping) else None
+            if isinstance(content, str):
+                parts.append(content)
+            elif isinstance(content, Sequence):
+                parts.extend(p.get("text", "") for p in content if isinstance(p, Mapping) and p.get("type") == "text")
+            else:
+                raise TypeError(f"unsupported message in completion: {message!r}")
+        return "".join(parts)
+    raise TypeError(f"a completion must be a string or a list of messages, got {type(completion).__name__}")
+
+
+@functools.lru_cache(maxsize=4096)
+def _target(text: str, n: int) -> Target:
+    return Target.from_text(text, n)
+
+
+class RewardFunction:
+    """One reward term as a TRL ``reward_funcs`` callable reading the ``target`` column."""
+
+    def __init__(self, term: str = "total", n: int = DEFAULT_N, beta: float = 1.0,
+                 weights: Mapping[str, float] = REWARD_WEIGHTS, target_column: str = "target") -> None:
+        if term not in TERMS:
+            raise ValueError(f"term must be one of {TERMS}, got {term!r}")
+        self.term, self.n, self.beta, self.weights, self.target_column = term, n, beta, dict(weights), target_column
+        self.__name__ = f"viescore2_{term}"  # TRL logs rewards/<name>/mean
+
+    def __call__(self, prompts: Sequence | None = None, completions: Sequence | None = None,
+                 completion_ids: Sequence | None = None, **columns: Any) -> list[float]:
+        if completions is None:
+            raise TypeError("completions= is required")
+        if self.target_column not in columns:
+            raise KeyError(f"dataset column {self.target_column!r} (the target text) is missing; "
+                           f"got columns {sorted(k for k in columns if not k.startswith(('trainer_', 'log_')))}")
+        targets = columns[self.target_column]
+        if len(targets) != len(completions):
+            raise ValueError(f"{len(completions)} completions but {len(targets)} targets")
+        return [rewards(completion_text(c), _target(t, self.n), self.beta, self.weights, self.n)[self.term]
+                for c, t in zip(completions, targets)]
+
+    def __repr__(self) -> str:
+        return f"RewardFunction(term={self.term!r}, n={self.n}, beta={self.beta})"
+
+
+def reward_functions(n: int = DEFAULT_N, beta: float = 1.0,
+                     target_column: str = "target") -> tuple[list[RewardFunction], list[float]]:
+    """The Dice, score and format callables with their weights (1, 0.3, 0.1) for ``GRPOConfig.reward_weights``."""
+    terms = ("dice", "score", "format")
+    return ([RewardFunction(t, n=n, beta=beta, target_column=target_column) for t in terms],
+            [REWARD_WEIGHTS[t] for t in terms])
