@@ -1,0 +1,113 @@
+"""SFT and GRPO examples from annotated images, with targets that carry only the supervision present.
+
+A score-only example has no grid lines at all (missing supervision is not an empty grid);
+a clean image with localization supervision is trained to write ``none``. Such clean
+localization examples are capped at a share of the corpus (10% in the paper) so that empty
+grids do not dominate. Examples use TRL's conversational prompt-completion layout with an
+``images`` column: conditioning images first, the generated image last.
+"""
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence, Union
+
+from .grid import SCORE_KEYS, Localization, format_output, union_of
+
+DEFAULT_CLEAN_SHARE = 0.1
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """One source example: generated image, prompt, conditioning images and its available supervision."""
+
+    image: Any
+    prompt: str
+    conditioning: Sequence[Any] = ()
+    scores: Mapping[str, float] = field(default_factory=dict)
+    localization: Localization | None = None
+    id: str | None = None
+
+    def __post_init__(self) -> None:
+        unknown = set(self.scores) - set(SCORE_KEYS)
+        if unknown:
+            raise ValueError(f"unknown score keys {sorted(unknown)}")
+        if not any(v is not None for v in self.scores.values()) and self.localization is None:
+            raise ValueError(f"annotation {self.id!r} has neither scores nor localization")
+
+    @property
+    def clean_localization(self) -> bool:
+        """True for a localization target with no defect cell (its grid text is ``none``)."""
+        return self.localization is not None and union_of(self.localization).is_empty
+
+
+Instruction = Union[str, Callable[[Annotation], str]]
+
+
+def target_text(annotation: Annotation, marks: bool = True) -> str:
+    """The target response: the annotation's scores and grids only, in the judge format."""
+    scores = {k: v for k, v in annotation.scores.items() if v is not None}
+    return format_output(scores, annotation.localization, marks=marks)
+
+
+def _instruction_text(annotation: Annotation, instruction: Instruction) -> str:
+    if callable(instruction):
+        text = instruction(annotation)
+    elif isinstance(instruction, str):
+        if "{prompt}" not in instruction:
+            raise ValueError("an instruction template must contain '{prompt}'")
+        text = instruction.format(prompt=annotation.prompt)
+    else:
+        raise TypeError("instruction must be a template string or a callable(annotation) -> str")
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"empty instruction for annotation {annotation.id!r}")
+    return text
+
+
+def _prompt(annotation: Annotation, instruction: Instruction) -> list[dict]:
+    images = [{"type": "image"} for _ in range(len(annotation.conditioning) + 1)]
+    return [{"role": "user", "content": images + [{"type": "text", "text": _instruction_text(annotation, instruction)}]}]
+
+
+def sft_example(annotation: Annotation, instruction: Instruction, marks: bool = True) -> dict:
+    """Conversational prompt-completion example for supervised fine-tuning."""
+    return {"prompt": _prompt(annotation, instruction),
+            "completion": [{"role": "assistant", "content": target_text(annotation, marks)}],
+            "images": [*annotation.conditioning, annotation.image], "id": annotation.id}
+
+
+def grpo_example(annotation: Annotation, instruction: Instruction, marks: bool = True) -> dict:
+    """Prompt plus the ``target`` column the reward functions read."""
+    return {"prompt": _prompt(annotation, instruction), "target": target_text(annotation, marks),
+            "images": [*annotation.conditioning, annotation.image], "id": annotation.id}
+
+
+def clean_cap(others: int, share: float) -> int:
+    """Largest number k of clean examples with k <= share * (others + k)."""
+    if not 0.0 <= share < 1.0:
+        raise ValueError(f"clean share must be in [0, 1), got {share}")
+    return math.floor(share * others / (1.0 - share) + 1e-9)
+
+
+def cap_clean(annotations: Sequence[Annotation], share: float = DEFAULT_CLEAN_SHARE,
+              seed: int = 0) -> list[Annotation]:
+    """Drop random clean localization examples until they are at most ``share`` of the result (order kept)."""
+    clean = [i for i, a in enumerate(annotations) if a.clean_localization]
+    limit = clean_cap(len(annotations) - len(clean), share)
+    if len(clean) <= limit:
+        return list(annotations)
+    keep = set(random.Random(seed).sample(clean, limit))
+    return [a for i, a in enumerate(annotations) if not a.clean_localization or i in keep]
+
+
+def build_sft(annotations: Sequence[Annotation], instruction: Instruction, clean_share: float = DEFAULT_CLEAN_SHARE,
+              seed: int = 0, marks: bool = True) -> list[dict]:
+    """SFT examples after capping clean localization examples."""
+    return [sft_example(a, instruction, marks) for a in cap_clean(annotations, clean_share, seed)]
+
+
+def build_grpo(annotations: Sequence[Annotation], instruction: Instruction, clean_share: float = DEFAULT_CLEAN_SHARE,
+               seed: int = 0, marks: bool = True) -> list[dict]:
+    """GRPO examples after capping clean localization examples."""
+    return [grpo_example(a, instruction, marks) for a in cap_clean(annotations, clean_share, seed)]

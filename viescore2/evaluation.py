@@ -1,0 +1,249 @@
+"""Evaluation as in the paper: cell-level localization, score correlations, preferences, pixel-IoU.
+
+Localization pools cell counts over all examples with a ground-truth grid (micro P/R/F1)
+and averages per-image grid IoU over the examples whose ground truth is not empty. An
+unparseable grid is a parse failure: it has no true positive, misses every ground-truth
+cell and is never counted as a clean image recognised. Correlations use only valid
+(parsed) pairs, are undefined (None) for constant vectors, and always carry their pair counts.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .grid import (CATEGORIES, DEFAULT_N, SCORE_KEYS, CategoryGrids, Grid, Localization, ParsedOutput,
+                   overall_score, parse_grid, parse_output, union_of)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Ground truth for one example: a grid or two category grids (or none), and scores."""
+
+    localization: Localization | None = None
+    scores: Mapping[str, float] = field(default_factory=dict)
+    id: str | None = None
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any], n: int = DEFAULT_N) -> "Reference":
+        """From ``{"id", "grid" | "artifact" + "misalign" (grid text or null), "score", "pq", "sc"}``."""
+        def grid(key: str) -> Grid | None:
+            text = record.get(key)
+            if text is None or (isinstance(text, str) and not text.strip()):
+                return None  # absent: no such ground truth (``none`` is the clean grid)
+            try:
+                return parse_grid(text, n=n, strict=True)[0]
+            except ValueError as err:
+                raise ValueError(f"reference {record.get('id')!r}, field {key!r}: {err}") from None
+
+        single, art, mis = grid("grid"), grid("artifact"), grid("misalign")
+        if single is not None and (art is not None or mis is not None):
+            raise ValueError(f"reference {record.get('id')!r}: give 'grid' or 'artifact'+'misalign', not both")
+        if (art is None) != (mis is None):
+            raise ValueError(f"reference {record.get('id')!r}: 'artifact' and 'misalign' come together")
+        loc: Localization | None = CategoryGrids(art, mis) if art is not None else single
+        scores = {}
+        for key in SCORE_KEYS:
+            value = record.get(key)
+            if value is None or (isinstance(value, float) and math.isnan(value)):
+                continue
+            if not 0.0 <= float(value) <= 10.0:
+                raise ValueError(f"reference {record.get('id')!r}: {key}={value} outside 0..10")
+            scores[key] = float(value)
+        rid = record.get("id")
+        return cls(loc, scores, None if rid is None else str(rid))
+
+    @property
+    def overall(self) -> float | None:
+        """The stored overall target, else sqrt(pq * sc)."""
+        return overall_score(self.scores)
+
+
+def grid_iou(pred: Grid | None, target: Grid) -> float | None:
+    """|G ∩ Ĝ| / |G ∪ Ĝ|; an unparseable prediction (None) scores 0; None when both are empty."""
+    if pred is None:
+        return 0.0 if not target.is_empty else None
+    if pred.n != target.n:
+        raise ValueError(f"predicted grid is {pred.n}x{pred.n}, target grid is {target.n}x{target.n}")
+    union = pred.cells | target.cells
+    return len(pred.cells & target.cells) / len(union) if union else None
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return num / den if den > 0 else None
+
+
+def localization_metrics(preds: Sequence[Grid | None], targets: Sequence[Grid]) -> dict[str, Any]:
+    """Micro P/R/F1, mean per-image grid IoU over non-empty targets, false alarms and parse failures."""
+    if len(preds) != len(targets):
+        raise ValueError(f"{len(preds)} predictions but {len(targets)} targets")
+    tp = fp = fn = 0
+    ious: list[float] = []
+    clean = false_alarms = clean_correct = clean_failures = failures = 0
+    for pred, target in zip(preds, targets):
+        if pred is None:
+            failures += 1
+            fn += len(target.cells)
+        else:
+            if pred.n != target.n:
+                raise ValueError(f"predicted grid is {pred.n}x{pred.n}, target grid is {target.n}x{target.n}")
+            tp += len(pred.cells & target.cells)
+            fp += len(pred.cells - target.cells)
+            fn += len(target.cells - pred.cells)
+        if target.is_empty:
+            clean += 1
+            if pred is None:
+                clean_failures += 1
+            elif pred.is_empty:
+                clean_correct += 1
+            else:
+                false_alarms += 1
+        else:
+            ious.append(grid_iou(pred, target))
+    return {
+        "grid_images": len(targets), "tp": tp, "fp": fp, "fn": fn,
+        "micro_precision": _ratio(tp, tp + fp), "micro_recall": _ratio(tp, tp + fn),
+        "micro_f1": _ratio(2 * tp, 2 * tp + fp + fn),
+        "grid_iou": float(np.mean(ious)) if ious else None, "grid_iou_images": len(ious),
+        "clean_images": clean, "false_alarms": false_alarms, "clean_correct": clean_correct,
+        "clean_parse_failures": clean_failures, "parse_failures": failures,
+    }
+
+
+@dataclass(frozen=True)
+class Correlation:
+    """A correlation with the number of valid pairs it used out of all pairs."""
+
+    value: float | None
+    n_valid: int
+    n_total: int
+
+
+def average_ranks(values: Sequence[float]) -> np.ndarray:
+    """1-based ranks, ties sharing the mean of their positions."""
+    x = np.asarray(values, dtype=np.float64)
+    order = np.argsort(x, kind="mergesort")
+    ranks = np.empty(len(x), dtype=np.float64)
+    sorted_x = x[order]
+    start = 0
+    while start < len(x):
+        stop = start
+        while stop + 1 < len(x) and sorted_x[stop + 1] == sorted_x[start]:
+            stop += 1
+        ranks[order[start:stop + 1]] = (start + stop) / 2.0 + 1.0
+        start = stop + 1
+    return ranks
+
+
+def _valid(v: Any) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+def srcc(preds: Sequence[float | None], targets: Sequence[float | None]) -> Correlation:
+    """Spearman correlation with average ranks over valid pairs; None if fewer than 2 or constant."""
+    if len(preds) != len(targets):
+        raise ValueError(f"{len(preds)} predictions but {len(targets)} targets")
+    pairs = [(float(p), float(t)) for p, t in zip(preds, targets) if _valid(p) and _valid(t)]
+    if len(pairs) < 2:
+        return Correlation(None, len(pairs), len(preds))
+    rp, rt = average_ranks([p for p, _ in pairs]), average_ranks([t for _, t in pairs])
+    rp, rt = rp - rp.mean(), rt - rt.mean()
+    den = math.sqrt(float((rp * rp).sum() * (rt * rt).sum()))
+    value = float((rp * rt).sum() / den) if den > 0 else None
+    return Correlation(value, len(pairs), len(preds))
+
+
+def same_support(preds_a: Sequence[float | None], preds_b: Sequence[float | None],
+                 targets: Sequence[float | None]) -> tuple[Correlation, Correlation]:
+    """SRCC of two methods restricted to the pairs both parsed, so their supports match."""
+    if not len(preds_a) == len(preds_b) == len(targets):
+        raise ValueError("same_support needs equally long sequences")
+    keep = [i for i in range(len(targets)) if _valid(preds_a[i]) and _valid(preds_b[i]) and _valid(targets[i])]
+    a, b, t = ([seq[i] for i in keep] for seq in (preds_a, preds_b, targets))
+    ca, cb = srcc(a, t), srcc(b, t)
+    return Correlation(ca.value, ca.n_valid, len(targets)), Correlation(cb.value, cb.n_valid, len(targets))
+
+
+def geometric_overall(pq: float, sc: float) -> float:
+    """Overall score from perceptual quality and semantic consistency: sqrt(PQ * SC)."""
+    if pq < 0 or sc < 0:
+        raise ValueError(f"scores must be non-negative, got pq={pq}, sc={sc}")
+    return math.sqrt(pq * sc)
+
+
+@dataclass(frozen=True)
+class Preference:
+    """Pairwise preference accuracy with its tie and unparseable counts."""
+
+    accuracy: float
+    pairs: int
+    ties: int
+    unparseable: int
+
+
+def preference_accuracy(scores_first: Sequence[float | None], scores_second: Sequence[float | None],
+                        preferred: Sequence[int]) -> Preference:
+    """Higher score wins; ``preferred`` is 0 (first) or 1 (second); ties and unparseable pairs count 0.5."""
+    if not len(scores_first) == len(scores_second) == len(preferred):
+        raise ValueError("preference_accuracy needs equally long sequences")
+    if not scores_first:
+        raise ValueError("no pairs")
+    total, ties, bad = 0.0, 0, 0
+    for a, b, human in zip(scores_first, scores_second, preferred):
+        if human not in (0, 1):
+            raise ValueError(f"preferred must be 0 or 1, got {human!r}")
+        if not (_valid(a) and _valid(b)):
+            bad += 1
+            total += 0.5
+        elif a == b:
+            ties += 1
+            total += 0.5
+        else:
+            total += 1.0 if (0 if a > b else 1) == human else 0.0
+    return Preference(total / len(preferred), len(preferred), ties, bad)
+
+
+def grid_to_mask(grid: Grid, height: int, width: int) -> np.ndarray:
+    """Upsample a grid to an (H, W) mask: each pixel takes the cell holding its centre."""
+    rows = np.minimum(((np.arange(height) + 0.5) * grid.n / height).astype(int), grid.n - 1)
+    cols = np.minimum(((np.arange(width) + 0.5) * grid.n / width).astype(int), grid.n - 1)
+    return grid.to_array()[rows[:, None], cols[None, :]]
+
+
+def pixel_iou(grid: Grid, mask: np.ndarray) -> float | None:
+    """IoU between a grid upsampled to the mask's size and a dense binary mask; None if both are empty."""
+    from .raster import as_mask
+    dense = as_mask(mask)
+    pred = grid_to_mask(grid, *dense.shape)
+    union = int((pred | dense).sum())
+    return int((pred & dense).sum()) / union if union else None
+
+
+def _correlation_fields(name: str, corr: Correlation) -> dict[str, Any]:
+    return {f"srcc_{name}": corr.value, f"srcc_{name}_pairs": corr.n_valid, f"srcc_{name}_total": corr.n_total}
+
+
+def evaluate_suite(texts: Sequence[str], references: Sequence[Reference], n: int = DEFAULT_N) -> dict[str, Any]:
+    """Every metric for judge texts against references, as one flat dict (None where undefined)."""
+    if len(texts) != len(references):
+        raise ValueError(f"{len(texts)} predictions but {len(references)} references")
+    parsed: list[ParsedOutput] = [parse_output(t, n=n) for t in texts]
+    result: dict[str, Any] = {"examples": len(texts), "grid_size": n}
+
+    loc = [(p, r.localization) for p, r in zip(parsed, references) if r.localization is not None]
+    result.update(localization_metrics([p.union for p, _ in loc], [union_of(g) for _, g in loc]))
+    split = [(p, g) for p, g in loc if isinstance(g, CategoryGrids)]
+    for name in CATEGORIES if split else ():
+        preds = [getattr(p.localization, name) if isinstance(p.localization, CategoryGrids) else None
+                 for p, _ in split]
+        part = localization_metrics(preds, [getattr(g, name) for _, g in split])
+        result.update({f"{name}_{k}": v for k, v in part.items()})
+
+    overall = [(p.overall, r.overall) for p, r in zip(parsed, references) if r.overall is not None]
+    result.update(_correlation_fields("overall", srcc([a for a, _ in overall], [b for _, b in overall])))
+    for key in ("pq", "sc"):
+        pairs = [(p.scores.get(key), r.scores[key]) for p, r in zip(parsed, references) if key in r.scores]
+        result.update(_correlation_fields(key, srcc([a for a, _ in pairs], [b for _, b in pairs])))
+    return result
