@@ -67,7 +67,8 @@ def _instruction_text(annotation: Annotation, instruction: Instruction) -> str:
 
 def _prompt(annotation: Annotation, instruction: Instruction) -> list[dict]:
     images = [{"type": "image"} for _ in range(len(annotation.conditioning) + 1)]
-    return [{"role": "user", "content": images + [{"type": "text", "text": _instruction_text(annotation, instruction)}]}]
+    text = {"type": "text", "text": _instruction_text(annotation, instruction)}
+    return [{"role": "user", "content": images + [text]}]
 
 
 def sft_example(annotation: Annotation, instruction: Instruction, marks: bool = True) -> dict:

@@ -70,7 +70,8 @@ def test_none_is_a_successful_empty_grid_and_garbage_is_a_failure():
 
 
 def test_tolerant_parsing_rules():
-    text = "```\nPQ: 6.5 / 10\nsc:11/10\n**Artifacts:**\n- Row 2: 3, 4 ,\nR17: 1\nr3: 0,16!,20\nblah\nMisalignment: none\n```"
+    text = ("```\nPQ: 6.5 / 10\nsc:11/10\n**Artifacts:**\n- Row 2: 3, 4 ,\nR17: 1\nr3: 0,16!,20\nblah\n"
+            "Misalignment: none\n```")
     parsed = parse_output(text)
     assert parsed.scores == {"pq": 6.5}  # sc outside 0..10 is not accepted
     assert parsed.localization == CategoryGrids(Grid({(2, 3), (2, 4), (3, 16)}, {(3, 16)}), Grid())
