@@ -36,7 +36,7 @@ def test_clean_and_unparseable():
 
 
 def test_components_are_four_connected():
-    found = regions(Grid({(5, 5), (6, 6), (6, 5)}) )
+    found = regions(Grid({(5, 5), (6, 6), (6, 5)}))
     assert [r.size for r in found] == [3]
     assert [r.size for r in regions(Grid({(5, 5), (6, 6)}))] == [1, 1]
 
@@ -44,3 +44,9 @@ def test_components_are_four_connected():
 def test_score_levels():
     assert [score_level(s) for s in (0, 4.99, 5, 7.99, 8, 10)] == ["low", "low", "moderate", "moderate", "high",
                                                                    "high"]
+
+
+def test_coverage_wording_follows_the_share_of_marked_cells():
+    assert explain("r1: 1!,2!").endswith("All of these cells are marked as high-coverage.")
+    assert explain("r1: 1!,2,3").endswith("Some of these cells are marked as high-coverage.")
+    assert explain("r1: 1,2,3").endswith("3 cells).")
