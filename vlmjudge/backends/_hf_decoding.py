@@ -1,0 +1,172 @@
+"""Per-row decoding control inside one batched `model.generate` call.
+
+`generate` takes one decoding setting per call, but a batch mixes requests: greedy and
+sampled, different seeds, grammars, stop strings and token budgets. `RowControl` runs
+generate greedily and does the per-row part itself: as a logits processor it applies each
+row's grammar mask, first-token option restriction and (for sampled rows) draws the token
+with the row's own seeded generator, leaving only that token open; as a stopping criterion
+it feeds each new token to the row's grammar matcher and closes the row on EOS, a stop
+string or its own budget. A row's draws thus do not depend on what else is in the batch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from transformers import LogitsProcessor, StoppingCriteria
+
+#: Rows whose text ended on an EOS token, a stop string or the grammar's end are "stop".
+STOP, LENGTH = "stop", "length"
+
+
+@dataclass
+class RowPlan:
+    """How one request decodes."""
+
+    max_new_tokens: int
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    matcher: Any = None                 # an xgrammar GrammarMatcher, or None
+    first_ids: list[int] | None = None  # allowed ids at the first answer position
+    generator: torch.Generator | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.temperature > 0:
+            seed = self.seed if self.seed is not None else int(torch.randint(0, 2**62, (1,)).item())
+            self.generator = torch.Generator(device="cpu").manual_seed(seed)
+
+
+class RowControl(LogitsProcessor):
+    """Logits processor and (through `.stopping`) stopping criterion for one generate call."""
+
+    def __init__(self, plans: list[RowPlan], prompt_len: int, eos_ids: list[int], tokenizer: Any,
+                 vocab_size: int) -> None:
+        self.plans = plans
+        self.prompt_len = prompt_len
+        self.eos_ids = set(eos_ids)
+        self.tokenizer = tokenizer
+        self.vocab_size = vocab_size
+        n = len(plans)
+        self.closed = [False] * n
+        self.reason: list[str | None] = [None] * n
+        self.n_tokens = [0] * n        # tokens generated while open, EOS included
+        self.ended_on_eos = [False] * n
+        self._bitmask = None
+        if any(p.matcher is not None for p in plans):
+            import xgrammar
+            self._xgr = xgrammar
+            self._bitmask = xgrammar.allocate_token_bitmask(n, vocab_size)
+        self.stopping = _Stopping(self)
+
+    # -- logits processor: called before each token is chosen ------------------------------
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        step = input_ids.shape[1] - self.prompt_len
+        open_rows = [i for i in range(len(self.plans)) if not self.closed[i]]
+        self._apply_grammar(scores, [i for i in open_rows if self.plans[i].matcher is not None], step)
+        if step == 0:
+            for i in open_rows:
+                if self.plans[i].first_ids is not None:
+                    _keep_only(scores, i, self.plans[i].first_ids)
+        for i in open_rows:
+            if self.plans[i].temperature > 0:
+                token = _sample(scores[i], self.plans[i])
+                _keep_only(scores, i, [token])
+        return scores
+
+    def _apply_grammar(self, scores: torch.Tensor, rows: list[int], step: int) -> None:
+        if not rows:
+            return
+        for i in rows:
+            self.plans[i].matcher.fill_next_token_bitmask(self._bitmask, i)
+        masked_device = scores.device.type in ("cpu", "cuda")
+        target = scores if masked_device else scores.cpu()
+        self._xgr.apply_token_bitmask_inplace(target, self._bitmask.to(target.device), indices=rows,
+                                              vocab_size=self.vocab_size)
+        if not masked_device:
+            scores.copy_(target.to(scores.device))
+        if step == 0:
+            for i in rows:
+                first = self.plans[i].first_ids
+                if first is not None and bool(torch.isinf(scores[i, first]).any()):
+                    blocked = [t for t in first if torch.isinf(scores[i, t])]
+                    raise ValueError(f"the constraint's grammar forbids first-option token(s) "
+                                     f"{self.tokenizer.convert_ids_to_tokens(blocked)} at the start of the "
+                                     "answer; the grammar must accept every option as it follows the prompt")
+
+    # -- stopping criterion: called after each token is appended ---------------------------
+    def after_token(self, input_ids: torch.LongTensor) -> torch.BoolTensor:
+        done = torch.zeros(len(self.plans), dtype=torch.bool, device=input_ids.device)
+        for i, plan in enumerate(self.plans):
+            if self.closed[i]:
+                done[i] = True
+                continue
+            token = int(input_ids[i, -1])
+            self.n_tokens[i] += 1
+            if plan.matcher is not None and not plan.matcher.is_terminated():
+                if not plan.matcher.accept_token(token):
+                    raise RuntimeError(f"grammar matcher rejected token {token} "
+                                       f"({self.tokenizer.convert_ids_to_tokens(token)!r}) it had allowed")
+            if token in self.eos_ids:
+                self._close(i, STOP, eos=True)
+            elif plan.stop and self._hit_stop(input_ids[i], plan.stop):
+                self._close(i, STOP)
+            elif self.n_tokens[i] >= plan.max_new_tokens:
+                self._close(i, LENGTH)
+            done[i] = self.closed[i]
+        return done
+
+    def _close(self, i: int, reason: str, eos: bool = False) -> None:
+        self.closed[i], self.reason[i], self.ended_on_eos[i] = True, reason, eos
+
+    def _hit_stop(self, row: torch.Tensor, stops: tuple[str, ...]) -> bool:
+        # every token decodes to at least one character or a byte of one: this tail holds
+        # any stop string that the last token completed.
+        span = max(len(s.encode()) for s in stops) + 1
+        start = max(self.prompt_len, row.shape[0] - span)
+        tail = self.tokenizer.decode(row[start:], skip_special_tokens=False)
+        return any(s in tail for s in stops)
+
+    # -- after generate ------------------------------------------------------------------------
+    def finish(self, sequences: torch.Tensor) -> list[tuple[str, str, int]]:
+        """(text, finish_reason, num_tokens) per row; text excludes EOS and what follows a stop string."""
+        out = []
+        for i, plan in enumerate(self.plans):
+            n = self.n_tokens[i]
+            ids = sequences[i, self.prompt_len:self.prompt_len + n].tolist()
+            if self.ended_on_eos[i]:
+                ids = ids[:-1]
+            text = self.tokenizer.decode(ids, skip_special_tokens=True)
+            reason = self.reason[i] or LENGTH  # generate ran out of its overall budget
+            cut = [text.find(s) for s in plan.stop if s in text]
+            if cut:
+                text, reason = text[:min(cut)], STOP
+            out.append((text, reason, n))
+        return out
+
+
+class _Stopping(StoppingCriteria):
+    def __init__(self, control: RowControl) -> None:
+        self.control = control
+
+    def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
+        return self.control.after_token(input_ids)
+
+
+def _keep_only(scores: torch.Tensor, row: int, ids: list[int]) -> None:
+    kept = scores[row, ids].clone()
+    scores[row].fill_(float("-inf"))
+    scores[row, ids] = kept
+
+
+def _sample(logits: torch.Tensor, plan: RowPlan) -> int:
+    """One token from softmax(logits / T), nucleus-filtered to `top_p`, with the row's generator."""
+    probs = torch.softmax(logits.float().cpu() / plan.temperature, dim=-1)
+    if plan.top_p < 1.0:
+        sorted_p, order = torch.sort(probs, descending=True)
+        before = torch.cumsum(sorted_p, dim=-1) - sorted_p  # mass strictly above each token
+        sorted_p[before >= plan.top_p] = 0.0                # keeps the smallest set reaching top_p
+        probs = torch.zeros_like(probs).scatter_(0, order, sorted_p)
+    return int(torch.multinomial(probs, 1, generator=plan.generator).item())

@@ -1,0 +1,270 @@
+"""The in-process Hugging Face backend: any `AutoModelForImageTextToText` checkpoint as a judge.
+
+Requests are rendered with the model's chat template, the assistant `prefix` appended
+after the generation prompt, and run in left-padded batches under `torch.inference_mode`.
+`choice_probs` is one forward pass per batch: the next-token logits at the end of
+prompt + prefix, softmaxed over the option token ids only. Generation is one
+`model.generate` call per batch with per-row control (grammar, first options, sampling
+seeds, stop strings, budgets; see `_hf_decoding`). A CUDA out-of-memory error halves the
+batch and retries, so no request is lost.
+
+Which token is an option: an option follows the prompt as a new word, i.e. after a space
+unless the prompt (template + prefix) ends in whitespace. After "Answer:" the "Yes" option
+is the token of " Yes"; right after Qwen's "assistant\\n" it is the token of "Yes". The id
+is found by tokenising the prompt's tail with and without the option, so `choice_probs`
+and the `first_options` restriction of constrained generation always read the same ids.
+Generated text keeps that leading space (it is what the model wrote).
+"""
+from __future__ import annotations
+
+import logging
+from contextlib import contextmanager
+from typing import Any, Sequence
+
+from ..judge import Judge
+from ..requests import Answer, Request
+from . import _hf_loading as loading
+
+logger = logging.getLogger(__name__)
+
+#: Characters of the prompt's end re-tokenised to find which token an option is.
+_TAIL_CHARS = 48
+#: Contexts `validate_options` checks: an option must be one token after either.
+_VALIDATION_TAILS = ("Answer:", "Answer:\n")
+
+
+class TransformersJudge(Judge):
+    """A Hugging Face vision-language model run in this process (the default backend)."""
+
+    backend = "transformers"
+
+    def __init__(self, model: Any, processor: Any = None, *, revision: str | None = None, dtype: Any = None,
+                 device: str | None = None, device_map: Any = None, batch_size: int = 8,
+                 trust_remote_code: bool = False, cache: Any = None, progress: bool | None = None,
+                 attn_implementation: str | None = None, hf_cache_dir: str | None = None) -> None:
+        import torch
+        if model is None:
+            raise ValueError("TransformersJudge needs a model: a Hub id, a local folder or a loaded model")
+        commit = None
+        if isinstance(model, str) or hasattr(model, "__fspath__"):
+            model_id = str(model)
+            model, loaded_processor = loading.load_model_and_processor(
+                model_id, revision=revision, dtype=dtype, device=device, device_map=device_map,
+                trust_remote_code=trust_remote_code, attn_implementation=attn_implementation,
+                hf_cache_dir=hf_cache_dir)
+            processor = processor if processor is not None else loaded_processor
+            commit = loading.resolved_commit(model_id, revision, hf_cache_dir)
+        else:
+            if not isinstance(model, torch.nn.Module):
+                raise TypeError(f"model must be a Hub id, a folder or a torch module, got {type(model).__name__}")
+            model_id = loading.model_name(model)
+            if processor is None:
+                raise ValueError("a model object needs its processor: TransformersJudge(model, processor)")
+            if device is not None:
+                model = model.to(device)
+            model.eval()
+        loading.check_processor(processor, model_id)
+        self.model, self.processor = model, processor
+        self.tokenizer = processor.tokenizer
+        self.tokenizer.padding_side = "left"  # not saved with tokenizers; generation needs it
+        self.requested_revision = revision
+        super().__init__(model_id=model_id, revision=commit or revision,
+                         dtype=str(model.dtype).removeprefix("torch."), device=str(model.device),
+                         batch_size=batch_size, cache=cache, progress=progress)
+        self.eos_ids = loading.eos_token_ids(model, self.tokenizer)
+        pad = self.tokenizer.pad_token_id
+        self.pad_id = pad if pad is not None else self.eos_ids[0]
+        self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
+        self.attn_implementation = getattr(model.config, "_attn_implementation", attn_implementation)
+        self._max_rows = batch_size   # lowered after an out-of-memory error
+        self._option_cache: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+        self._grammars = None
+
+    # -- options ---------------------------------------------------------------------------
+    def validate_options(self, options: Sequence[str]) -> None:
+        """Every option must be one token both after a space and after whitespace (see module doc)."""
+        for tail in _VALIDATION_TAILS:
+            self.option_ids(tail, options)
+
+    def option_ids(self, prompt_text: str, options: Sequence[str]) -> list[int]:
+        """The token id each option would be as the next word after `prompt_text`."""
+        tail = prompt_text[-_TAIL_CHARS:]
+        key = (tail, tuple(options))
+        if key not in self._option_cache:
+            sep = "" if not tail or tail[-1].isspace() else " "
+            base = self.tokenizer.encode(tail, add_special_tokens=False)
+            ids = []
+            for option in options:
+                full = self.tokenizer.encode(tail + sep + option, add_special_tokens=False)
+                if len(full) != len(base) + 1 or full[:len(base)] != base:
+                    pieces = self.tokenizer.convert_ids_to_tokens(full[len(base):] if full[:len(base)] == base else full)
+                    raise ValueError(f"option {option!r} is not a single token after {tail[-12:]!r} "
+                                     f"(it tokenises as {pieces}); choose single-token options")
+                ids.append(full[-1])
+            if len(set(ids)) != len(ids):
+                raise ValueError(f"options {list(options)} share token ids {ids}")
+            self._option_cache[key] = ids
+        return self._option_cache[key]
+
+    # -- the two primitives ----------------------------------------------------------------------
+    def _generate(self, requests: list[Request]) -> list[Answer]:
+        return self._run_in_batches("generate", requests, None)
+
+    def _choice_probs(self, requests: list[Request], options: list[str]) -> list[dict[str, float]]:
+        return self._run_in_batches("choice_probs", requests, options)
+
+    def _run_in_batches(self, op: str, requests: list[Request], options: list[str] | None) -> list:
+        size = max(1, min(self.batch_size, self._max_rows))
+        out: list = []
+        for start in range(0, len(requests), size):
+            out.extend(self._forward_or_split(op, requests[start:start + size], options))
+        return out
+
+    def _forward_or_split(self, op: str, batch: list[Request], options: list[str] | None) -> list:
+        """Run a batch; on out-of-memory halve it and retry each half (a lone request fails alone)."""
+        try:
+            return self._forward_batch(op, batch, options)
+        except Exception as exc:  # only out-of-memory errors are handled; the rest re-raise
+            if not is_out_of_memory(exc):
+                raise
+            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        # handled outside the except block so the traceback's tensors can be freed first
+        _release_cuda_memory()
+        if len(batch) == 1:
+            logger.warning("out of memory on a single request; returning an error result: %s", message)
+            return [Answer("", "error", 0) if op == "generate" else {}]
+        half = len(batch) // 2
+        self._max_rows = min(self._max_rows, half)
+        logger.warning("out of memory on a batch of %d; retrying as %d + %d", len(batch), half, len(batch) - half)
+        return (self._forward_or_split(op, batch[:half], options)
+                + self._forward_or_split(op, batch[half:], options))
+
+    def _forward_batch(self, op: str, batch: list[Request], options: list[str] | None) -> list:
+        """One model call for one batch (the unit the OOM split retries; tests inject errors here)."""
+        if op == "generate":
+            return self._generate_batch(batch)
+        if op == "choice_probs":
+            return self._probs_batch(batch, options or [])
+        raise ValueError(f"unknown operation {op!r}")
+
+    # -- one batch -------------------------------------------------------------------------------
+    def prompt_text(self, request: Request) -> str:
+        """The chat-template rendering of a request, generation prompt and prefix included."""
+        chat = request.chat()
+        renderer = self.processor if getattr(self.processor, "chat_template", None) else self.tokenizer
+        if not getattr(renderer, "chat_template", None):
+            raise ValueError(f"{self.model_id!r} has no chat template on its processor or tokenizer")
+        text = renderer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+        return text + request.prefix
+
+    def _encode(self, batch: list[Request]) -> tuple[Any, list[str]]:
+        texts = [self.prompt_text(r) for r in batch]
+        images = [img for r in batch for img in r.pil_images()]
+        kwargs: dict[str, Any] = {"text": texts, "return_tensors": "pt", "padding": True}
+        if images:
+            kwargs["images"] = images
+        inputs = self.processor(**kwargs)
+        inputs = inputs.to(self.model.device)
+        for key, value in inputs.items():  # pixel values in the model's dtype; ids stay integers
+            if hasattr(value, "is_floating_point") and value.is_floating_point():
+                inputs[key] = value.to(self.model.dtype)
+        return inputs, texts
+
+    def _count_batch(self, inputs: Any, batch: list[Request]) -> None:
+        """Stats for a batch that ran (a batch lost to out-of-memory is not counted)."""
+        self.stats.forward_batches += 1
+        self.stats.images_encoded += sum(len(r.images) for r in batch)
+        self.stats.prefill_tokens += int(inputs["attention_mask"].sum())
+
+    def _probs_batch(self, batch: list[Request], options: list[str]) -> list[dict[str, float]]:
+        import torch
+        inputs, texts = self._encode(batch)
+        with torch.inference_mode():
+            logits = self.model(**inputs, use_cache=False, logits_to_keep=1).logits[:, -1, :].float()
+        self._count_batch(inputs, batch)
+        out = []
+        for row, text in zip(logits, texts):
+            ids = self.option_ids(text, options)
+            probs = torch.softmax(row[ids], dim=-1).tolist()
+            out.append(dict(zip(options, probs)))
+        return out
+
+    def _generate_batch(self, batch: list[Request]) -> list[Answer]:
+        import torch
+        from transformers import LogitsProcessorList, StoppingCriteriaList
+
+        from ._hf_decoding import RowControl
+        inputs, texts = self._encode(batch)
+        plans = [self._plan(r, text) for r, text in zip(batch, texts)]
+        prompt_len = inputs["input_ids"].shape[1]
+        control = RowControl(plans, prompt_len, self.eos_ids, self.tokenizer, self.vocab_size)
+        with torch.inference_mode(), self._plain_generation_config() as config:
+            config.max_new_tokens = max(p.max_new_tokens for p in plans)
+            sequences = self.model.generate(**inputs, generation_config=config,
+                                            logits_processor=LogitsProcessorList([control]),
+                                            stopping_criteria=StoppingCriteriaList([control.stopping]))
+        self._count_batch(inputs, batch)
+        answers = []
+        for text, reason, n in control.finish(sequences):
+            self.stats.generated_tokens += n
+            answers.append(Answer(text, reason, n))
+        return answers
+
+    def _plan(self, request: Request, text: str):
+        from ._hf_decoding import RowPlan
+        d, c = request.decoding, request.constraint
+        plan = RowPlan(max_new_tokens=d.max_new_tokens, temperature=d.temperature, top_p=d.top_p,
+                       seed=d.seed, stop=tuple(d.stop))
+        if c is not None:
+            if c.first_options:
+                plan.first_ids = self.option_ids(text, c.first_options)
+            plan.matcher = self._grammar_compiler().matcher(c)
+        return plan
+
+    def _grammar_compiler(self):
+        if self._grammars is None:
+            from ..grammar import GrammarCompiler
+            self._grammars = GrammarCompiler(self.tokenizer, self.vocab_size, self.eos_ids)
+        return self._grammars
+
+    @contextmanager
+    def _plain_generation_config(self):
+        """Generate with library defaults only: a checkpoint's sampling defaults (temperature,
+        top_k, repetition penalty) would otherwise fill in every unset field."""
+        from transformers import GenerationConfig
+        saved = self.model.generation_config
+        plain = GenerationConfig(eos_token_id=list(self.eos_ids), pad_token_id=self.pad_id,
+                                 bos_token_id=saved.bos_token_id, do_sample=False, num_beams=1)
+        self.model.generation_config = plain
+        try:
+            yield GenerationConfig(**plain.to_diff_dict())
+        finally:
+            self.model.generation_config = saved
+
+    # -- records -----------------------------------------------------------------------------------
+    def manifest(self) -> dict[str, Any]:
+        """Model id, resolved commit, dtype, device, batch size and library versions."""
+        return {**super().manifest(), "requested_revision": self.requested_revision,
+                "batch_size": self.batch_size, "attn_implementation": self.attn_implementation,
+                "libraries": loading.library_versions(),
+                "option_tokens": "an option is the next word after the prompt: after a space unless "
+                                 "the prompt ends in whitespace"}
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """A CUDA (or other accelerator) out-of-memory error, by type or by message."""
+    import torch
+    oom_types = tuple(t for t in (getattr(torch.cuda, "OutOfMemoryError", None),
+                                  getattr(torch, "OutOfMemoryError", None)) if t is not None)
+    if oom_types and isinstance(exc, oom_types):
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+def _release_cuda_memory() -> None:
+    import gc
+
+    import torch
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()

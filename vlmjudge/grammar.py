@@ -1,0 +1,144 @@
+"""Output constraints (JSON schema, EBNF) turned into grammars a decoder can enforce.
+
+Backends hand a `Constraint` here. The in-process backend compiles it with xgrammar and
+masks logits token by token; a server backend takes `constraint_to_ebnf` (xgrammar's EBNF
+dialect, which vLLM and SGLang accept) or `server_json_schema` instead. xgrammar is
+imported lazily, so `import vlmjudge` works without it.
+
+Two fixes over xgrammar's own JSON-schema conversion, so that every constrained output
+parses with pydantic's strict `model_validate_json`:
+
+- strings never contain raw control characters, and escapes never produce lone
+  surrogates (xgrammar's length-bounded string rule admits raw tabs and other controls);
+- every string and array is bounded (`bounded_schema` adds `maxLength` / `maxItems`
+  where the schema has none), so the grammar can close within a token budget. A budget
+  that is still too small shows up as finish reason "length", never as cut-off JSON
+  reported as "stop".
+"""
+from __future__ import annotations
+
+import copy
+import json
+import re
+from typing import TYPE_CHECKING, Any, Iterable
+
+from .requests import Constraint
+
+if TYPE_CHECKING:  # pragma: no cover
+    import xgrammar
+
+#: Bounds added where a schema leaves strings or arrays unbounded (characters / items).
+DEFAULT_MAX_STRING = 1000
+DEFAULT_MAX_ITEMS = 64
+
+# xgrammar 0.2.9 writes a maxLength string's character rule as this class, which lets raw
+# control characters (tab, \x00...) through and has no escapes.
+_LOOSE_CHAR_RULE = re.compile(r'^(\w+_characters) ::= \(\(\[\^\\"\\\\\\r\\n\]\)\)$', re.M)
+_STRICT_CHAR = r'(([^\0-\x1f\"\\]) | ("\\" vj_escape))'
+# JSON escapes without \u: a \u escape could name a lone surrogate, which strict parsers
+# reject; any character can be written raw instead.
+_ESCAPE_RULE = r'vj_escape ::= [\"\\/bfnrt]'
+_BASIC_ESCAPE = re.compile(r"^basic_escape ::= .*$", re.M)
+
+
+def bounded_schema(schema: dict[str, Any], max_string: int = DEFAULT_MAX_STRING,
+                   max_items: int = DEFAULT_MAX_ITEMS) -> dict[str, Any]:
+    """A copy of `schema` where every string without `maxLength` (and without enum, const or
+    pattern) gets `maxLength=max_string` and every array without `maxItems` gets `maxItems`."""
+    if max_string < 1 or max_items < 1:
+        raise ValueError("max_string and max_items must be >= 1")
+    out = copy.deepcopy(schema)
+    for node in _schema_nodes(out):
+        types = node.get("type")
+        types = types if isinstance(types, list) else [types]
+        if "string" in types and not {"maxLength", "enum", "const", "pattern", "format"} & node.keys():
+            node["maxLength"] = max_string
+        if "array" in types and "maxItems" not in node and "prefixItems" not in node:
+            node["maxItems"] = max_items
+    return out
+
+
+def _schema_nodes(node: Any) -> Iterable[dict[str, Any]]:
+    """Every dict in a JSON schema (sub-schemas, $defs, items, anyOf branches...)."""
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _schema_nodes(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _schema_nodes(value)
+
+
+def json_schema_to_ebnf(schema: dict[str, Any], *, bound: bool = True) -> str:
+    """xgrammar EBNF for a JSON schema: one-line JSON, no extra keys, strict strings."""
+    xgr = _xgrammar()
+    if bound:
+        schema = bounded_schema(schema)
+    grammar = xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=False, strict_mode=True)
+    return _strict_strings(str(grammar))
+
+
+def _strict_strings(ebnf: str) -> str:
+    ebnf, n_basic = _BASIC_ESCAPE.subn(lambda m: "basic_escape ::= vj_escape", ebnf)
+    if n_basic != 1:
+        raise RuntimeError("xgrammar's JSON grammar changed shape (no basic_escape rule); "
+                           "update vlmjudge.grammar before trusting strict strings")
+    ebnf = _LOOSE_CHAR_RULE.sub(lambda m: f"{m.group(1)} ::= {_STRICT_CHAR}", ebnf)
+    if re.search(r'\[\^\\"\\\\\\r\\n\]', ebnf):
+        raise RuntimeError("xgrammar's JSON string rule changed shape; update vlmjudge.grammar")
+    return ebnf + "\n" + _ESCAPE_RULE + "\n"
+
+
+def constraint_to_ebnf(constraint: Constraint) -> str:
+    """The grammar text of a constraint (xgrammar EBNF), for engines that take a grammar."""
+    if constraint.kind == "ebnf":
+        return constraint.spec
+    if constraint.kind == "json_schema":
+        return json_schema_to_ebnf(constraint.schema)
+    raise ValueError(f"unknown constraint kind {constraint.kind!r}")
+
+
+def server_json_schema(constraint: Constraint) -> dict[str, Any]:
+    """The bounded JSON schema to send as an OpenAI-style `response_format` schema."""
+    return bounded_schema(constraint.schema)
+
+
+class GrammarCompiler:
+    """Compiles constraints once per tokenizer and hands out fresh matchers.
+
+    `vocab_size` is the model's logit width (it may exceed the tokenizer's); `stop_token_ids`
+    are the ids that end generation, which the grammar allows once its text is complete.
+    """
+
+    def __init__(self, tokenizer: Any, vocab_size: int, stop_token_ids: list[int]) -> None:
+        xgr = _xgrammar()
+        if not stop_token_ids:
+            raise ValueError("constrained decoding needs at least one stop token id")
+        self.vocab_size = vocab_size
+        self.stop_token_ids = list(stop_token_ids)
+        info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size,
+                                                  stop_token_ids=self.stop_token_ids)
+        self._compiler = xgr.GrammarCompiler(info)
+        self._compiled: dict[tuple[str, str], Any] = {}
+
+    def compile(self, constraint: Constraint) -> "xgrammar.CompiledGrammar":
+        """The compiled grammar (cached by constraint text); bad grammars raise ValueError."""
+        key = (constraint.kind, constraint.spec)
+        if key not in self._compiled:
+            try:
+                self._compiled[key] = self._compiler.compile_grammar(constraint_to_ebnf(constraint))
+            except RuntimeError as exc:
+                raise ValueError(f"cannot compile {constraint.kind} constraint: {exc}") from exc
+        return self._compiled[key]
+
+    def matcher(self, constraint: Constraint) -> "xgrammar.GrammarMatcher":
+        """A fresh matcher for one sequence."""
+        return _xgrammar().GrammarMatcher(self.compile(constraint))
+
+
+def _xgrammar():
+    try:
+        import xgrammar
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ImportError("constrained decoding needs xgrammar: pip install xgrammar") from exc
+    return xgrammar
