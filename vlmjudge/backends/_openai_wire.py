@@ -1,0 +1,206 @@
+"""Requests to OpenAI chat-completion bodies and completion bodies back to answers.
+
+Pure functions shared by the live and the Batch-API paths of the OpenAI-compatible
+backend. A body is split into the fields the OpenAI SDK knows (`standard`) and the
+extensions vLLM, SGLang and `vlmjudge serve` read (`extra`, sent as `extra_body`).
+"""
+from __future__ import annotations
+
+import base64
+import io
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from ..images import image_bytes_digest
+from ..requests import Answer, Request
+
+#: Extension field naming the options of a `choice_probs` call; `vlmjudge serve` answers
+#: it with exactly these options as the first token's `top_logprobs`.
+OPTIONS_FIELD = "vlmjudge_options"
+#: Extension field restricting the first answer token to these words (`Constraint.first_options`);
+#: honoured by `vlmjudge serve`, ignored by servers that do not know it.
+FIRST_OPTIONS_FIELD = "vlmjudge_first_options"
+#: Extension field carrying a choice_probs request's own decoding parameters (the body asks
+#: for one greedy token), so `vlmjudge serve` rebuilds the very Request the caller made.
+DECODING_FIELD = "vlmjudge_decoding"
+#: Where each server family reads an EBNF grammar: vLLM (current), vLLM (older), SGLang.
+GRAMMAR_FIELDS = ("structured_outputs", "guided_grammar", "ebnf")
+#: Name of the schema in `response_format` (OpenAI requires one).
+SCHEMA_NAME = "vlmjudge_output"
+
+
+@dataclass
+class WireBody:
+    """One chat-completion request: SDK keyword arguments and the extension fields."""
+
+    standard: dict[str, Any]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def merged(self) -> dict[str, Any]:
+        """The whole JSON body (for a Batch-API input line)."""
+        return {**self.standard, **self.extra}
+
+
+class ImageURLs:
+    """PNG data URLs by pixel digest, so an image shared by many requests is encoded once."""
+
+    def __init__(self) -> None:
+        self._by_digest: dict[str, str] = {}
+        self._digests: dict[int, tuple[Any, str]] = {}  # id -> (image kept alive, digest)
+
+    def digest(self, image: Any) -> str:
+        known = self._digests.get(id(image))
+        if known is None or known[0] is not image:
+            known = self._digests[id(image)] = (image, image_bytes_digest(image))
+        return known[1]
+
+    def url(self, image: Any) -> str:
+        key = self.digest(image)
+        if key not in self._by_digest:
+            buf = io.BytesIO()
+            image.save(buf, format="PNG")
+            self._by_digest[key] = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+        return self._by_digest[key]
+
+
+def chat_messages(request: Request, urls: ImageURLs) -> list[dict[str, Any]]:
+    """The request's turns in OpenAI form: `{"type": "image"}` parts become image_url data URLs,
+    and a non-empty prefix becomes a final assistant message to continue."""
+    images = iter(request.pil_images())
+    out: list[dict[str, Any]] = []
+    for turn in request.chat():
+        content = turn.get("content")
+        if isinstance(content, list):
+            parts = []
+            for part in content:
+                if part.get("type") == "image":
+                    parts.append({"type": "image_url", "image_url": {"url": urls.url(next(images))}})
+                elif part.get("type") == "text":
+                    parts.append({"type": "text", "text": part.get("text", "")})
+                else:
+                    raise ValueError(f"message part of type {part.get('type')!r} cannot be sent to an "
+                                     "OpenAI-compatible server (only text and image)")
+            content = parts
+        out.append({"role": turn.get("role"), "content": content})
+    if request.prefix:
+        out.append({"role": "assistant", "content": request.prefix})
+    return out
+
+
+def generate_body(request: Request, model: str, urls: ImageURLs, grammar_field: str) -> WireBody:
+    """The body that generates the request's answer: decoding, constraint and prefix."""
+    d = request.decoding
+    standard: dict[str, Any] = {"model": model, "messages": chat_messages(request, urls),
+                                "max_tokens": d.max_new_tokens, "temperature": d.temperature, "top_p": d.top_p}
+    if d.seed is not None:
+        standard["seed"] = d.seed
+    if d.stop:
+        standard["stop"] = list(d.stop)
+    extra = _prefix_fields(request)
+    c = request.constraint
+    if c is not None:
+        if c.kind == "json_schema":
+            from ..grammar import server_json_schema
+            standard["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": SCHEMA_NAME, "schema": server_json_schema(c), "strict": True}}
+        elif c.kind == "ebnf":
+            extra.update(grammar_extension(c.spec, grammar_field))
+        else:
+            raise ValueError(f"unknown constraint kind {c.kind!r}")
+        if c.first_options:
+            extra[FIRST_OPTIONS_FIELD] = list(c.first_options)
+    return WireBody(standard, extra)
+
+
+def probs_body(request: Request, model: str, urls: ImageURLs, options: Sequence[str], top_logprobs: int) -> WireBody:
+    """The body that reads the first answer token's distribution: one greedy token with logprobs."""
+    standard = {"model": model, "messages": chat_messages(request, urls), "max_tokens": 1, "temperature": 0.0,
+                "logprobs": True, "top_logprobs": top_logprobs}
+    extra = {**_prefix_fields(request), OPTIONS_FIELD: list(options), DECODING_FIELD: request.decoding.to_json()}
+    return WireBody(standard, extra)
+
+
+def fallback_body(probs: WireBody, max_tokens: int) -> WireBody:
+    """A short greedy generation, for the same messages as a `probs_body`, whose leading option
+    stands in for logprobs the server did not give."""
+    standard = {"model": probs.standard["model"], "messages": probs.standard["messages"],
+                "max_tokens": max_tokens, "temperature": 0.0}
+    extra = {k: v for k, v in probs.extra.items() if k not in (OPTIONS_FIELD, DECODING_FIELD)}
+    return WireBody(standard, extra)
+
+
+def grammar_extension(grammar: str, grammar_field: str) -> dict[str, Any]:
+    """An EBNF grammar in the extension field the server family reads."""
+    if grammar_field == "structured_outputs":
+        return {"structured_outputs": {"grammar": grammar}}
+    if grammar_field in ("guided_grammar", "ebnf"):
+        return {grammar_field: grammar}
+    raise ValueError(f"grammar_field must be one of {GRAMMAR_FIELDS}, got {grammar_field!r}")
+
+
+def _prefix_fields(request: Request) -> dict[str, Any]:
+    # vLLM / SGLang: continue the final assistant message instead of opening a new turn.
+    return {"continue_final_message": True, "add_generation_prompt": False} if request.prefix else {}
+
+
+class MalformedResponse(ValueError):
+    """A 200 response without the fields a chat completion must have."""
+
+
+def first_choice(body: dict[str, Any]) -> dict[str, Any]:
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not choices or not isinstance(choices[0], dict):
+        raise MalformedResponse(f"chat completion without choices: {str(body)[:200]}")
+    return choices[0]
+
+
+def answer_from(body: dict[str, Any]) -> Answer:
+    """The Answer of a chat-completion body ("length" when the budget ran out)."""
+    choice = first_choice(body)
+    message = choice.get("message") or {}
+    text = message.get("content")
+    if text is None:
+        raise MalformedResponse(f"chat completion without message content (finish_reason "
+                                f"{choice.get('finish_reason')!r})")
+    finish = "length" if choice.get("finish_reason") == "length" else "stop"
+    usage = body.get("usage") or {}
+    return Answer(text=text, finish_reason=finish, num_tokens=int(usage.get("completion_tokens") or 0))
+
+
+def first_token_alternatives(body: dict[str, Any]) -> list[tuple[str, float]] | None:
+    """(token, logprob) pairs of the first generated token, or None when the server sent none."""
+    logprobs = first_choice(body).get("logprobs")
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not content:
+        return None
+    first = content[0]
+    pairs = [(t.get("token"), t.get("logprob")) for t in (first.get("top_logprobs") or [])]
+    if not pairs and first.get("token") is not None:
+        pairs = [(first.get("token"), first.get("logprob"))]
+    return [(tok, float(lp)) for tok, lp in pairs if isinstance(tok, str) and lp is not None]
+
+
+def option_probs(alternatives: list[tuple[str, float]], options: Sequence[str]) -> dict[str, float] | None:
+    """P(option) from first-token alternatives, normalised over the options; a token counts for
+    an option when it equals it exactly or after stripping leading whitespace (" Yes" and "Yes"
+    both count for "Yes", their probabilities add). None when no option appears."""
+    mass = {o: 0.0 for o in options}
+    for token, logprob in alternatives:
+        for candidate in dict.fromkeys((token, token.lstrip())):
+            if candidate in mass and math.isfinite(logprob):
+                mass[candidate] += math.exp(logprob)
+    total = sum(mass.values())
+    if total <= 0:
+        return None
+    return {o: p / total for o, p in mass.items()}
+
+
+def grouped_order(requests: Sequence[Request], urls: ImageURLs) -> list[int]:
+    """Indices with requests that share their first image adjacent (groups in order of first
+    appearance, callers' order inside a group), so a server's prefix cache hits."""
+    groups: dict[str, list[int]] = {}
+    for i, r in enumerate(requests):
+        key = urls.digest(r.pil_images()[0]) if r.images else f"no-image-{i}"
+        groups.setdefault(key, []).append(i)
+    return [i for members in groups.values() for i in members]

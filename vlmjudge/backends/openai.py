@@ -1,0 +1,326 @@
+"""Any OpenAI-compatible server as a judge: vLLM serve, SGLang, `vlmjudge serve`, hosted APIs.
+
+Why it exists: one GPU server (or a hosted model) can judge for many processes and
+machines. What it adds over the SDK:
+
+- Requests that share an image go out adjacent, so the server's prefix cache hits.
+- A thread pool bounds concurrency; retries with exponential backoff and jitter on 429,
+  5xx, timeouts and dropped connections. After the last retry the request becomes a
+  failed Answer (finish_reason "error", never cached, never a guess); any other 4xx
+  raises `OpenAIRequestError`.
+- The assistant prefix goes as a final assistant message with `continue_final_message`
+  (the vLLM / SGLang extension). JSON schemas go as `response_format`; EBNF grammars in
+  the extension field the server reads (`grammar_field`). `Constraint.first_options`
+  goes as `vlmjudge_first_options`, which `vlmjudge serve` honours.
+- `choice_probs` reads the first token's `top_logprobs` (and sends the options as
+  `vlmjudge_options` for `vlmjudge serve`). Where the server gives no logprobs, or none
+  of the options, it generates a few tokens and takes the leading option (one-hot); the
+  manifest counts these as `choice_probs_fallbacks`.
+- `batch_api=True` sends each chunk as one Batch-API job (upload, poll, download).
+
+The API key is read from the environment variable `api_key_env` when the client is
+built; it is never stored on the judge, pickled, logged, cached or put in a manifest.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+from ..judge import Judge, JudgeError
+from ..requests import Answer, Request
+from ._openai_batch import BatchRunner
+from ._openai_wire import (GRAMMAR_FIELDS, ImageURLs, MalformedResponse, WireBody, answer_from, fallback_body,
+                           first_token_alternatives, generate_body, grouped_order, option_probs, probs_body)
+from .replay import first_option
+
+log = logging.getLogger("vlmjudge.openai")
+
+T = TypeVar("T")
+
+#: HTTP statuses worth retrying besides 5xx: request timeout, conflict (lock), rate limit.
+RETRY_STATUSES = (408, 409, 429)
+#: Key placeholder for local servers that check no key (vLLM's convention).
+NO_KEY = "EMPTY"
+
+
+class OpenAIRequestError(JudgeError):
+    """The server refused a request for a reason retrying cannot fix (a 4xx other than 408/409/429)."""
+
+
+class _GaveUp(Exception):
+    """Internal: the last retry failed too."""
+
+
+class OpenAIJudge(Judge):
+    """A judge that sends requests to an OpenAI-compatible chat-completions endpoint."""
+
+    backend = "openai"
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
+                 concurrency: int = 8, max_retries: int = 6, timeout_s: float = 60.0, backoff_s: float = 0.5,
+                 max_backoff_s: float = 30.0, top_logprobs: int = 20, grammar_field: str = "structured_outputs",
+                 fallback_max_tokens: int = 8, batch_api: bool = False, batch_poll_s: float = 10.0,
+                 batch_wait_s: float = 86400.0, batch_size: int | None = None, **kwargs: Any) -> None:
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"the openai backend needs the server's model name as a string, got {model!r}")
+        if grammar_field not in GRAMMAR_FIELDS:
+            raise ValueError(f"grammar_field must be one of {GRAMMAR_FIELDS}, got {grammar_field!r}")
+        for name, value in (("concurrency", concurrency), ("top_logprobs", top_logprobs),
+                            ("fallback_max_tokens", fallback_max_tokens)):
+            if value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
+        if max_retries < 0 or timeout_s <= 0 or backoff_s < 0 or batch_poll_s < 0:
+            raise ValueError("max_retries and backoff_s must be >= 0, timeout_s > 0, batch_poll_s >= 0")
+        if batch_size is None:
+            batch_size = 1000 if batch_api else 4 * concurrency
+        super().__init__(model_id=model, batch_size=batch_size, **kwargs)
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.concurrency = concurrency
+        self.max_retries = max_retries
+        self.timeout_s = timeout_s
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.top_logprobs = top_logprobs
+        self.grammar_field = grammar_field
+        self.fallback_max_tokens = fallback_max_tokens
+        self.batch_api = batch_api
+        self.batch_poll_s = batch_poll_s
+        self.batch_wait_s = batch_wait_s
+        #: Transport events: retries taken, requests failed after the last retry, choice_probs
+        #: answered by the generate-and-parse fallback, batch jobs run.
+        self.counters = {"retries": 0, "failed_requests": 0, "choice_probs_fallbacks": 0, "batch_jobs": 0}
+        self._lock = threading.Lock()
+        self._client_obj: Any = None
+        self._rng = random.Random()
+        self._api_key()  # fail now, not at the first call, when no key can be found
+
+    # -- client and key ---------------------------------------------------------------
+    def _api_key(self) -> str:
+        key = os.environ.get(self.api_key_env)
+        if key:
+            return key
+        if self.base_url is not None:
+            return NO_KEY
+        raise ValueError(f"no API key: set the environment variable {self.api_key_env} "
+                         "(or pass base_url= for a local server that needs none)")
+
+    def _client(self) -> Any:
+        with self._lock:
+            if self._client_obj is None:
+                try:
+                    import openai
+                except ImportError as exc:  # pragma: no cover - depends on the install
+                    raise ImportError("the openai backend needs the openai SDK: pip install 'vlmjudge[openai]'") \
+                        from exc
+                # Our own retry loop decides what is retried and how long to wait.
+                self._client_obj = openai.OpenAI(api_key=self._api_key(), base_url=self.base_url,
+                                                 max_retries=0, timeout=self.timeout_s)
+            return self._client_obj
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle without the client (it holds the key and sockets); workers rebuild it."""
+        state = self.__dict__.copy()
+        state["_client_obj"] = None
+        state.pop("_lock", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"OpenAIJudge(model={self.model_id!r}, base_url={_public_url(self.base_url)!r})"
+
+    # -- what gets recorded -------------------------------------------------------------
+    def manifest(self) -> dict[str, Any]:
+        """Base manifest plus the endpoint (without credentials) and the transport counters."""
+        with self._lock:
+            counters = dict(self.counters)
+        return {**super().manifest(), "base_url": _public_url(self.base_url), "batch_api": self.batch_api,
+                "grammar_field": self.grammar_field, **counters}
+
+    def _count(self, name: str, n: int = 1) -> None:
+        with self._lock:
+            self.counters[name] += n
+
+    # -- retries ------------------------------------------------------------------------
+    def _with_retries(self, call: Callable[[], T]) -> T:
+        """`call()`, retried on transient failures; raises _GaveUp after the last retry."""
+        for attempt in range(self.max_retries + 1):
+            try:
+                return call()
+            except Exception as exc:  # classified below; anything unknown is re-raised
+                wait = self._transient_wait(exc, attempt)
+                if attempt == self.max_retries:
+                    raise _GaveUp(f"{type(exc).__name__}: {exc}") from exc
+                self._count("retries")
+                log.debug("transient %s (attempt %d of %d), retrying in %.2f s",
+                          type(exc).__name__, attempt + 1, self.max_retries + 1, wait)
+                time.sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _transient_wait(self, exc: Exception, attempt: int) -> float:
+        """Seconds to wait before retrying `exc`; raises it again when it is not transient."""
+        import openai
+        retry_after = 0.0
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            if status not in RETRY_STATUSES and status < 500:
+                raise OpenAIRequestError(f"{_public_url(self.base_url) or 'the API'} refused the request "
+                                         f"(HTTP {status}): {exc.message}") from exc
+            retry_after = _retry_after(exc)
+        elif not isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+            raise exc
+        with self._lock:
+            jitter = 0.5 + 0.5 * self._rng.random()
+        backoff = min(self.max_backoff_s, self.backoff_s * 2 ** attempt) * jitter
+        return max(backoff, min(retry_after, self.max_backoff_s))
+
+    def _create(self, body: WireBody) -> dict[str, Any]:
+        client = self._client()
+        response = self._with_retries(lambda: client.chat.completions.create(
+            **body.standard, extra_body=body.extra or None))
+        return response.model_dump()
+
+    # -- the two primitives ---------------------------------------------------------------
+    def _generate(self, requests: list[Request]) -> list[Answer]:
+        urls = ImageURLs()
+        order = grouped_order(requests, urls)
+        bodies = {i: generate_body(requests[i], self.model_id, urls, self.grammar_field) for i in order}
+        self._account(requests)
+        if self.batch_api:
+            results = self._batch([bodies[i] for i in order])
+            answers = {i: self._answer(r) for i, r in zip(order, results)}
+        else:
+            answers = self._parallel(order, lambda i: self._answer(self._live(bodies[i])))
+        return [answers[i] for i in range(len(requests))]
+
+    def _choice_probs(self, requests: list[Request], options: list[str]) -> list[dict[str, float]]:
+        urls = ImageURLs()
+        order = grouped_order(requests, urls)
+        bodies = {i: probs_body(requests[i], self.model_id, urls, options, self.top_logprobs) for i in order}
+        self._account(requests)
+        if self.batch_api:
+            firsts = dict(zip(order, self._batch([bodies[i] for i in order])))
+            probs = {i: self._probs_from(firsts[i], options) for i in order}
+            redo = [i for i in order if probs[i] is None and firsts[i] is not None]
+            if redo:
+                self._count("choice_probs_fallbacks", len(redo))
+                again = self._batch([fallback_body(bodies[i], self.fallback_max_tokens) for i in redo])
+                probs.update({i: self._one_hot(self._answer(r), options) for i, r in zip(redo, again)})
+            out = {i: p or {} for i, p in probs.items()}
+        else:
+            out = self._parallel(order, lambda i: self._live_probs(bodies[i], options))
+        return [out[i] for i in range(len(requests))]
+
+    # -- live path ------------------------------------------------------------------------
+    def _parallel(self, order: list[int], one: Callable[[int], T]) -> dict[int, T]:
+        """`one(i)` for every index, at most `concurrency` at a time, submitted in `order`."""
+        if self.concurrency == 1 or len(order) == 1:
+            return {i: one(i) for i in order}
+        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(order)), thread_name_prefix="vlmjudge-openai")
+        try:
+            futures = [(i, pool.submit(one, i)) for i in order]
+            return {i: f.result() for i, f in futures}
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _live(self, body: WireBody) -> dict[str, Any] | None:
+        """One response body, or None when the request failed after the last retry."""
+        try:
+            return self._create(body)
+        except _GaveUp as exc:
+            log.warning("request failed after %d attempts: %s", self.max_retries + 1, exc)
+            return None
+
+    def _live_probs(self, body: WireBody, options: list[str]) -> dict[str, float]:
+        first = self._live(body)
+        if first is None:
+            self._count("failed_requests")
+            return {}
+        probs = self._probs_from(first, options)
+        if probs is not None:
+            return probs
+        self._count("choice_probs_fallbacks")
+        return self._one_hot(self._answer(self._live(fallback_body(body, self.fallback_max_tokens))), options)
+
+    # -- batch path -----------------------------------------------------------------------
+    def _batch(self, bodies: list[WireBody]) -> list[dict[str, Any] | None]:
+        runner = BatchRunner(self._client, self._batch_call, poll_s=self.batch_poll_s, wait_s=self.batch_wait_s)
+        results = runner.run(bodies)
+        self._count("batch_jobs", runner.jobs)
+        return results
+
+    def _batch_call(self, call: Callable[[], T]) -> T:
+        try:
+            return self._with_retries(call)
+        except _GaveUp as exc:
+            raise JudgeError(f"Batch API call failed after {self.max_retries + 1} attempts: {exc}") from exc
+
+    # -- reading responses ----------------------------------------------------------------
+    def _answer(self, body: dict[str, Any] | None) -> Answer:
+        """The Answer of a response body; a failed (None) or malformed one is counted and
+        becomes finish_reason "error"."""
+        if body is not None:
+            try:
+                answer = answer_from(body)
+            except MalformedResponse as exc:
+                log.warning("unusable response: %s", exc)
+            else:
+                usage = body.get("usage") or {}
+                with self._lock:
+                    self.stats.prefill_tokens += int(usage.get("prompt_tokens") or 0)
+                    self.stats.generated_tokens += answer.num_tokens
+                return answer
+        self._count("failed_requests")
+        return Answer("", "error", 0)
+
+    def _probs_from(self, body: dict[str, Any] | None, options: list[str]) -> dict[str, float] | None:
+        if body is None:
+            self._count("failed_requests")
+            return None
+        try:
+            alternatives = first_token_alternatives(body)
+        except MalformedResponse as exc:
+            log.warning("unusable response: %s", exc)
+            return None
+        return option_probs(alternatives, options) if alternatives else None
+
+    def _one_hot(self, answer: Answer, options: list[str]) -> dict[str, float]:
+        if not answer.ok:
+            return {}
+        chosen = first_option(answer.text, options)
+        if chosen is None:
+            log.warning("choice_probs fallback: answer %r starts with none of %s", answer.text[:80], options)
+            return {}
+        return {o: float(o == chosen) for o in options}
+
+    def _account(self, requests: list[Request]) -> None:
+        with self._lock:
+            self.stats.forward_batches += 1
+            self.stats.images_encoded += sum(len(r.images) for r in requests)
+
+
+def _retry_after(exc: Any) -> float:
+    """Seconds from a Retry-After header (seconds form), else 0."""
+    try:
+        return max(0.0, float(exc.response.headers.get("retry-after", "")))
+    except (AttributeError, TypeError, ValueError):
+        return 0.0
+
+
+def _public_url(url: str | None) -> str | None:
+    """The URL without user info, query or fragment (where credentials could hide)."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
