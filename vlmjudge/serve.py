@@ -32,6 +32,7 @@ import json
 import logging
 import os
 import socket
+import socketserver
 import sys
 import threading
 import time
@@ -59,8 +60,7 @@ class JudgeServer:
         self.faults = faults
         self._api_key = api_key
         self.batcher = MicroBatcher(judge, max_batch=max_batch, max_wait_s=max_wait_s)
-        self.httpd = ThreadingHTTPServer((host, port), _Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = _HTTPServer((host, port), _Handler)
         self.httpd.app = self  # type: ignore[attr-defined]
         self._thread: threading.Thread | None = None
 
@@ -71,6 +71,9 @@ class JudgeServer:
         return f"http://{host}:{port}"
 
     def start(self) -> "JudgeServer":
+        """Serve in a background thread (once; a second call is a no-op)."""
+        if self._thread is not None:
+            return self
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="vlmjudge-serve", daemon=True)
         self._thread.start()
         return self
@@ -95,6 +98,15 @@ class JudgeServer:
         if self._api_key is None:
             return True
         return hmac.compare_digest((header or "").encode(), f"Bearer {self._api_key}".encode())
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True  # a handler stuck on a slow client never blocks shutdown
+
+    def server_bind(self) -> None:
+        """Bind without http.server's reverse-DNS lookup of the host (slow where DNS is absent)."""
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = self.server_address[:2]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -262,3 +274,14 @@ def run_serve(args: argparse.Namespace) -> int:
     finally:
         server.close()
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m vlmjudge.serve ...`: the same as `vlmjudge serve ...`."""
+    parser = argparse.ArgumentParser(prog="vlmjudge serve", description="OpenAI-compatible server over a judge")
+    configure_serve(parser)
+    return run_serve(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
