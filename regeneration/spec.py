@@ -1,0 +1,121 @@
+"""Image Regeneration as a registered method (`vlmjudge.methods` entry point
+`regeneration = regeneration.spec:SPEC`): scores a regeneration against its reference.
+
+The score is the mean of CLIP % and DINO % with each cosine clipped at 0, on 0..100;
+`normalize` divides by 100. With a judge (an MLLM) the record also carries the 1-5
+content-consistency and perceptual-quality ratings; the score never depends on them.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from vlmjudge.registry import MethodSpec
+
+from .judging import MLLMScores, judge_pairs
+from .similarity import DEFAULT_CLIP_MODEL, DEFAULT_DINO_MODEL, SimilarityScorer
+
+
+class _NoJudge:
+    """Stands for "no MLLM": similarity only (what a Space without a VLM serves)."""
+
+    def __repr__(self) -> str:
+        return "NO_JUDGE"
+
+
+NO_JUDGE = _NoJudge()
+
+
+def _has_judge(judge: Any) -> bool:
+    return judge is not None and judge is not NO_JUDGE and hasattr(judge, "generate")
+
+
+@dataclass
+class PairRecord:
+    """One (reference, generated) pair: CLIP %, DINO %, the combined score, optional MLLM ratings."""
+
+    clip: float | None
+    dino: float | None
+    score: float | None
+    valid: bool
+    mllm: MLLMScores | None = None
+    errors: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"score": self.score, "valid": self.valid, "clip": self.clip, "dino": self.dino,
+                "mllm": self.mllm.to_json() if self.mllm else None, "errors": list(self.errors)}
+
+
+def combined_score(clip: float, dino: float) -> float:
+    """Mean of CLIP % and DINO %, each clipped at 0 (a negative cosine is no similarity)."""
+    return (max(clip, 0.0) + max(dino, 0.0)) / 2.0
+
+
+class RegenerationScorer:
+    """Scores batches with columns `reference` and `generated` (and MLLM ratings when a judge is set)."""
+
+    inputs = ("reference", "generated")
+
+    def __init__(self, judge: Any = None, *, clip_model: str = DEFAULT_CLIP_MODEL,
+                 dino_model: str = DEFAULT_DINO_MODEL, pooling: str = "mean", device: str | None = None,
+                 dtype: str | None = None, mllm: bool | None = None, similarity: SimilarityScorer | None = None,
+                 pack: Any = None) -> None:
+        self.similarity = similarity or SimilarityScorer(clip_model, dino_model, pooling=pooling, device=device,
+                                                         dtype=dtype)
+        missing = {"clip", "dino"} - set(self.similarity.encoders)
+        if missing:
+            raise ValueError(f"the regeneration score needs both encoders; missing {sorted(missing)}")
+        self.mllm = _has_judge(judge) if mllm is None else mllm
+        if self.mllm and not _has_judge(judge):
+            raise ValueError("mllm=True needs a judge")
+        self.judge, self.pack = judge, pack
+
+    def score_batch(self, batch: Mapping[str, Sequence[Any]]) -> list[PairRecord]:
+        SPEC.check_batch(batch)
+        refs, gens = list(batch["reference"]), list(batch["generated"])
+        sims = self.similarity.score(refs, gens)
+        ratings = judge_pairs(self.judge, refs, gens, pack=self.pack) if self.mllm else [None] * len(gens)
+        return [PairRecord(clip=s["clip"], dino=s["dino"], score=combined_score(s["clip"], s["dino"]), valid=True,
+                           mllm=m) for s, m in zip(sims, ratings)]
+
+
+def build(judge: Any, **config: Any) -> RegenerationScorer:
+    """A scorer; config: clip_model, dino_model, pooling, device, dtype, mllm (default: iff a judge is given)."""
+    return RegenerationScorer(judge, **config)
+
+
+def normalize(score: float) -> float:
+    """Score on 0..100 to [0, 1] (clipped)."""
+    return min(max(score, 0.0), 100.0) / 100.0
+
+
+def render(record: PairRecord) -> dict[str, Any]:
+    """Score text and a markdown table of CLIP %, DINO % and the MLLM ratings."""
+    if not isinstance(record, PairRecord):
+        raise TypeError(f"regeneration renders PairRecord objects, got {type(record).__name__}")
+    if record.score is None:
+        return {"score_text": "N/A", "markdown": "Could not score: " + "; ".join(record.errors)}
+    lines = ["| measure | value |", "|---|---|", f"| CLIP image-image cosine | {record.clip:.2f} % |",
+             f"| DINOv2 image-image cosine | {record.dino:.2f} % |",
+             f"| score (mean, each clipped at 0) | {record.score:.2f} |"]
+    m = record.mllm
+    if m is not None:
+        for label, raw, norm in (("MLLM content consistency", m.content, m.content_norm),
+                                 ("MLLM perceptual quality", m.perceptual, m.perceptual_norm)):
+            lines.append(f"| {label} | {raw} / 5 ((s-1)/4 = {norm:.2f}) |" if raw is not None
+                         else f"| {label} | unreadable answer |")
+    return {"score_text": f"{record.score:.2f}", "markdown": "\n".join(lines)}
+
+
+SPEC = MethodSpec(
+    name="regeneration",
+    inputs=("reference", "generated"),
+    build=build,
+    score_range=(0.0, 100.0),
+    normalize=normalize,
+    render=render,
+    description="Image Regeneration: how close a regenerated image is to its reference, as the mean of "
+                "CLIP and DINOv2 image-image cosine (%), with optional MLLM content and perceptual ratings.",
+    default_model=None,
+)
