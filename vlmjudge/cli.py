@@ -134,6 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     push.add_argument("--private", action="store_true")
     push.set_defaults(func=_cmd_space_push)
 
+    from .serve import configure_serve
+    configure_serve(sub.add_parser("serve", help="an OpenAI-compatible server over a judge (vLLM-style API)"))
+
     for name, hook in sorted(command_hooks().items()):
         method_parser = sub.add_parser(name, help=f"{name} commands")
         try:
