@@ -1,0 +1,61 @@
+"""VIEScore2 as a registered method (entry point `viescore2 = viescore2.spec:SPEC`), so the CLI, the
+demo app and the integrations find it without the core importing it."""
+from __future__ import annotations
+
+from typing import Any
+
+from vlmjudge.registry import MethodSpec
+
+from .pipeline import VIEScore2, VIEScore2Record
+
+
+def build(judge: Any, **config: Any) -> VIEScore2:
+    """A scorer over `judge`; config as VIEScore2's keywords (fields, grid_size, pack, ...)."""
+    return VIEScore2(judge, **config)
+
+
+def normalize(score: float) -> float:
+    """0-10 scores to [0, 1]."""
+    return score / 10.0
+
+
+def _number(value: float) -> str:
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def render(record: VIEScore2Record) -> dict[str, Any]:
+    """Score text, a markdown account (scores, explanation, reading status, raw answer) and the
+    overlay of the predicted cells on the generated image when a grid was read."""
+    if not isinstance(record, VIEScore2Record):
+        raise TypeError(f"viescore2 renders VIEScore2Record objects, got {type(record).__name__}")
+    overall = record.overall
+    score_text = f"{_number(overall)}/10" if overall is not None else f"unscored ({record.status})"
+    lines = [f"**VIEScore2** ({record.fields}, {record.grid_size}x{record.grid_size} grid), image `{record.id}`", ""]
+    if record.scores:
+        lines.append("**Scores:** " + ", ".join(f"{k} {_number(v)}/10" for k, v in record.scores.items()))
+        lines.append("")
+    lines += [record.explanation, ""]
+    if record.missing:
+        lines.append(f"_Not read from the answer: {', '.join(record.missing)} (status {record.status}, "
+                     f"finish reason {record.finish_reason})._")
+        lines.append("")
+    lines += ["Judge output:", "```", record.text.replace("```", "'''") or "(empty)", "```"]
+    shown: dict[str, Any] = {"score_text": score_text, "markdown": "\n".join(lines)}
+    if record.localization is not None and record.image is not None:
+        from .render import render_overlay
+        shown["image"] = render_overlay(record.image, record.localization)
+    return shown
+
+
+SPEC = MethodSpec(
+    name="viescore2",
+    inputs=("image", "prompt"),
+    build=build,
+    score_range=(0.0, 10.0),
+    normalize=normalize,
+    render=render,
+    description="0-10 scores (overall, or PQ and SC with overall sqrt(PQ*SC)) and a 16 x 16 grid of defect "
+                "cells (visual artifacts, semantic misalignments) in one constrained judge pass.",
+    optional_inputs=("conditioning", "id"),
+    default_model="Qwen/Qwen3-VL-8B-Instruct",
+)
