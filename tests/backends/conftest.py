@@ -8,8 +8,6 @@ from vlmjudge.backends.transformers import TransformersJudge
 from vlmjudge.testing import build_tiny_vlm, install_in_hf_cache
 
 REPOS = {"qwen3_vl": "org/tiny-qwen3-vl", "llava": "org/tiny-llava"}
-#: Puts the tiny Qwen's positive rate near one half for the prompts used here.
-QWEN_YES_BIAS = -1.5
 
 
 @pytest.fixture(scope="session")
@@ -19,8 +17,7 @@ def hub(tmp_path_factory):
     built = tmp_path_factory.mktemp("built")
     commits = {}
     for family, repo in REPOS.items():
-        bias = QWEN_YES_BIAS if family == "qwen3_vl" else 0.0
-        src = build_tiny_vlm(built / family, family=family, yes_bias=bias)
+        src = build_tiny_vlm(built / family, family=family)  # yes_bias 0: about half Yes
         commits[family] = (repo, install_in_hf_cache(src, repo, cache_dir=cache))
     return cache, commits
 

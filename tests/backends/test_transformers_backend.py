@@ -209,7 +209,7 @@ def test_first_options_greedy_equals_choice_probs_argmax(loaded, fresh, noise, f
     answers = judge.generate(constrained)
     picked = [a.text.strip().rstrip(".") for a in answers]
     assert picked == [max(p, key=p.get) for p in probs]
-    assert {"Yes", "No"} <= set(picked) or family == "llava"  # Qwen's bias makes both occur
+    assert 10 <= picked.count("Yes") <= 40  # both answers occur: the comparison is not trivial
     assert all(a.finish_reason == "stop" for a in answers)
 
 

@@ -102,7 +102,7 @@ def build_tiny_vlm(path: str | os.PathLike, family: Literal["qwen3_vl", "llava"]
     build = _build_qwen3_vl if family == "qwen3_vl" else _build_llava
     model, processor = build(realistic=image_tokens == "realistic")
     tok = processor.tokenizer
-    yes_ids = [tok.encode(form, add_special_tokens=False)[0] for w in YES_WORDS for form in (w, " " + w)]
+    yes_ids = [tok.encode(form, add_special_tokens=False)[0] for w in YES_WORDS for form in (" " + w, w)]
     _install_yes_bias(model, processor, yes_ids, tok.encode(" No", add_special_tokens=False)[0], yes_bias)
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
@@ -185,14 +185,18 @@ def _install_yes_bias(model, processor, yes_ids: list[int], no_id: int, bias: fl
         head = model.lm_head.weight
         head[:, dim] = 0.0
         rng = np.random.default_rng(12345)
-        probes = [Image.fromarray(rng.integers(0, 256, (48, 64, 3), dtype=np.uint8)) for _ in range(8)]
-        chat = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Is it red?"}]}]
-        text = processor.apply_chat_template(chat, add_generation_prompt=True, tokenize=False) + "Answer:"
-        inputs = processor(text=[text] * len(probes), images=probes, return_tensors="pt", padding=True)
-        probe = yes_ids[0]
+        sizes = [(32, 32), (64, 48), (48, 80), (40, 56), (64, 64), (56, 40)]
+        probes = []
+        for i, (w, h) in enumerate(sizes * 2):  # one at a time: no padding to get wrong
+            question = ("Is it red?", "Does the image show a car?")[i % 2]
+            chat = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": question}]}]
+            text = processor.apply_chat_template(chat, add_generation_prompt=True, tokenize=False) + "Answer:"
+            image = Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8))
+            probes.append(processor(text=[text], images=[image], return_tensors="pt"))
+        probe = yes_ids[0]  # " Yes": the token that follows "Answer:"
 
         def margin() -> torch.Tensor:
-            logits = model(**inputs).logits[:, -1]
+            logits = torch.stack([model(**inputs).logits[0, -1] for inputs in probes])
             return logits[:, probe] - logits[:, no_id]
 
         base = margin()
