@@ -129,7 +129,8 @@ def _decoding(body: dict[str, Any]) -> Decoding:
     choice_probs body may carry the caller's own decoding in the extension field."""
     if body.get(OPTIONS_FIELD) is not None and isinstance(body.get(DECODING_FIELD), dict):
         body = {**body[DECODING_FIELD], "max_tokens": body[DECODING_FIELD].get("max_new_tokens")}
-    max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or Decoding.max_new_tokens
+    max_tokens = next((body[k] for k in ("max_completion_tokens", "max_tokens") if body.get(k) is not None),
+                      Decoding.max_new_tokens)
     stop = body.get("stop") or ()
     stop = (stop,) if isinstance(stop, str) else tuple(stop)
     temperature = body.get("temperature")

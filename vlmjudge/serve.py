@@ -41,7 +41,13 @@ from typing import Any
 
 from ._serve_batcher import MicroBatcher
 from ._serve_faults import FaultInjector
-from ._serve_parse import BadRequest, completion_body, error_body, parse_chat_body, probs_body
+from ._serve_parse import (
+    BadRequest,
+    completion_body,
+    error_body,
+    parse_chat_body,
+    probs_body,
+)
 
 log = logging.getLogger("vlmjudge.serve")
 
@@ -70,7 +76,7 @@ class JudgeServer:
         host, port = self.httpd.server_address[:2]
         return f"http://{host}:{port}"
 
-    def start(self) -> "JudgeServer":
+    def start(self) -> JudgeServer:
         """Serve in a background thread (once; a second call is a no-op)."""
         if self._thread is not None:
             return self
@@ -88,10 +94,10 @@ class JudgeServer:
         self.httpd.server_close()
         self.batcher.close()
 
-    def __enter__(self) -> "JudgeServer":
+    def __enter__(self) -> JudgeServer:
         return self.start()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def authorized(self, header: str | None) -> bool:
@@ -117,10 +123,10 @@ class _Handler(BaseHTTPRequestHandler):
     def app(self) -> JudgeServer:
         return self.server.app  # type: ignore[attr-defined]
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s %s", self.address_string(), format % args)
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
         if path == "/health":
             self._send(200, {"status": "ok"})
@@ -130,7 +136,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, error_body(f"no route {path}", "not_found", 404))
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
         body = self._read_body()
         if body is None:

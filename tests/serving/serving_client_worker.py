@@ -3,9 +3,9 @@ import os
 import signal
 import sys
 
-from vlmjudge.backends.openai import OpenAIJudge
-
 from serving_support import MODEL, make_requests
+
+from vlmjudge.backends.openai import OpenAIJudge
 
 
 class DyingClient(OpenAIJudge):

@@ -3,13 +3,19 @@ import json
 import urllib.request
 
 import pytest
+from serving_support import (
+    MODEL,
+    client_kwargs,
+    make_requests,
+    recorded,
+    replay_judge,
+    start_server,
+)
 
 from vlmjudge import Constraint, Request, load_judge
 from vlmjudge._serve_faults import FAULT_KINDS, FaultInjector
 from vlmjudge.backends.openai import OpenAIRequestError
 from vlmjudge.judge import Judge
-
-from serving_support import MODEL, client_kwargs, make_requests, recorded, replay_judge, start_server
 
 
 def test_injected_faults_change_nothing_in_the_results():

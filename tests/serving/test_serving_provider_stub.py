@@ -165,7 +165,7 @@ def test_batch_api_round_trip_matches_results_by_custom_id(provider):
 
 
 def test_batch_api_choice_probs_with_fallback_batch(provider):
-    stub, url = provider
+    _, url = provider
     judge = _judge(url, batch_api=True, batch_poll_s=0.0)
     probs = judge.choice_probs([Request(text="is it?"), Request(text="no-logprobs please")], ["Yes", "No"])
     assert probs[0] == pytest.approx({"Yes": 0.6 / 0.9, "No": 0.3 / 0.9})  # " Yes" counts for "Yes"; Maybe is dropped

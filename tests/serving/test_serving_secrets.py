@@ -6,13 +6,12 @@ import pickle
 import secrets
 
 import pytest
+from serving_support import MODEL, client_kwargs, make_requests, recorded, start_server
 
 from vlmjudge import load_judge
 from vlmjudge._serve_faults import FaultInjector
 from vlmjudge.backends.openai import OpenAIRequestError
 from vlmjudge.backends.replay import ReplayJudge
-
-from serving_support import MODEL, client_kwargs, make_requests, recorded, start_server
 
 KEY_ENV = "VLMJUDGE_TEST_SERVING_KEY"
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..judge import JudgeError
 from ._openai_wire import WireBody
@@ -73,8 +74,7 @@ class BatchRunner:
                 raise JudgeError(f"batch {batch.id} is still {batch.status} after {self.wait_s:.0f} s; "
                                  "raise batch_wait_s, or collect it later by its id")
             self._sleep(self.poll_s)
-            batch_id = batch.id
-            batch = self._call(lambda: client.batches.retrieve(batch_id))
+            batch = self._call(lambda batch_id=batch.id: client.batches.retrieve(batch_id))
         return batch
 
     def _results(self, client: Any, file_id: str) -> dict[str, dict[str, Any] | None]:

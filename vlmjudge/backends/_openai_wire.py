@@ -9,8 +9,9 @@ from __future__ import annotations
 import base64
 import io
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from ..images import image_bytes_digest
 from ..requests import Answer, Request

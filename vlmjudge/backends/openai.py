@@ -28,15 +28,27 @@ import os
 import random
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from ..judge import Judge, JudgeError
 from ..requests import Answer, Request
 from ._openai_batch import BatchRunner
-from ._openai_wire import (GRAMMAR_FIELDS, ImageURLs, MalformedResponse, WireBody, answer_from, fallback_body,
-                           first_token_alternatives, generate_body, grouped_order, option_probs, probs_body)
+from ._openai_wire import (
+    GRAMMAR_FIELDS,
+    ImageURLs,
+    MalformedResponse,
+    WireBody,
+    answer_from,
+    fallback_body,
+    first_token_alternatives,
+    generate_body,
+    grouped_order,
+    option_probs,
+    probs_body,
+)
 from .replay import first_option
 
 log = logging.getLogger("vlmjudge.openai")

@@ -1,0 +1,108 @@
+"""Wire format pieces: option matching, request grouping, body building and parsing."""
+import math
+
+import pytest
+from PIL import Image
+
+from vlmjudge import Constraint, Decoding, Request
+from vlmjudge._serve_parse import BadRequest, parse_chat_body
+from vlmjudge._serve_parse import probs_body as server_probs_body
+from vlmjudge.backends._openai_wire import (
+    ImageURLs,
+    first_token_alternatives,
+    generate_body,
+    grammar_extension,
+    grouped_order,
+    option_probs,
+    probs_body,
+)
+from vlmjudge.backends.openai import OpenAIJudge, _public_url
+
+
+def test_option_probs_match_exact_and_space_stripped_tokens():
+    alts = [(" Yes", math.log(0.5)), ("Yes", math.log(0.1)), ("No", math.log(0.2)), ("\nMaybe", math.log(0.2))]
+    probs = option_probs(alts, ["Yes", "No"])
+    assert probs == pytest.approx({"Yes": 0.6 / 0.8, "No": 0.2 / 0.8})  # 0.75 / 0.25 by hand
+    assert option_probs([("Perhaps", -0.1)], ["Yes", "No"]) is None
+    assert option_probs([("yes", -0.1), (" No", -2.0)], ["Yes", "No"]) == {"Yes": 0.0, "No": 1.0}  # case matters
+
+
+def test_first_token_alternatives_read_top_logprobs_or_nothing():
+    body = {"choices": [{"message": {"content": "Yes"}, "logprobs": {"content": [
+        {"token": "Yes", "logprob": -0.1, "top_logprobs": [{"token": "Yes", "logprob": -0.1},
+                                                            {"token": "No", "logprob": -2.4}]}]}}]}
+    assert first_token_alternatives(body) == [("Yes", -0.1), ("No", -2.4)]
+    assert first_token_alternatives({"choices": [{"message": {"content": "Yes"}, "logprobs": None}]}) is None
+
+
+def test_requests_sharing_an_image_are_grouped_in_callers_order():
+    a, b = Image.new("RGB", (4, 4), "red"), Image.new("RGB", (4, 4), "blue")
+    same_as_a = Image.new("RGB", (4, 4), "red")  # another object, same pixels
+    reqs = [Request(images=[x], text=str(i)) for i, x in enumerate([a, b, same_as_a, b, a])]
+    reqs.append(Request(text="no image"))
+    assert grouped_order(reqs, ImageURLs()) == [0, 2, 4, 1, 3, 5]
+
+
+def test_generate_body_carries_decoding_constraint_and_prefix():
+    req = Request(images=[Image.new("RGB", (4, 4))], text="Rate.", system="Be fair.", prefix="Score:",
+                  decoding=Decoding(max_new_tokens=7, temperature=0.5, top_p=0.9, seed=3, stop=("\n",)),
+                  constraint=Constraint.ebnf('root ::= "1" | "2"', first_options=["1", "2"]))
+    body = generate_body(req, "m", ImageURLs(), "guided_grammar")
+    s, x = body.standard, body.extra
+    assert (s["max_tokens"], s["temperature"], s["top_p"], s["seed"], s["stop"]) == (7, 0.5, 0.9, 3, ["\n"])
+    assert s["messages"][0]["role"] == "system" and s["messages"][-1] == {"role": "assistant", "content": "Score:"}
+    assert s["messages"][1]["content"][0]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert x == {"continue_final_message": True, "add_generation_prompt": False,
+                 "guided_grammar": 'root ::= "1" | "2"', "vlmjudge_first_options": ["1", "2"]}
+    assert grammar_extension("g", "structured_outputs") == {"structured_outputs": {"grammar": "g"}}
+    assert grammar_extension("g", "ebnf") == {"ebnf": "g"}
+    with pytest.raises(ValueError):
+        grammar_extension("g", "regex")
+
+
+def test_server_rebuilds_the_callers_request():
+    req = Request(images=[Image.new("RGB", (5, 3), (1, 2, 3))], text="Is it dark?", system="Judge.",
+                  prefix="Answer:", decoding=Decoding(max_new_tokens=300, seed=4))
+    call = parse_chat_body(generate_body(req, "m", ImageURLs(), "structured_outputs").merged())
+    assert call.op == "generate" and call.request.content_hash() == req.content_hash()
+    probs_call = parse_chat_body(probs_body(req, "m", ImageURLs(), ["Yes", "No"], 20).merged())
+    assert probs_call.op == "choice_probs" and probs_call.options == ("Yes", "No")
+    assert probs_call.request.content_hash() == req.content_hash()  # its own decoding travelled along
+
+
+@pytest.mark.parametrize("body, message", [
+    ({"messages": []}, "non-empty"),
+    ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "http://x/a.png"}}]}]},
+     "data URLs"),
+    ({"messages": [{"role": "user", "content": "hi"}], "logprobs": True}, "unsupported"),
+    ({"messages": [{"role": "user", "content": "hi"}], "vlmjudge_options": ["Yes"]}, "two distinct"),
+    ({"messages": [{"role": "user", "content": "hi"}], "vlmjudge_first_options": ["Yes"]}, "grammar"),
+    ({"messages": [{"role": "user", "content": "hi"}], "continue_final_message": True}, "assistant"),
+    ({"messages": [{"role": "user", "content": "hi"}], "stream": True}, "stream"),
+    ({"messages": [{"role": "user", "content": "hi"}], "ebnf": "root ::= \"a\"",
+      "response_format": {"type": "json_object"}}, "one output constraint"),
+    ({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 0}, "max_new_tokens"),
+])
+def test_bad_bodies_get_clear_errors(body, message):
+    with pytest.raises(BadRequest, match=message):
+        parse_chat_body(body)
+
+
+def test_server_probs_body_lists_options_by_probability():
+    body = server_probs_body("m", {"Yes": 0.25, "No": 0.75, "Maybe": 0.0})
+    top = body["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+    assert [t["token"] for t in top] == ["No", "Yes"] and top[0]["logprob"] == pytest.approx(math.log(0.75))
+    assert body["choices"][0]["message"]["content"] == "No"
+
+
+def test_key_and_base_url_handling(monkeypatch):
+    monkeypatch.delenv("VLMJUDGE_NO_SUCH_KEY", raising=False)
+    with pytest.raises(ValueError, match="VLMJUDGE_NO_SUCH_KEY"):
+        OpenAIJudge("gpt-x", api_key_env="VLMJUDGE_NO_SUCH_KEY")
+    local = OpenAIJudge("m", base_url="http://127.0.0.1:9/v1", api_key_env="VLMJUDGE_NO_SUCH_KEY")
+    assert local.identity() == {"backend": "openai", "model": "m", "revision": None, "dtype": None}
+    assert OpenAIJudge("m", base_url="http://other:1/v1", revision="r1").identity()["revision"] == "r1"
+    assert _public_url("https://user:pw@host:8443/v1?token=abc") == "https://host:8443/v1"
+    with pytest.raises(ValueError, match="grammar_field"):
+        OpenAIJudge("m", base_url="http://h/v1", grammar_field="regex")
+    assert OpenAIJudge("m", base_url="http://h/v1", concurrency=3).batch_size == 12
