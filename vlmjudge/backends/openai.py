@@ -11,7 +11,8 @@ machines. What it adds over the SDK:
 - The assistant prefix goes as a final assistant message with `continue_final_message`
   (the vLLM / SGLang extension). JSON schemas go as `response_format`; EBNF grammars in
   the extension field the server reads (`grammar_field`). `Constraint.first_options`
-  goes as `vlmjudge_first_options`, which `vlmjudge serve` honours.
+  goes as `vlmjudge_first_options`, which `vlmjudge serve` honours; vLLM, SGLang and
+  hosted APIs ignore it, so there the grammar or schema alone constrains the answer.
 - `choice_probs` reads the first token's `top_logprobs` (and sends the options as
   `vlmjudge_options` for `vlmjudge serve`). Where the server gives no logprobs, or none
   of the options, it generates a few tokens and takes the leading option (one-hot); the
