@@ -27,7 +27,7 @@ def test_api_key_is_sent_but_never_recorded(tmp_path, monkeypatch, caplog, capfd
     faults = FaultInjector(0.3, seed=5, delay_s=1.0)
     with start_server(ReplayJudge(answers, model_id=MODEL), api_key=key, faults=faults) as server:
         judge = load_judge(MODEL, backend="openai", api_key_env=KEY_ENV, cache=cache,
-                           **client_kwargs(server, timeout_s=0.5, max_retries=3))
+                           **client_kwargs(server, timeout_s=0.5, max_retries=6))
         results = judge.generate(requests)
         probs = judge.choice_probs(requests[:3], ["Yes", "No"])
         monkeypatch.setenv(KEY_ENV, key[::-1])
