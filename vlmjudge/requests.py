@@ -46,9 +46,10 @@ class Decoding:
 class Constraint:
     """An output format a backend enforces while decoding: a JSON schema or an EBNF grammar.
 
-    `first_options` restricts the first answer position to the ids of these single-token
-    words before the grammar applies, so constrained greedy decoding picks the same option
-    as the argmax of `choice_probs`.
+    `first_options` additionally restricts the first answer position to the token ids of
+    these single-token words (the grammar must accept each of them as the answer's start),
+    so constrained greedy decoding picks the same option as the argmax of `choice_probs`.
+    Servers that do not know this extension apply the grammar alone.
     """
 
     kind: Literal["json_schema", "ebnf"]
