@@ -187,3 +187,12 @@ class SimilarityScorer:
 
     def manifest(self) -> dict[str, Any]:
         return {name: enc.manifest() for name, enc in self.encoders.items()}
+
+
+def regeneration_similarity(references: Sequence[Any], generated: Sequence[Any], *,
+                            clip_model: str | ImageEncoder | None = DEFAULT_CLIP_MODEL,
+                            dino_model: str | ImageEncoder | None = DEFAULT_DINO_MODEL, pooling: str = "mean",
+                            device: str | None = None) -> dict[str, float]:
+    """Mean CLIP % and DINO % over pairs: the functional form of `RegenerationSimilarity`."""
+    scores = SimilarityScorer(clip_model, dino_model, pooling=pooling, device=device).score(references, generated)
+    return {name: sum(s[name] for s in scores) / len(scores) for name in scores[0]}

@@ -222,7 +222,8 @@ def _import_callable(spec: str) -> Any:
     return target
 
 
-def _is_module_spec(spec: str) -> bool:
+def is_module_spec(spec: str) -> bool:
+    """True for a `module:callable` reference (not an existing path, not a Hub id or folder)."""
     return ":" in spec and not Path(spec).exists() and not spec.split(":", 1)[0].startswith(("/", "."))
 
 
@@ -237,7 +238,7 @@ def load_generator(spec: Any, **kwargs: Any) -> Any:
     if not isinstance(spec, (str, os.PathLike)):
         raise TypeError(f"generator spec must be a callable, 'module:callable' or a path, got {type(spec).__name__}")
     spec = str(spec)
-    if _is_module_spec(spec):
+    if is_module_spec(spec):
         target = _import_callable(spec)
         if kwargs.pop("factory", False):
             target = target()
@@ -252,7 +253,7 @@ def load_editor(spec: Any, **kwargs: Any) -> Any:
     if not isinstance(spec, (str, os.PathLike)):
         raise TypeError(f"editor spec must be a callable, 'module:callable' or a path, got {type(spec).__name__}")
     spec = str(spec)
-    if _is_module_spec(spec):
+    if is_module_spec(spec):
         target = _import_callable(spec)
         if kwargs.pop("factory", False):
             target = target()

@@ -1,0 +1,178 @@
+"""The benchmark runner: several text-to-image models regenerate one reference folder, giving a
+Table-1-like CSV (CLIP %, DINO %, MLLM content, MLLM perceptual), image grids and per-round
+progress plots.
+
+The understanding of each reference (IUT and initial prompt) is built once and shared by all
+models. Baseline (c) of the paper, direct text-image judging without regeneration, runs when
+the references come with their original prompts (`direct_judging=True`).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vlmjudge.generators import load_generator
+from vlmjudge.images import to_pil
+
+from .judging import judge_text_image, normalize_rating
+from .loop import ItemResult, LoopConfig, RegenerationLoop
+from .plots import image_grid, progress_figure, save_figure
+from .runfolder import RunFolder, check_item_id
+from .similarity import SimilarityScorer
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
+TABLE_COLUMNS = ("model", "items", "scored", "clip", "dino", "mllm_content", "mllm_perceptual",
+                 "direct_text_image", "parse_failures")
+
+
+def _item_id(stem: str) -> str:
+    return check_item_id(re.sub(r"[^A-Za-z0-9._-]", "_", stem).lstrip("._-") or "item")
+
+
+def load_references(folder: str | os.PathLike) -> dict[str, Any]:
+    """Images of a folder (sorted by name) as {item id: RGB PIL}; ids are file stems made folder-safe."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise FileNotFoundError(f"no reference folder {root}")
+    files = sorted(p for p in root.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    if not files:
+        raise ValueError(f"{root} holds no images ({', '.join(IMAGE_SUFFIXES)})")
+    refs: dict[str, Any] = {}
+    for n, path in enumerate(files):
+        item = _item_id(path.stem)
+        if item in refs:
+            raise ValueError(f"two reference files map to the item id {item!r}")
+        refs[item] = to_pil(path, index=n)
+    return refs
+
+
+def load_prompts(path: str | os.PathLike) -> dict[str, str]:
+    """Original prompts per item from a CSV (columns id, prompt) or JSONL ({"id", "prompt"})."""
+    path = Path(path)
+    rows: list[dict[str, Any]]
+    if path.suffix.lower() == ".csv":
+        with open(path, newline="", encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh))
+    else:
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    out = {}
+    for n, row in enumerate(rows, 1):
+        if not row.get("id") or not row.get("prompt"):
+            raise ValueError(f"{path}: row {n} needs 'id' and 'prompt'")
+        out[_item_id(str(row["id"]))] = str(row["prompt"])
+    return out
+
+
+@dataclass
+class BenchmarkResult:
+    """Per-model item results, the summary table, and where the files went."""
+
+    results: dict[str, list[ItemResult]]
+    table: list[dict[str, Any]]
+    files: dict[str, str] = field(default_factory=dict)
+
+
+def _mean(values: list[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return sum(kept) / len(kept) if kept else None
+
+
+def summarize(name: str, results: list[ItemResult], direct: list[float | None] | None = None) -> dict[str, Any]:
+    """One table row: means over scored items (failed items are counted, not averaged in)."""
+    ok = [r for r in results if r.status == "ok"]
+    return {"model": name, "items": len(results), "scored": len(ok),
+            "clip": _mean([r.clip for r in ok]), "dino": _mean([r.dino for r in ok]),
+            "mllm_content": _mean([(r.mllm or {}).get("content_norm") for r in ok]),
+            "mllm_perceptual": _mean([(r.mllm or {}).get("perceptual_norm") for r in ok]),
+            "direct_text_image": _mean(direct) if direct is not None else None,
+            "parse_failures": sum(r.parse_failures for r in results)}
+
+
+def round_means(results: list[ItemResult]) -> list[dict[str, Any]]:
+    """Mean of the selected candidate's scores per round over items (the rounds ablation)."""
+    by_round: dict[int, list[dict[str, Any]]] = {}
+    for r in results:
+        for row in r.rounds:
+            by_round.setdefault(row["round"], []).append(row)
+    return [{"round": t, "aspect": rows[0]["aspect"], "clip": _mean([x["clip"] for x in rows]),
+             "dino": _mean([x["dino"] for x in rows]), "combined": _mean([x["combined"] for x in rows])}
+            for t, rows in sorted(by_round.items())]
+
+
+def _direct_judging(generator: Any, judge: Any, refs: dict[str, Any], prompts: Mapping[str, str],
+                    folder: RunFolder, seed: int, pack: Any) -> list[float | None]:
+    """Baseline (c): generate from the original prompt, then rate text-image consistency (1-5 -> [0, 1])."""
+    items = [i for i in refs if i in prompts]
+    paths = {i: folder.root / "direct" / f"{i}.png" for i in items}
+    todo = [i for i in items if not paths[i].is_file()]
+    if todo:
+        for i, image in zip(todo, generator([prompts[i] for i in todo], [seed] * len(todo))):
+            RunFolder.save_image(paths[i], image)
+    scores_path = folder.root / "direct" / "scores.json"
+    saved = RunFolder.read_json(scores_path)
+    if saved is None:
+        rated = judge_text_image(judge, [RunFolder.load_image(paths[i]) for i in items], [prompts[i] for i in items],
+                                 items=items, pack=pack)
+        saved = {i: {"rating": s, "failure": f.to_json() if f else None} for i, (s, f) in zip(items, rated)}
+        RunFolder.write_json(scores_path, saved)
+    return [normalize_rating(saved[i]["rating"]) for i in items]
+
+
+def write_table(rows: list[dict[str, Any]], path: str | os.PathLike, columns: tuple[str, ...] = TABLE_COLUMNS) -> None:
+    """CSV with 2-decimal percentages and 4-decimal normalised ratings (the paper's precision)."""
+    digits = {"clip": 2, "dino": 2, "combined": 2}
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(columns), extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: ("" if v is None else round(v, digits.get(k, 4)) if isinstance(v, float) else v)
+                             for k, v in row.items()})
+
+
+def run_benchmark(references: Mapping[str, Any], generators: Mapping[str, Any], judge: Any,
+                  out_dir: str | os.PathLike, *, similarity: SimilarityScorer, text_judge: Any = None,
+                  config: LoopConfig | None = None, pack: Any = None, original_prompts: Mapping[str, str] | None = None,
+                  direct_judging: bool = False, grid_cell: int = 128) -> BenchmarkResult:
+    """Regenerate every reference with every model, then write table.csv, rounds.csv, grid.png, progress.png."""
+    if not generators:
+        raise ValueError("no generators to benchmark")
+    if direct_judging and not original_prompts:
+        raise ValueError("direct text-image judging needs the references' original prompts")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    config = config or LoopConfig()
+    refs = dict(references)
+    results: dict[str, list[ItemResult]] = {}
+    table, rounds_rows = [], []
+    for name, spec in generators.items():
+        check_item_id(name)
+        generator = load_generator(spec)
+        loop = RegenerationLoop(judge, generator, similarity, str(out / "models" / name), text_judge=text_judge,
+                                config=config, pack=pack)
+        results[name] = loop.run(refs, shared_dir=str(out / "understanding"))
+        direct = (_direct_judging(generator, judge, refs, original_prompts or {}, loop.folder, config.seed, pack)
+                  if direct_judging else None)
+        table.append(summarize(name, results[name], direct))
+        rounds_rows += [{"model": name, **row} for row in round_means(results[name])]
+    files = {"table": str(out / "table.csv"), "rounds": str(out / "rounds.csv"), "grid": str(out / "grid.png"),
+             "progress": str(out / "progress.png")}
+    write_table(table, files["table"])
+    write_table(rounds_rows, files["rounds"], ("model", "round", "aspect", "clip", "dino", "combined"))
+    names = list(generators)
+    rows = []
+    for item, ref in refs.items():
+        row = [ref]
+        for name in names:
+            r = next(x for x in results[name] if x.item == item)
+            row.append(RunFolder.load_image(out / "models" / name / r.image) if r.status == "ok" else None)
+        rows.append(row)
+    image_grid(rows, ["reference", *names], list(refs), cell=grid_cell).save(files["grid"])
+    progress = {name: [row for row in rounds_rows if row["model"] == name] for name in names}
+    save_figure(progress_figure(progress), files["progress"])
+    return BenchmarkResult(results, table, files)

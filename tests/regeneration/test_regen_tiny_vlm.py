@@ -1,0 +1,34 @@
+"""A random tiny Qwen3-VL under grammar-constrained decoding gives schema-valid IUTs for 10 images."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("xgrammar")
+pytest.importorskip("vlmjudge.backends.transformers")
+
+from regen_helpers import reference_images
+
+from regeneration.iut import build_iuts, initial_prompts
+from regeneration.schema import IUT
+from vlmjudge.judge import load_judge
+from vlmjudge.testing.tiny_vlm import build_tiny_vlm
+
+#: Short templates keep the prefill of a random model cheap; the schemas stay the real ones.
+SHORT = {"system": "Describe.", "iut_caption": "Scene?", "iut_objects": "Objects (at most {max_objects})?",
+         "iut_attributes": "{type} {name}: {fields}?", "iut_relations": "Relations of {names}?",
+         "initial_prompt": "Prompt from {iut}"}
+
+
+def test_constrained_iuts_are_schema_valid(tmp_path):
+    path = build_tiny_vlm(tmp_path / "qwen3vl", family="qwen3_vl")
+    judge = load_judge(path, backend="transformers", device="cpu", batch_size=10)
+    refs = reference_images(10)
+    results = build_iuts(judge, list(refs.values()), list(refs), pack=SHORT)
+    assert len(results) == 10
+    for r in results:
+        assert r.valid, [f.to_json() for f in r.failures]
+        assert not r.failures, [f.to_json() for f in r.failures]
+        assert IUT.model_validate(r.iut.model_dump()) == r.iut
+    prompts = initial_prompts(results[:2], judge, pack=SHORT)
+    assert all(p.prompt for p in prompts)  # written by the judge, or the recorded template fallback
+    assert all(p.source == "text_judge" or p.failures for p in prompts)
