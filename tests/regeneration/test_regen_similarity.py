@@ -51,7 +51,7 @@ def test_clip_matches_get_image_features(encoder_dirs):
         expected = direct_percent(feats(refs), feats(gens))
     ours = SimilarityScorer(ClipEncoder(encoder_dirs["clip"], device="cpu"), None).score(refs, gens)
     assert [s["clip"] for s in ours] == pytest.approx(expected, abs=1e-5)
-    assert len(set(round(e, 3) for e in expected)) == 4  # the pairs really differ
+    assert len({round(e, 3) for e in expected}) == 4  # the pairs really differ
 
 
 @pytest.mark.parametrize("pooling", ["mean", "cls"])
