@@ -9,6 +9,7 @@ the whole answer would have written after that option.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Literal, Sequence
 
@@ -23,6 +24,8 @@ DecisionMode = Literal["choice", "generate"]
 Outcome = Literal["ok", "unparseable", "failed"]
 #: The meta stage of the text generated after each decision stage's option.
 TEXT_STAGES = {"eligibility": "eligibility_reason", "detection": "evidence", "severity": "severity_reason"}
+_TEXT_RULE = "tv_text"
+_ROOT_RULE = re.compile(r"^root ::=", re.M)
 
 
 @dataclass
@@ -99,21 +102,40 @@ def continuation_budget(pack: PromptPack, stage: str) -> int:
 
 def options_grammar(options: Sequence[str]) -> str:
     """EBNF for exactly one of the option words."""
-    alternatives = " | ".join('"' + o.replace("\\", "\\\\").replace('"', '\\"') + '"' for o in options)
-    return f"root ::= {alternatives}"
+    return "root ::= " + " | ".join(_literal(o) for o in options)
 
 
-def decision_constraint(pack: PromptPack, stage: str, options: Sequence[str]) -> Constraint:
-    """For mode "generate": the first answer token restricted to the options (what follows is
-    the stage's format; a one-token budget stops right after the decision)."""
-    if stage in ("holistic", "gptscore"):
-        return Constraint.ebnf(options_grammar(options), first_options=options)
-    return Constraint.json_schema(continuation_schema(pack, stage), first_options=options)
+def answer_grammar(pack: PromptPack, stage: str, options: Sequence[str], text_after: Sequence[str]) -> str:
+    """EBNF of a stage's whole answer: one option word, then the stage's JSON object after
+    the options in `text_after` (e.g. evidence after Yes, nothing after No). The JSON part is
+    the same grammar a JSON-schema constraint on the continuation compiles to."""
+    unknown = set(text_after) - set(options)
+    if unknown:
+        raise ValueError(f"text_after {sorted(unknown)} are not among the options {list(options)}")
+    if not text_after:
+        return options_grammar(options)
+    from vlmjudge.grammar import json_schema_to_ebnf
+
+    body, n = _ROOT_RULE.subn(f"{_TEXT_RULE} ::=", json_schema_to_ebnf(continuation_schema(pack, stage)))
+    if n != 1:
+        raise RuntimeError("the JSON grammar has no single root rule to embed")
+    alternatives = " | ".join(_literal(o) + (f" {_TEXT_RULE}" if o in text_after else "") for o in options)
+    return f"root ::= {alternatives}\n{body}"
 
 
-def full_answer_constraint(pack: PromptPack, stage: str, options: Sequence[str]) -> Constraint:
-    """The whole answer of a stage: the option word, then its JSON object."""
-    return Constraint.json_schema(continuation_schema(pack, stage), first_options=options)
+def decision_constraint(options: Sequence[str]) -> Constraint:
+    """For mode "generate": one option word, the first answer token restricted to the options."""
+    return Constraint.ebnf(options_grammar(options), first_options=options)
+
+
+def full_answer_constraint(pack: PromptPack, stage: str, options: Sequence[str],
+                           text_after: Sequence[str]) -> Constraint:
+    """The whole answer of a stage in one constraint, first token restricted to the options."""
+    return Constraint.ebnf(answer_grammar(pack, stage, options, text_after), first_options=options)
+
+
+def _literal(word: str) -> str:
+    return '"' + word.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def continuation_request(pack: PromptPack, decided: Request, option: str, stage: str) -> Request:
@@ -130,13 +152,12 @@ def as_decision_request(request: Request, pack: PromptPack, mode: DecisionMode, 
                         attempt: int = 0, retry_temperature: float = 0.7) -> Request:
     """The request in the form the mode asks it; a retry samples (a new seed per attempt),
     since repeating a greedy request can only repeat its answer."""
-    stage = request.meta["stage"]
     decoding = Decoding(max_new_tokens=1) if attempt == 0 else \
         Decoding(max_new_tokens=1, temperature=retry_temperature, seed=attempt)
-    constraint = decision_constraint(pack, stage, options) if mode == "generate" else None
+    constraint = decision_constraint(options) if mode == "generate" else None
     return Request(images=list(request.images), text=request.text, system=request.system, prefix=request.prefix,
                    constraint=constraint, decoding=decoding,
-                   meta=meta(request.meta["item"], stage, request.meta["check"], attempt))
+                   meta=meta(request.meta["item"], request.meta["stage"], request.meta["check"], attempt))
 
 
 # -- reading answers ----------------------------------------------------------------------

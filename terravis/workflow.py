@@ -264,26 +264,34 @@ def reference_records(judge: Judge, items: Sequence[Item], pack: PromptPack,
     return out
 
 
-def full_answer_request(pack: PromptPack, base: Request, options: Sequence[str]) -> Request:
-    """A stage's whole answer in one generation: first token restricted to the options."""
+def full_answer_request(pack: PromptPack, base: Request, options: Sequence[str],
+                        text_after: Sequence[str]) -> Request:
+    """A stage's whole answer in one greedy generation: the option word (first token
+    restricted to the options), then the JSON object after the options in `text_after`."""
     stage = base.meta["stage"]
-    budget = 1 + stages.continuation_budget(pack, stage)
+    budget = 1 + (stages.continuation_budget(pack, stage) if text_after else 0)
     return Request(images=list(base.images), text=base.text, system=base.system, prefix=base.prefix,
-                   constraint=stages.full_answer_constraint(pack, stage, options),
+                   constraint=stages.full_answer_constraint(pack, stage, options, text_after),
                    decoding=Decoding(max_new_tokens=budget), meta=dict(base.meta))
+
+
+def _reason_after(options: Sequence[str], policy: ReasonPolicy) -> list[str]:
+    """The eligibility options a reason follows under a reason policy."""
+    return {"na": [options[1]], "all": list(options), "none": []}[policy]
 
 
 def _reference_image(judge: Judge, pack: PromptPack, cfg: WorkflowConfig, it: Item, record: ImageRecord) -> None:
     opts = pack.options
     base = stages.eligibility_request(pack, it.image, it.image_id)
-    text = _text(judge.generate([full_answer_request(pack, base, opts.eligibility)])[0])
+    request = full_answer_request(pack, base, opts.eligibility, _reason_after(opts.eligibility, cfg.eligibility_reasons))
+    text = _text(judge.generate([request])[0])
     apply_eligibility(record, stages.read_option(text, opts.eligibility), opts.eligibility)
     if wants_eligibility_reason(record, cfg.eligibility_reasons):
         record.eligibility_reason = apply_reason(record, text, "eligibility_reason")
     if record.status != "scored":
         return
-    requests = [full_answer_request(pack, stages.detection_request(pack, it.image, it.image_id, t), opts.detection)
-                for t in TAXONOMY]
+    requests = [full_answer_request(pack, stages.detection_request(pack, it.image, it.image_id, t), opts.detection,
+                                    [opts.detection[0]]) for t in TAXONOMY]
     texts = [_text(a) for a in judge.generate(requests)]
     positives = []
     for vtype, text in zip(TAXONOMY, texts):
@@ -298,8 +306,10 @@ def _reference_image(judge: Judge, pack: PromptPack, cfg: WorkflowConfig, it: It
         apply_evidence(record, check, text)
     if record.status != "scored" or not positives:
         return
+    after = list(opts.severity) if cfg.severity_reasons else []
     requests = [full_answer_request(pack, stages.severity_request(pack, it.image, it.image_id, c.type_id, c.aspect,
-                                                                  c.evidence), opts.severity) for c, _ in positives]
+                                                                  c.evidence), opts.severity, after)
+                for c, _ in positives]
     for (check, _), answer in zip(positives, judge.generate(requests)):
         text = _text(answer)
         apply_severity(record, check, stages.read_option(text, opts.severity), opts.severity)

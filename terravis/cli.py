@@ -1,0 +1,200 @@
+"""`vlmjudge terravis ...`: score image folders into JSON lines, and report on saved runs.
+
+    vlmjudge terravis score IMAGES_OR_DIR [...] --model MODEL --out results.jsonl
+    vlmjudge terravis report results.jsonl [more.jsonl ...] --out report/ [--human ratings.csv]
+
+`score` writes the run manifest as the first line, then one record per image (its path in
+`meta.path`). Every judge answer goes to a SQLite cache (default: next to --out), so a
+rerun, or a run resumed after a crash, asks the model only what it has not answered yet.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the terravis subcommands to the `vlmjudge terravis` parser (entry point `vlmjudge.commands`)."""
+    from vlmjudge.cli import add_judge_flags
+
+    commands = parser.add_subparsers(dest="terravis_command", required=True)
+    score = commands.add_parser("score", help="score images (files or folders) into a JSONL of records",
+                                description="Eligibility, 18 violation checks and severities for every image; "
+                                            "one JSON record per image.")
+    score.add_argument("inputs", nargs="+", metavar="IMAGES_OR_DIR", help="image files or folders (recursive)")
+    add_judge_flags(score)
+    score.add_argument("--no-cache", action="store_true", help="do not cache answers (no resume)")
+    score.add_argument("--variant", default="workflow", choices=("workflow", "holistic", "gptscore"))
+    score.add_argument("--lam", type=float, default=1.0, help="lambda of S = exp(-lam (N_major + alpha N_minor))")
+    score.add_argument("--alpha", type=float, default=0.5, help="weight of a minor violation (0..1)")
+    score.add_argument("--pack", default=None, help="prompt pack: a shipped name or a JSON file")
+    score.add_argument("--t2i-model", default=None,
+                       help="name of the text-to-image model that made these images (the record's 'model')")
+    score.add_argument("--chunk-size", type=int, default=16, help="images per stage-batched judge run")
+    score.add_argument("--no-progress", action="store_true")
+    score.set_defaults(func=run_score)
+
+    report = commands.add_parser("report", help="rankings, plots, analyses and an HTML page from saved runs",
+                                 description="Per-model mean scores and ranking, violation shares by level and "
+                                             "type, a score histogram, the analyses over saved records, and the "
+                                             "worst images with their evidence.")
+    report.add_argument("results", nargs="+", type=Path, help="JSONL files written by `terravis score`")
+    report.add_argument("--out", type=Path, required=True, help="folder to write the report into")
+    report.add_argument("--group-by", choices=("auto", "field", "folder"), default="auto",
+                        help="T2I model of an image: its record's 'model' field, its parent folder name, or "
+                             "the field where present, else the folder (auto, default)")
+    report.add_argument("--human", type=Path, default=None,
+                        help="CSV of human ratings: image_id, rating (1-5, empty or NA for N/A; one row per "
+                             "annotator or their mean), optional has_violation and style columns")
+    report.add_argument("--worst", type=int, default=20, help="how many of the lowest-scored images to show")
+    report.set_defaults(func=run_report)
+
+
+# -- score ---------------------------------------------------------------------------------
+def collect_images(inputs: Sequence[str]) -> list[tuple[str, Path]]:
+    """(image id, path) for every image file given or found under a given folder, sorted
+    within each folder; the id is the path as written from the current directory."""
+    found: list[tuple[str, Path]] = []
+    for raw in inputs:
+        path = Path(raw)
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+            if not files:
+                raise FileNotFoundError(f"no image files ({', '.join(IMAGE_SUFFIXES)}) under {raw}")
+            found += [(p.as_posix(), p) for p in files]
+        elif path.is_file():
+            found.append((path.as_posix(), path))
+        else:
+            raise FileNotFoundError(f"no such image file or folder: {raw}")
+    seen: set[str] = set()
+    dupes = [i for i, _ in found if i in seen or seen.add(i)]
+    if dupes:
+        raise ValueError(f"images given more than once: {dupes[:5]}")
+    return found
+
+
+def default_cache_path(out: str | os.PathLike) -> Path:
+    """The answer cache beside the output: results.jsonl -> results.cache.sqlite."""
+    out = Path(out)
+    return out.with_name(out.stem + ".cache.sqlite")
+
+
+def run_score(args: argparse.Namespace) -> int:
+    """Score every image, writing records as chunks finish; print counts and model calls."""
+    from vlmjudge.cli import judge_from_args
+    from vlmjudge.images import ImageInputError, to_pil
+
+    from .core import TerraVis
+
+    if not args.out:
+        print("error: --out results.jsonl is required", file=sys.stderr)
+        return 2
+    if args.chunk_size < 1:
+        print("error: --chunk-size must be >= 1", file=sys.stderr)
+        return 2
+    try:
+        images = collect_images(args.inputs)
+    except (OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if args.no_cache:
+        args.cache = None
+    elif args.cache is None:
+        args.cache = str(default_cache_path(out))
+    judge = judge_from_args(args)
+    judge.progress = False  # one bar, over images, below
+    try:
+        tv = TerraVis(judge, variant=args.variant, lam=args.lam, alpha=args.alpha, pack=args.pack)
+    except (OSError, ValueError, TypeError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    manifest = {**tv.manifest(), "command": "terravis score", "n_images": len(images), "inputs": list(args.inputs),
+                "cache": args.cache}
+    partial = out.with_name(out.name + ".partial")
+    statuses: dict[str, int] = {"scored": 0, "not_applicable": 0, "failed": 0}
+    scores: list[float] = []
+    bar = _bar(len(images), not args.no_progress)
+    try:
+        with open(partial, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps({"manifest": manifest}, ensure_ascii=False) + "\n")
+            for start in range(0, len(images), args.chunk_size):
+                chunk = images[start:start + args.chunk_size]
+                try:
+                    pils = [to_pil(path) for _, path in chunk]
+                except ImageInputError as error:
+                    bad = chunk[error.index][1] if error.index is not None else chunk
+                    raise ValueError(f"{bad}: {error.reason}") from None
+                meta = [_meta(path, args.t2i_model) for _, path in chunk]
+                for record in tv.score(pils, ids=[i for i, _ in chunk], meta=meta):
+                    fh.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
+                    statuses[record.status] += 1
+                    if record.score is not None:
+                        scores.append(record.score)
+                fh.flush()
+                if bar is not None:
+                    bar.update(len(chunk))
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    finally:
+        if bar is not None:
+            bar.close()
+    os.replace(partial, out)
+    mean = f"{sum(scores) / len(scores):.4f}" if scores else "n/a (no eligible image)"
+    print(f"scored {len(images)} images: {statuses['scored']} scored, {statuses['not_applicable']} N/A, "
+          f"{statuses['failed']} failed; mean score {mean}")
+    print(f"wrote {out}")
+    print(f"model calls: {judge.stats.model_calls} (cache hits: {judge.stats.cache_hits})")
+    return 0
+
+
+def _meta(path: Path, t2i_model: str | None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"path": str(path.resolve())}
+    if t2i_model is not None:
+        meta["model"] = t2i_model
+    return meta
+
+
+def _bar(total: int, show: bool):
+    if not show:
+        return None
+    from tqdm.auto import tqdm
+    return tqdm(total=total, desc="terravis", unit="img")
+
+
+# -- report --------------------------------------------------------------------------------
+def run_report(args: argparse.Namespace) -> int:
+    """Write the report folder; 2 on unreadable input."""
+    from .report import ReportError, write_report
+
+    try:
+        written = write_report(args.results, args.out, group_by=args.group_by, human=args.human, worst=args.worst)
+    except (ReportError, OSError, ValueError, KeyError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the terravis commands standalone (`python -m terravis.cli`)."""
+    parser = argparse.ArgumentParser(prog="vlmjudge terravis", description=__doc__.splitlines()[0])
+    configure(parser)
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+__all__ = ["configure", "main", "run_score", "run_report", "collect_images", "default_cache_path"]

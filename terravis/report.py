@@ -1,0 +1,267 @@
+"""Reports over saved TerraVis runs: what `vlmjudge terravis report` computes and writes.
+
+Runs (JSONL files from `terravis score`) are grouped by evaluator (judge model, variant,
+weights and prompt pack from each file's manifest); files of one evaluator are joined.
+Per evaluator: the summary, per-T2I-model means and ranking, violation shares by level and
+type (paper Figures A1-A2), and with several evaluators their ranking agreement (Table
+A4). With human ratings: agreement (pooled and per model), detection precision/recall,
+the alpha sweep (Table A3), the check ablations (Table A2) and the style split.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Literal, Mapping, Sequence
+
+from . import analysis
+from .core import summarize
+from .records import ImageRecord, load_records
+
+GroupBy = Literal["auto", "field", "folder"]
+NA_WORDS = {"", "na", "n/a", "none", "null", "nan"}
+
+
+class ReportError(ValueError):
+    """Input a report cannot be built from: unreadable runs, clashing records, bad ratings."""
+
+
+@dataclass
+class Evaluator:
+    """One evaluator's joined runs: a label, its manifest, records, and the source files."""
+
+    label: str
+    manifest: dict[str, Any]
+    records: list[ImageRecord] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+
+
+@dataclass
+class HumanData:
+    """Human data by image id: ratings (each annotator's, None for N/A), optional
+    has-violation labels and style classes."""
+
+    ratings: dict[str, list[float | None]]
+    labels: dict[str, list[bool | None]]
+    styles: dict[str, str]
+
+
+def evaluator_label(manifest: Mapping[str, Any] | None) -> str:
+    """A short name of what judged a run: model, and the variant/weights/pack when not default."""
+    if not manifest:
+        return "unknown"
+    parts = [str(manifest.get("model") or manifest.get("backend") or "unknown")]
+    if manifest.get("variant", "workflow") != "workflow":
+        parts.append(str(manifest["variant"]))
+    if (manifest.get("lam", 1.0), manifest.get("alpha", 0.5)) != (1.0, 0.5):
+        parts.append(f"lam={manifest.get('lam')},alpha={manifest.get('alpha')}")
+    if manifest.get("pack_version") not in (None, "default-v1"):
+        parts.append(str(manifest["pack_version"]))
+    return " ".join(parts)
+
+
+def load_runs(paths: Sequence[str | os.PathLike]) -> list[Evaluator]:
+    """Read runs and join those of the same evaluator; an image id twice in one evaluator is an error."""
+    if not paths:
+        raise ReportError("no result files given")
+    evaluators: dict[str, Evaluator] = {}
+    for path in paths:
+        records, manifest = load_records(path)
+        if not records:
+            raise ReportError(f"{path}: no records")
+        label = evaluator_label(manifest)
+        ev = evaluators.setdefault(label, Evaluator(label, dict(manifest or {})))
+        seen = {r.image_id for r in ev.records}
+        clash = [r.image_id for r in records if r.image_id in seen]
+        if clash:
+            raise ReportError(f"{path}: images already in another run of evaluator {label!r}: {clash[:5]}")
+        ev.records.extend(records)
+        ev.sources.append(os.fspath(path))
+    return list(evaluators.values())
+
+
+def model_of(record: ImageRecord, group_by: GroupBy = "auto") -> str:
+    """The T2I model of an image: its `model` field, or its parent folder's name."""
+    if group_by in ("field", "auto") and record.meta.get("model") is not None:
+        return str(record.meta["model"])
+    if group_by == "field":
+        raise ReportError(f"record {record.image_id!r} has no 'model' field (use --group-by folder, or score "
+                          "with --t2i-model)")
+    if group_by not in ("auto", "folder"):
+        raise ReportError(f"group_by must be auto, field or folder, got {group_by!r}")
+    path = record.meta.get("path") or record.image_id
+    parent = Path(str(path)).parent.name
+    if not parent:
+        raise ReportError(f"record {record.image_id!r} has no parent folder to name its model")
+    return parent
+
+
+def per_model(records: Sequence[ImageRecord], models: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """`summarize` of each T2I model's records."""
+    groups: dict[str, list[ImageRecord]] = {}
+    for r in records:
+        groups.setdefault(models[r.image_id], []).append(r)
+    return {m: summarize(rs) for m, rs in sorted(groups.items())}
+
+
+def image_models(ev: Evaluator, group_by: GroupBy = "auto") -> dict[str, str]:
+    """image id -> T2I model for one evaluator's records."""
+    return {r.image_id: model_of(r, group_by) for r in ev.records}
+
+
+def evaluator_report(ev: Evaluator, models: Mapping[str, str], human: HumanData | None) -> dict[str, Any]:
+    """Everything the report shows for one evaluator, as plain data."""
+    means = analysis.model_means(ev.records, models)
+    out: dict[str, Any] = {
+        "label": ev.label, "sources": ev.sources, "manifest": ev.manifest, "summary": summarize(ev.records),
+        "models": per_model(ev.records, models), "ranking": analysis.model_ranking(means), "model_means": means,
+    }
+    if human is not None:
+        out["human"] = human_analyses(ev.records, models, human)
+    return out
+
+
+def human_analyses(records: Sequence[ImageRecord], models: Mapping[str, str], human: HumanData) -> dict[str, Any]:
+    """The analyses against human data, over the records that have human ratings."""
+    rated = [r for r in records if r.image_id in human.ratings]
+    if not rated:
+        raise ReportError("no record's image_id appears in the human ratings file")
+    out: dict[str, Any] = {"n_matched": len(rated), "n_unmatched": len(records) - len(rated)}
+    out["agreement"] = analysis.agreement(rated, human.ratings, {r.image_id: models[r.image_id] for r in rated})
+    labelled = [r for r in rated if r.image_id in human.labels]
+    if labelled:
+        out["detection"] = analysis.detection_agreement(labelled, human.labels)
+    if all(r.rating is None for r in rated):  # the workflow's checks can be re-scored
+        out["alpha_sweep"] = analysis.alpha_sweep(rated, human.ratings)
+        out["check_ablation"] = analysis.check_ablation(rated, human.ratings)
+    styled = [r for r in rated if r.image_id in human.styles]
+    if styled:
+        out["style_split"] = analysis.style_split(styled, human.ratings, human.styles)
+    return out
+
+
+def read_human_csv(path: str | os.PathLike) -> HumanData:
+    """Human data from a CSV: `image_id` and `rating` (1-5; empty/NA = N/A), one row per
+    annotator (or one row holding their mean); optional `has_violation` (1/0/yes/no) and
+    `style` columns."""
+    ratings: dict[str, list[float | None]] = {}
+    labels: dict[str, list[bool | None]] = {}
+    styles: dict[str, str] = {}
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        columns = set(reader.fieldnames or ())
+        if not {"image_id", "rating"} <= columns:
+            raise ReportError(f"{path}: needs columns image_id and rating, has {sorted(columns)}")
+        for lineno, row in enumerate(reader, 2):
+            key = (row["image_id"] or "").strip()
+            if not key:
+                raise ReportError(f"{path}:{lineno}: empty image_id")
+            ratings.setdefault(key, []).append(_rating(row["rating"], f"{path}:{lineno}"))
+            if "has_violation" in columns:
+                labels.setdefault(key, []).append(_flag(row["has_violation"], f"{path}:{lineno}"))
+            if (row.get("style") or "").strip():
+                styles[key] = row["style"].strip()
+    if not ratings:
+        raise ReportError(f"{path}: no ratings")
+    labels = {k: v for k, v in labels.items() if any(x is not None for x in v)}
+    return HumanData(ratings, labels, styles)
+
+
+def _rating(text: str | None, where: str) -> float | None:
+    text = (text or "").strip()
+    if text.lower() in NA_WORDS:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise ReportError(f"{where}: rating {text!r} is neither a number nor NA") from None
+    if not 1 <= value <= 5:
+        raise ReportError(f"{where}: rating {value} is outside 1..5")
+    return value
+
+
+def _flag(text: str | None, where: str) -> bool | None:
+    text = (text or "").strip().lower()
+    if text in NA_WORDS:
+        return None
+    if text in ("1", "yes", "true", "y"):
+        return True
+    if text in ("0", "no", "false", "n"):
+        return False
+    raise ReportError(f"{where}: has_violation {text!r} is not 1/0/yes/no")
+
+
+def build_report(evaluators: Sequence[Evaluator], group_by: GroupBy = "auto",
+                 human: str | os.PathLike | HumanData | None = None) -> dict[str, Any]:
+    """The report's data: one entry per evaluator, and their ranking agreement when several."""
+    human_data = read_human_csv(human) if isinstance(human, (str, os.PathLike)) else human
+    reports = [evaluator_report(ev, image_models(ev, group_by), human_data) for ev in evaluators]
+    out: dict[str, Any] = {"evaluators": reports}
+    if len(reports) > 1:
+        agreement = analysis.ranking_agreement({r["label"]: r["model_means"] for r in reports})
+        out["ranking_agreement"] = {"pairs": [{"a": a, "b": b, "kendall_tau": tau}
+                                              for (a, b), tau in agreement["pairs"].items()],
+                                    "mean": agreement["mean"]}
+    return out
+
+
+def worst_records(records: Iterable[ImageRecord], n: int) -> list[ImageRecord]:
+    """The n lowest-scored images (more violations first among equal scores)."""
+    scored = [r for r in records if r.score is not None]
+    return sorted(scored, key=lambda r: (r.score, -(r.n_major + r.n_minor), r.image_id))[:max(n, 0)]
+
+
+def json_safe(value: Any) -> Any:
+    """NaN and inf -> None, tuple keys -> strings: strict JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {(" vs ".join(map(str, k)) if isinstance(k, tuple) else str(k)): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def write_report(paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike, group_by: GroupBy = "auto",
+                 human: str | os.PathLike | None = None, worst: int = 20) -> list[Path]:
+    """Write summary.json, ranking.csv, the three figures and report.html; returns the paths."""
+    from .report_html import render_html
+    from .report_plots import plot_level_shares, plot_score_histogram, plot_type_shares
+
+    evaluators = load_runs(paths)
+    data = build_report(evaluators, group_by, human)
+    models = {ev.label: image_models(ev, group_by) for ev in evaluators}
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    summary_json, ranking_csv = out / "summary.json", out / "ranking.csv"
+    summary_json.write_text(json.dumps(json_safe(data), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_ranking_csv(data, ranking_csv)
+    figures = {"levels": out / "violations_by_level.png", "types": out / "violations_by_type.png",
+               "histogram": out / "score_histogram.png"}
+    plot_level_shares(data["evaluators"], figures["levels"])
+    plot_type_shares(data["evaluators"], figures["types"])
+    plot_score_histogram(evaluators, models, figures["histogram"])
+    html = out / "report.html"
+    worst_by_label = {ev.label: worst_records(ev.records, worst) for ev in evaluators}
+    search = [Path(p).resolve().parent for p in paths]
+    html.write_text(render_html(data, {k: v.name for k, v in figures.items()}, worst_by_label, models, search),
+                    encoding="utf-8")
+    return [summary_json, ranking_csv, *figures.values(), html]
+
+
+def write_ranking_csv(data: Mapping[str, Any], path: Path) -> None:
+    """One row per (evaluator, T2I model), best first."""
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["evaluator", "rank", "model", "mean_score", "n_images", "n_scored", "na_rate"])
+        for rep in data["evaluators"]:
+            for row in rep["ranking"]:
+                m = rep["models"][row["model"]]
+                writer.writerow([rep["label"], row["rank"], row["model"], f"{row['mean_score']:.6f}",
+                                 m["n_images"], m["n_scored"], f"{m['na_rate']:.4f}"])
+            for model, m in rep["models"].items():  # models without a scored image: no rank
+                if model not in rep["model_means"]:
+                    writer.writerow([rep["label"], "", model, "", m["n_images"], m["n_scored"], f"{m['na_rate']:.4f}"])
