@@ -175,8 +175,9 @@ def load_pack(pack: PromptPack | Mapping[str, Any] | str | os.PathLike | None = 
         raise TypeError(f"pack must be None, a path, a dict or a PromptPack, got {type(pack).__name__}")
     base = _default_dict()
     merged = {**base, **dict(pack)}
-    if "options" in pack:
-        merged["options"] = {**base["options"], **dict(pack["options"])}
+    for key in ("options", "limits", "max_new_tokens"):  # partial settings keep the other defaults
+        if isinstance(pack.get(key), Mapping):
+            merged[key] = {**base[key], **dict(pack[key])}
     if "version" not in pack:
         changes = json.dumps(dict(pack), sort_keys=True, ensure_ascii=False, default=str)
         merged["version"] = f"{base['version']}+{hashlib.sha256(changes.encode()).hexdigest()[:8]}"

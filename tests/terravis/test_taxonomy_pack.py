@@ -75,6 +75,8 @@ def test_user_pack_dict_overrides_and_records_its_change():
     assert "six fingers" in text and text.index("six fingers") < text.index("Question:")
     assert "bigger than a house" in custom.detection_text(get_type("relative_scale"))
     assert "Example" not in custom.detection_text(get_type("relative_scale"))
+    partial = load_pack({"limits": {"evidence": 40}})
+    assert partial.limits == {"reason": 160, "aspect": 60, "evidence": 40}
 
 
 def test_user_pack_file_round_trips(tmp_path):

@@ -13,7 +13,7 @@ from PIL import Image
 pytest.importorskip("xgrammar")
 pytest.importorskip("vlmjudge.backends.transformers")
 
-from terravis import TYPE_IDS, TerraVis, load_pack, reference_records  # noqa: E402
+from terravis import TerraVis, load_pack, reference_records  # noqa: E402
 from terravis.core import make_items  # noqa: E402
 from vlmjudge.judge import load_judge  # noqa: E402
 from vlmjudge.testing.tiny_vlm import build_tiny_vlm  # noqa: E402
