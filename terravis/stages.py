@@ -30,7 +30,8 @@ _ROOT_RULE = re.compile(r"^root ::=", re.M)
 
 @dataclass
 class Decision:
-    """One read decision: the chosen option (None unless ok), P(first option) when known."""
+    """One read decision: the chosen option (None unless ok) and, from choice_probs, the
+    probability of every option."""
 
     outcome: Outcome
     option: str | None = None
