@@ -275,3 +275,31 @@ def test_lone_request_out_of_memory_is_an_error_result(loaded, fresh, noise, mon
     answers = judge.generate(_requests(noise(2)))
     assert [a.finish_reason for a in answers] == ["error", "error"]
     assert judge.choice_probs(_requests(noise(2)), ["Yes", "No"]) == [{}, {}]
+
+
+def test_dtype_and_device_map_from_a_local_folder(hub, noise):
+    """bfloat16 weights take bfloat16 pixels; a local folder has no Hub commit."""
+    cache, commits = hub
+    repo, commit = commits["llava"]
+    folder = os.path.join(cache, "models--org--tiny-llava", "snapshots", commit)
+    judge = load_judge(folder, dtype="bfloat16", device_map="cpu", batch_size=2)
+    assert judge.manifest()["dtype"] == "bfloat16" and judge.manifest()["revision"] is None
+    probs = judge.choice_probs(_requests(noise(3)), ["Yes", "No"])
+    assert all(math.isclose(sum(p.values()), 1.0, abs_tol=1e-5) for p in probs)
+    assert judge.generate(_requests(noise(1), max_new_tokens=3))[0].num_tokens == 3
+    with pytest.raises(ValueError, match="unknown dtype"):
+        load_judge(folder, dtype="float13")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_batched_equals_single(hub, noise):
+    from vlmjudge.backends.transformers import TransformersJudge
+    cache, commits = hub
+    repo, commit = commits["qwen3_vl"]
+    batched = TransformersJudge(repo, revision=commit, hf_cache_dir=str(cache), device="cuda", batch_size=4)
+    single = TransformersJudge(batched.model, batched.processor, batch_size=1)
+    reqs = _requests(noise(6), max_new_tokens=6)
+    assert batched.manifest()["device"].startswith("cuda")
+    for a, b in zip(batched.choice_probs(reqs, ["Yes", "No"]), single.choice_probs(reqs, ["Yes", "No"])):
+        assert abs(a["Yes"] - b["Yes"]) < 1e-4
+    assert [a.text for a in batched.generate(reqs)] == [a.text for a in single.generate(reqs)]
