@@ -13,7 +13,12 @@ parses with pydantic's strict `model_validate_json`:
 - every string and array is bounded (`bounded_schema` adds `maxLength` / `maxItems`
   where the schema has none), so the grammar can close within a token budget. A budget
   that is still too small shows up as finish reason "length", never as cut-off JSON
-  reported as "stop".
+  reported as "stop". Numbers are not bounded: give integers a minimum and maximum
+  (pydantic `Field(ge=..., le=...)`), or a random or confused model can write digits to
+  the end of its budget.
+
+`first_options` (see `Constraint`) is applied by the backend, not by the grammar: the
+grammar describes the whole answer and must accept each option token first.
 """
 from __future__ import annotations
 

@@ -14,6 +14,12 @@ is the token of " Yes"; right after Qwen's "assistant\\n" it is the token of "Ye
 is found by tokenising the prompt's tail with and without the option, so `choice_probs`
 and the `first_options` restriction of constrained generation always read the same ids.
 Generated text keeps that leading space (it is what the model wrote).
+
+Constraints: the grammar covers the whole answer (the text after the prefix). With
+`first_options`, the first generated token is restricted to the option ids above, and the
+grammar must accept every one of them there (else ValueError): after "Answer:" write the
+grammar as `root ::= (" Yes" | " No") ...`. A JSON schema starts with "{", so it does not
+combine with `first_options`.
 """
 from __future__ import annotations
 
