@@ -1,7 +1,15 @@
-"""`vlmjudge fager ...`: the Factual A/B test and re-scoring of saved runs, without a model.
+"""`vlmjudge fager ...`: build rubrics, score and refine images, and check saved runs.
 
+    vlmjudge fager rubric prompts.csv [--references DIR] --model M [--out QA.csv]
+    vlmjudge fager score items.csv [--qa QA.csv] [--references DIR] --model M --out RUN_DIR
+    vlmjudge fager refine items.csv --generator G --editor E [--rounds 1] --model M --out RUN_DIR
     vlmjudge fager abtest FACTUAL GENERATED [--tie full|zero|skip] [--json]
     vlmjudge fager rescore details.jsonl [--out summary.csv] [--verdicts v.jsonl] [--check]
+
+prompts.csv has `index` and `prompt` columns (the released prompts.csv works as is);
+items.csv adds an `image` column, a path relative to the CSV's folder. `rubric` writes
+the QA.csv layout; `score` writes details.jsonl (Verdict lines) and summary.csv; `refine`
+writes the round folders and report.json/report.md described in fager.refine.
 
 FACTUAL and GENERATED are each a details.jsonl (released layout or the project's Verdict
 lines, re-scored exactly from the per-question answers) or a summary.csv (its
@@ -17,7 +25,7 @@ from pathlib import Path
 
 from fager.abtest import TIE_MODES, ab_test
 from fager.parsing import AnswerParseError
-from fager.qa_store import QAFormatError
+from fager.qa_store import QAFormatError, read_qa_csv
 from fager.replay import (
     ReplayFormatError, details_scores, format_summary, read_details, rescore, summary_row, summary_scores,
     write_verdicts,
@@ -30,6 +38,7 @@ _INPUT_ERRORS = (ReplayFormatError, QAFormatError, AnswerParseError, OSError, Va
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the fager subcommands to the `vlmjudge fager` parser (entry point `vlmjudge.commands`)."""
     commands = parser.add_subparsers(dest="fager_command", required=True)
+    _configure_model_commands(commands)
 
     abtest = commands.add_parser("abtest", help="Factual A/B test: factual vs generated scores per prompt",
                                  description="Pairwise accuracy of FAGER scores: factual (reference) images "
@@ -123,6 +132,164 @@ def run_rescore(args: argparse.Namespace) -> int:
     return 1 if differing else 0
 
 
+# ---- commands that run the agents ---------------------------------------------------------------
+
+def _configure_model_commands(commands: argparse._SubParsersAction) -> None:
+    from vlmjudge.cli import add_judge_flags
+
+    rubric = commands.add_parser("rubric", help="build QA sets for prompts with the agents (writes QA.csv)",
+                                 description="Fact proposal, reference-guided extraction, verification and QA "
+                                             "generation for every prompt; QA sets are stored and reused.")
+    rubric.add_argument("prompts", type=Path, help="CSV with index and prompt columns")
+    _add_pipeline_flags(rubric)
+    add_judge_flags(rubric)
+    rubric.set_defaults(func=run_rubric)
+
+    score = commands.add_parser("score", help="score images against QA sets (writes details.jsonl, summary.csv)",
+                                description="Level 1 first, levels 2-3 where the gate passes, feedback where the "
+                                            "decision needs it.")
+    score.add_argument("items", type=Path, help="CSV with index, prompt and image columns")
+    score.add_argument("--qa", type=Path, default=None, help="QA.csv to score against (default: build or reuse)")
+    _add_pipeline_flags(score)
+    _add_policy_flags(score)
+    add_judge_flags(score)
+    score.set_defaults(func=run_score)
+
+    refine = commands.add_parser("refine", help="keep / edit / regenerate images and re-evaluate",
+                                 description="Refinement rounds over the generators; saved images are reused "
+                                             "when a run is repeated.")
+    refine.add_argument("items", type=Path, help="CSV with index, prompt and image columns")
+    refine.add_argument("--qa", type=Path, default=None, help="QA.csv to score against (default: build or reuse)")
+    refine.add_argument("--generator", default=None,
+                        help="text-to-image model for regenerate: module:callable, diffusers folder or Hub id")
+    refine.add_argument("--editor", default=None,
+                        help="image editor for edit: module:callable, diffusers folder or Hub id")
+    refine.add_argument("--rounds", type=int, default=1, help="refinement rounds (default 1, as in the paper)")
+    refine.add_argument("--seed", type=int, default=0, help="base seed of the generators")
+    _add_pipeline_flags(refine)
+    _add_policy_flags(refine)
+    add_judge_flags(refine)
+    refine.set_defaults(func=run_refine)
+
+
+def _add_pipeline_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--references", type=Path, default=None,
+                        help="folder of reference images: <id>/*.png or <id>.png per prompt id")
+    parser.add_argument("--max-references", type=int, default=3, help="reference images per prompt (default 3)")
+    parser.add_argument("--store", type=Path, default=None, help="QA store folder (reuses QA sets across runs)")
+    parser.add_argument("--pack", default=None, help="prompt pack: a shipped name or a JSON file")
+    parser.add_argument("--text-model", default=None, help="model of the text agents (default: --model)")
+    parser.add_argument("--text-backend", default=None, help="backend of the text model (default: --backend)")
+    parser.add_argument("--chunk-size", type=int, default=512, help="requests per judge call")
+
+
+def _pipeline(args: argparse.Namespace, policy: GatingPolicy | None = None):
+    from vlmjudge.cli import judge_from_args
+
+    from fager.pipeline import Fager
+    judge = judge_from_args(args)
+    text_judge = None
+    if args.text_model:
+        text_args = argparse.Namespace(**{**vars(args), "model": args.text_model,
+                                          "backend": args.text_backend or args.backend})
+        text_judge = judge_from_args(text_args)
+    return Fager(judge, text_judge, pack=args.pack, store=args.store, references=args.references,
+                 max_references=args.max_references, chunk_size=args.chunk_size,
+                 policy=policy or GatingPolicy())
+
+
+def read_table(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
+    """Rows of a CSV that must have `columns` (others are ignored), with clear errors."""
+    import csv
+    with open(path, newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        missing = [c for c in columns if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"{path}: missing column(s) {missing}; has {reader.fieldnames}")
+        rows = list(reader)
+    if not rows:
+        raise ValueError(f"{path}: no rows")
+    for line_no, row in enumerate(rows, start=2):
+        empty = [c for c in columns if not (row.get(c) or "").strip()]
+        if empty:
+            raise ValueError(f"{path}:{line_no}: empty {empty}")
+    ids = [row["index"] for row in rows]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"{path}: index values repeat")
+    return rows
+
+
+def _items(path: Path) -> tuple[list[str], list[str], list[Path]]:
+    rows = read_table(path, ("index", "prompt", "image"))
+    images = [(path.parent / row["image"]) for row in rows]
+    absent = [str(p) for p in images if not p.is_file()]
+    if absent:
+        raise FileNotFoundError(f"{path}: image file(s) not found: {absent[:5]}")
+    return [row["index"] for row in rows], [row["prompt"] for row in rows], images
+
+
+def run_rubric(args: argparse.Namespace) -> int:
+    """Build QA sets and write QA.csv; 1 if any prompt failed (the others are written), 2 on bad input."""
+    from fager.qa_store import write_qa_csv
+    try:
+        rows = read_table(args.prompts, ("index", "prompt"))
+        fager = _pipeline(args)
+        builds = fager.build([r["prompt"] for r in rows], ids=[r["index"] for r in rows])
+    except _INPUT_ERRORS as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    out = Path(args.out or "QA.csv")
+    write_qa_csv([b.qa for b in builds if b.qa is not None], out)
+    failed = [b for b in builds if b.qa is None]
+    for b in builds:
+        for note in b.notes:
+            print(f"note: index {b.index}: {note}", file=sys.stderr)
+    for b in failed:
+        print(f"failed: index {b.index}: {'; '.join(b.errors)}", file=sys.stderr)
+    reused = sum(b.reused for b in builds)
+    print(f"wrote {out}: {len(builds) - len(failed)} QA sets ({reused} reused), {len(failed)} failed",
+          file=sys.stderr)
+    return 1 if failed else 0
+
+
+def run_score(args: argparse.Namespace) -> int:
+    """Score the items and write details.jsonl and summary.csv into --out."""
+    try:
+        ids, prompts, images = _items(args.items)
+        qa_sets = read_qa_csv(args.qa) if args.qa else None
+        fager = _pipeline(args, _policy(args))
+        verdicts = fager.score(images, prompts, qa_sets=qa_sets, ids=ids)
+    except _INPUT_ERRORS as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    out = Path(args.out or "fager_run")
+    out.mkdir(parents=True, exist_ok=True)
+    write_verdicts(verdicts, out / "details.jsonl")
+    (out / "summary.csv").write_text(format_summary(verdicts), encoding="utf-8", newline="")
+    scores = [v.overall_score for v in verdicts if v.overall_score is not None]
+    mean = f"{sum(scores) / len(scores):.2f}" if scores else "n/a"
+    failures = sum(v.counts.failed for v in verdicts)
+    print(f"scored {len(scores)}/{len(verdicts)} images, mean {mean}, {failures} parse failures -> {out}",
+          file=sys.stderr)
+    return 0
+
+
+def run_refine(args: argparse.Namespace) -> int:
+    """Refine the items and write the round folders and the before/after report into --out."""
+    from fager.refine import refine
+    try:
+        ids, prompts, images = _items(args.items)
+        qa_sets = read_qa_csv(args.qa) if args.qa else None
+        fager = _pipeline(args, _policy(args))
+        report = refine(fager, images, prompts, out_dir=args.out or "fager_refine", generator=args.generator,
+                        editor=args.editor, rounds=args.rounds, qa_sets=qa_sets, ids=ids, seed=args.seed)
+    except _INPUT_ERRORS as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(report.markdown().splitlines()[2], file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the fager commands standalone (`python -m fager.cli`), e.g. where the core CLI is absent."""
     parser = argparse.ArgumentParser(prog="vlmjudge fager", description=__doc__.splitlines()[0])
@@ -135,4 +302,4 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["configure", "main", "run_abtest", "run_rescore"]
+__all__ = ["configure", "main", "read_table", "run_abtest", "run_refine", "run_rescore", "run_rubric", "run_score"]

@@ -1,0 +1,171 @@
+"""Prompt packs: every text the FAGER agents send to a judge, and the bounds on what comes back.
+
+A pack is JSON shipped in `fager/packs/` (the default is `default-v1`). A user pack (a
+path, a dict or a `PromptPack`) is laid over the default agent by agent, so a dict such
+as `{"agents": {"evaluation": {"user": "..."}}}` overrides one template and keeps the
+rest; the version then records that the pack changed. QA sets are stored per pack
+version, so a changed prompt never silently reuses questions built with another one.
+
+Each agent has a `system` and a `user` template (placeholders `{name}`), a `max_new_tokens`
+budget and decoding `limits`: the longest string and the longest list its JSON may hold.
+The limits narrow the pydantic schemas of `fager.schema` before they go to a
+grammar-constrained decoder, so an output always closes within the token budget.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import re
+from functools import cached_property
+from importlib import resources
+from typing import Any, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+DEFAULT_PACK = "default-v1"
+AGENTS: tuple[str, ...] = ("proposal", "extraction", "verification", "qa", "evaluation", "regenerate", "edit")
+_PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
+
+#: Placeholders each agent's user template must contain (it would otherwise lose its input).
+REQUIRED_PLACEHOLDERS: dict[str, tuple[str, ...]] = {
+    "proposal": ("{prompt}",),
+    "extraction": ("{prompt}",),
+    "verification": ("{prompt}", "{proposal}", "{evidence}"),
+    "qa": ("{prompt}", "{facts}"),
+    "evaluation": ("{question}",),
+    "regenerate": ("{prompt}", "{failed}"),
+    "edit": ("{prompt}", "{failed}"),
+}
+
+
+class Limits(BaseModel):
+    """Bounds the decoder enforces: characters per string, items per list."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    string: int = Field(ge=1)
+    items: int = Field(ge=1)
+
+
+class AgentPrompt(BaseModel):
+    """One agent's templates and decoding budget."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    system: str = ""
+    user: str = Field(min_length=1)
+    max_new_tokens: int = Field(ge=1)
+    limits: Limits
+
+
+class BaselinePrompt(BaseModel):
+    """The VQAScore-style baseline: the whole prompt as one yes/no question."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    system: str = ""
+    user: str = Field(min_length=1)
+    prefix: str = ""
+    options: tuple[str, str] = ("Yes", "No")
+
+    @model_validator(mode="after")
+    def _checks(self) -> "BaselinePrompt":
+        if "{prompt}" not in self.user:
+            raise ValueError("baseline template lacks the {prompt} placeholder")
+        if self.options[0] == self.options[1] or not all(o.strip() for o in self.options):
+            raise ValueError(f"baseline options must be two distinct words, got {list(self.options)}")
+        return self
+
+
+class PromptPack(BaseModel):
+    """Every template FAGER asks with, versioned so stored QA sets know what built them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    version: str = Field(min_length=1)
+    description: str = ""
+    agents: dict[str, AgentPrompt]
+    baseline: BaselinePrompt
+
+    @model_validator(mode="after")
+    def _all_agents(self) -> "PromptPack":
+        missing = [a for a in AGENTS if a not in self.agents]
+        unknown = sorted(set(self.agents) - set(AGENTS))
+        if missing or unknown:
+            raise ValueError(f"pack agents: missing {missing}, unknown {unknown}; expected {list(AGENTS)}")
+        for name, marks in REQUIRED_PLACEHOLDERS.items():
+            lacking = [m for m in marks if m not in self.agents[name].user]
+            if lacking:
+                raise ValueError(f"pack template {name!r} lacks placeholders {lacking}")
+        return self
+
+    @cached_property
+    def sha256(self) -> str:
+        """Digest of the whole pack: equal digests asked exactly the same things."""
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    @property
+    def key(self) -> str:
+        """The pack's name in QA-store keys: version plus a short digest of the content."""
+        return f"{self.version}#{self.sha256[:12]}"
+
+    def agent(self, name: str) -> AgentPrompt:
+        """One agent's prompt, with a clear error for an unknown name."""
+        if name not in self.agents:
+            raise KeyError(f"no agent {name!r} in pack {self.version}; agents: {list(AGENTS)}")
+        return self.agents[name]
+
+    def user_text(self, name: str, **values: str) -> str:
+        """The agent's user text with its placeholders filled."""
+        return fill(self.agent(name).user, **values)
+
+
+def fill(template: str, **values: str) -> str:
+    """Fill `{name}` placeholders, leaving other braces alone (templates may show JSON)."""
+    return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), template)
+
+
+def _shipped(name: str) -> dict[str, Any]:
+    path = resources.files("fager").joinpath("packs", f"{name}.json")
+    if not path.is_file():
+        raise FileNotFoundError(f"no shipped FAGER pack {name!r}")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """`over` laid on `base`, recursively for dicts (agents, limits), replacing everything else."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def load_pack(pack: PromptPack | Mapping[str, Any] | str | os.PathLike | None = None) -> PromptPack:
+    """The pack to ask with: None (default), a shipped name, a JSON path, a dict laid over the
+    default (its version gets a digest suffix unless it names one), or a PromptPack as is."""
+    if pack is None:
+        return PromptPack.model_validate(_shipped(DEFAULT_PACK))
+    if isinstance(pack, PromptPack):
+        return pack
+    if isinstance(pack, (str, os.PathLike)):
+        text = os.fspath(pack)
+        if not os.path.exists(text) and os.sep not in text and not text.endswith(".json"):
+            return PromptPack.model_validate(_shipped(text))
+        with open(text, encoding="utf-8") as handle:
+            try:
+                pack = json.load(handle)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"FAGER pack {text!r} is not valid JSON: {error}") from None
+    if not isinstance(pack, Mapping):
+        raise TypeError(f"pack must be None, a name, a path, a dict or a PromptPack, got {type(pack).__name__}")
+    base = _shipped(DEFAULT_PACK)
+    merged = _merge(base, pack)
+    if "version" not in pack:
+        change = json.dumps(dict(pack), sort_keys=True, ensure_ascii=False, default=str)
+        merged["version"] = f"{base['version']}+{hashlib.sha256(change.encode()).hexdigest()[:8]}"
+    return PromptPack.model_validate(merged)
+
+
+__all__ = ["AGENTS", "DEFAULT_PACK", "AgentPrompt", "BaselinePrompt", "Limits", "PromptPack", "fill", "load_pack"]

@@ -1,0 +1,147 @@
+"""FAGER as a registered method (`vlmjudge.methods` entry point `fager = fager.spec:SPEC`), so the
+CLI, the demo app and the integrations find it without the core importing it.
+
+A batch has `image` and `prompt` columns, and optionally `references` (per item: an image,
+a list of images or None), `qa_set` (per item: a QASet, a dict, its JSON, QA.csv text, or
+None to build one) and `id` (names the item for reference lookup, replay and reports).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from vlmjudge.registry import MethodSpec
+
+from fager.pipeline import Fager
+from fager.qa_store import QA_COLUMNS, parse_qa_csv
+from fager.references import MappingReferences
+from fager.schema import QASet, Verdict
+from fager.scoring import GatingPolicy
+
+
+class FagerRecord:
+    """One scored image: `score` is the overall FAGER score (0-100), None when unscorable."""
+
+    def __init__(self, verdict: Verdict) -> None:
+        self.verdict = verdict
+        self.score = verdict.overall_score
+        self.valid = verdict.overall_score is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return self.verdict.model_dump(mode="json")
+
+
+class FagerScorer:
+    """`score_batch` over a Fager pipeline: QA sets given per item are used, the rest are built."""
+
+    def __init__(self, fager: Fager) -> None:
+        self.fager = fager
+
+    def score_batch(self, batch: Mapping[str, Sequence[Any]]) -> list[FagerRecord]:
+        n = SPEC.check_batch(batch)
+        images, prompts = list(batch["image"]), list(batch["prompt"])
+        ids = [str(i) for i in batch["id"]] if "id" in batch else [str(i) for i in range(n)]
+        given = [parse_qa_value(v, p) for v, p in zip(batch.get("qa_set", [None] * n), prompts)]
+        references = batch.get("references")
+        provider = MappingReferences({ids[i]: references[i] for i in range(n) if references[i] is not None}) \
+            if references is not None else None
+        verdicts: list[Verdict | None] = [None] * n
+        groups = {"given": [i for i in range(n) if given[i] is not None],
+                  "built": [i for i in range(n) if given[i] is None]}
+        for kind, members in groups.items():
+            if not members:
+                continue
+            got = self.fager.score([images[i] for i in members], [prompts[i] for i in members],
+                                   qa_sets=[given[i].model_copy(update={"index": ids[i]}) for i in members]
+                                   if kind == "given" else None,
+                                   ids=[ids[i] for i in members], references=provider)
+            for i, verdict in zip(members, got):
+                verdicts[i] = verdict
+        return [FagerRecord(v) for v in verdicts if v is not None]
+
+
+def parse_qa_value(value: Any, prompt: str) -> QASet | None:
+    """One item's QA set from a QASet, a dict, JSON text or QA.csv text (the set for `prompt`)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, QASet):
+        return value
+    if isinstance(value, Mapping):
+        return QASet.model_validate(value)
+    if not isinstance(value, str):
+        raise TypeError(f"qa_set must be a QASet, a dict, JSON or QA.csv text, got {type(value).__name__}")
+    text = value.strip()
+    if text.startswith("{"):
+        return QASet.model_validate(json.loads(text))
+    if text.startswith(",".join(QA_COLUMNS[:2])):
+        sets = [s for s in parse_qa_csv(text + "\n") if s.prompt == prompt]
+        if len(sets) != 1:
+            raise ValueError(f"QA.csv text holds {len(sets)} QA sets for prompt {prompt!r}; expected one")
+        return sets[0]
+    raise ValueError("qa_set text must be a QASet JSON object or QA.csv text with its header")
+
+
+def build(judge: Any, text_judge: Any = None, regenerate_threshold: float = 20.0, keep_threshold: float = 95.0,
+          inclusive: bool = True, **config: Any) -> FagerScorer:
+    """A scorer over `judge`; config as Fager's keywords (pack, store, references, chunk_size, ...)
+    plus the gate's thresholds."""
+    policy = GatingPolicy(regenerate_threshold=regenerate_threshold, keep_threshold=keep_threshold,
+                          inclusive=inclusive)
+    return FagerScorer(Fager(judge, text_judge, policy=policy, **config))
+
+
+def normalize(score: float) -> float:
+    """FAGER scores lie in [0, 100]."""
+    return score / 100.0
+
+
+def render(record: FagerRecord) -> dict[str, Any]:
+    """Score text and a markdown account: level scores, decision, feedback, every question."""
+    if not isinstance(record, FagerRecord):
+        raise TypeError(f"fager renders FagerRecord objects, got {type(record).__name__}")
+    v = record.verdict
+    fmt = (lambda s: "-" if s is None else f"{s:.2f}")
+    if v.overall_score is None:
+        reason = v.provenance.get("qa_error") or ("no question could be answered" if v.counts.failed
+                                                  else "no questions")
+        score_text = "n/a"
+        lines = [f"**FAGER**: no score ({reason})."]
+    else:
+        score_text = f"{v.overall_score:.2f} ({v.decision or 'undecided'})"
+        lines = [f"**FAGER score** {v.overall_score:.2f} / 100, decision **{v.decision or 'undecided'}**", ""]
+    ls = v.level_scores
+    lines += ["", f"Level 1: {fmt(ls.level_1)} · Level 2: {fmt(ls.level_2)} · Level 3: {fmt(ls.level_3)}"
+              + (f" (skipped: {', '.join(v.gating.skipped_levels)})" if v.gating.skipped_levels else "")]
+    if v.feedback:
+        label = "Regeneration constraint" if v.decision == "regenerate" else "Edit instruction"
+        lines += ["", f"**{label}:** {v.feedback}"]
+    asked = [q for q in v.questions if q.status != "skipped"]
+    if asked:
+        lines += ["", "| level | question | answer | rationale |", "|---|---|---|---|"]
+        for q in asked:
+            answer = q.answer if q.status == "answered" else "unreadable"
+            lines.append(f"| {q.level[-1]} | {_cell(q.question)} | {answer} | {_cell(q.rationale)} |")
+    if v.counts.failed:
+        lines += ["", f"_{v.counts.failed} answer(s) could not be read; they are left out of the scores._"]
+    return {"score_text": score_text, "markdown": "\n".join(lines)}
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+SPEC = MethodSpec(
+    name="fager",
+    inputs=("image", "prompt"),
+    build=build,
+    score_range=(0.0, 100.0),
+    normalize=normalize,
+    render=render,
+    description="Factuality against a verified three-level rubric: yes/no/unknown questions per fact, "
+                "level-1 gate, keep/edit/regenerate with feedback. Score 0-100.",
+    optional_inputs=("references", "qa_set", "id"),
+    default_model="Qwen/Qwen3-VL-8B-Instruct",
+)
+
+__all__ = ["FagerRecord", "FagerScorer", "SPEC", "build", "normalize", "parse_qa_value", "render"]
