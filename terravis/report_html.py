@@ -20,7 +20,8 @@ table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; font-size: 0.9em; }
 th { background: #f3f3f3; }
 .card { display: flex; gap: 1em; border: 1px solid #ddd; padding: 0.8em; margin: 0.6em 0; }
-.card img { max-width: 256px; max-height: 256px; }
+.card > img, .card > .missing { flex: 0 0 auto; align-self: flex-start; }
+.card img { max-width: 256px; max-height: 256px; border: 1px solid #ccc; }
 .missing { width: 256px; color: #a00; font-size: 0.85em; }
 .major { color: #b00; font-weight: bold; }
 .minor { color: #b60; }

@@ -56,7 +56,7 @@ def plot_type_shares(reports: Sequence[Mapping[str, Any]], path: str | os.PathLi
     widths = [max(len(r["models"]) + 1, 2) for r in reports]
     fig = _figure(6 + 0.9 * max(widths), 7.5 * len(reports))
     axes = fig.subplots(len(reports), 1, squeeze=False)[:, 0]
-    labels = [f"{t.level[:5]}: {t.name}" for t in TAXONOMY]
+    labels = [f"{t.level}: {t.name}" for t in TAXONOMY]
     for ax, rep in zip(axes, reports):
         columns = [("all", rep["summary"]), *rep["models"].items()]
         grid = np.array([[100 * s["type_shares"][t.id] for _, s in columns] for t in TAXONOMY])
