@@ -94,3 +94,10 @@ class ToyGenerator:
             rng = np.random.RandomState((seed * 7919 + digest) % 2**32)
             out.append(Image.fromarray(rng.randint(0, 256, size=(32, 32, 3), dtype=np.uint8)))
         return out
+
+
+class MetaReplayJudge:
+    """A replay judge keyed on the package's meta keys, loadable as a backend by 'module:Class'."""
+
+    def __new__(cls, answers, **kwargs):
+        return load_judge(answers, backend="replay", key_fields=META_KEYS, **kwargs)
