@@ -43,7 +43,7 @@ def test_metric_states_and_values(encoder_dirs, scorer):
     assert not list(metric.parameters())
     assert metric._reductions["clip_sum"].__name__ == "dim_zero_sum"
     fig, ax = metric.plot()
-    assert ax is not None
+    assert ax is not None and fig.axes  # a real matplotlib figure
     metric.reset()
     with pytest.raises(ValueError, match="before any update"):
         metric.compute()
