@@ -1,7 +1,12 @@
-"""``vlmjudge viescore2 ...``: evaluate saved judge outputs against ground truth, optionally with overlays.
+"""``vlmjudge viescore2 ...``: judge images, and evaluate saved judge outputs against ground truth.
 
+    vlmjudge viescore2 score IMAGES... --prompts FILE --model M --out results.jsonl
+                             [--fields pq_sc+split] [--grid-size 16] [--pack FILE] [--overlays DIR]
     vlmjudge viescore2 evaluate predictions.jsonl --references gt.jsonl [--out result.json]
                                 [--grid-size 16] [--overlays DIR --images DIR]
+
+``score`` is described in `SCORE_HELP`; its results JSONL (``id``, ``text``, scores, grids,
+explanation, status per image) is also a predictions file for ``evaluate``.
 
 Predictions JSONL, one object per line: ``{"id": "img-1", "text": "<judge output>"}``; the
 text is the judge's full answer (score lines, then grid lines).
@@ -148,9 +153,139 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+SCORE_HELP = """Judge generated images with VIEScore2 and write one JSON record per image.
+
+IMAGES are image files or folders (their image files, sorted by name); an image's id is its
+file name without the suffix. --prompts is either a text file with one prompt per line, in
+the order of IMAGES, or a JSONL file of {"id": ..., "prompt": ..., "conditioning": [paths]}
+objects matched by id (conditioning paths are relative to the JSONL file; optional).
+
+--out results.jsonl gets the records (id, prompt, status, score, scores, grid or artifact and
+misalign, explanation, raw text, finish reason); results.manifest.json beside it records the
+judge, configuration, instructions, grammar and decoding. --overlays DIR writes <id>.png with
+the predicted cells drawn on each image whose grid was read.
+"""
+
+
+def image_files(paths: list[str]) -> list[Path]:
+    """Image files from file and folder arguments, folders expanded in name order."""
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files += sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise ValueError(f"no such image file or folder: {raw}")
+    if not files:
+        raise ValueError(f"no image files found in {paths}")
+    ids = [p.stem for p in files]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise ValueError(f"image ids (file names without suffix) repeat: {repeated[:5]}")
+    return files
+
+
+def load_prompts(path: str, ids: list[str]) -> tuple[list[str], list[list[Path]]]:
+    """Prompts (and conditioning image paths) for the image ids, from a text or JSONL file."""
+    text = Path(path).read_text(encoding="utf-8")
+    if not path.endswith(".jsonl"):
+        lines = [line for line in text.splitlines() if line.strip()]
+        if len(lines) != len(ids):
+            raise ValueError(f"{path}: {len(lines)} prompts for {len(ids)} images (one prompt per line, in order)")
+        return lines, [[] for _ in ids]
+    records = _by_id(path, "prompt")
+    missing = [i for i in ids if i not in records]
+    if missing:
+        raise ValueError(f"{path}: no prompt for images {missing[:5]}")
+    prompts, conditioning = [], []
+    for key in ids:
+        number, record = records[key]
+        if not isinstance(record.get("prompt"), str):
+            raise ValueError(f"{path}:{number}: 'prompt' must be a string")
+        cond = record.get("conditioning") or []
+        cond = [cond] if isinstance(cond, str) else cond
+        paths = [Path(path).parent / c for c in cond]
+        absent = [str(p) for p in paths if not p.is_file()]
+        if absent:
+            raise ValueError(f"{path}:{number}: conditioning images not found: {absent}")
+        prompts.append(record["prompt"])
+        conditioning.append(paths)
+    return prompts, conditioning
+
+
+def pack_from_file(path: str | None) -> Any:
+    """An instruction pack argument: a JSON pack file, or a text file holding one template."""
+    if path is None:
+        return None
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"instruction pack file not found: {path}")
+    return file if file.suffix == ".json" else file.read_text(encoding="utf-8")
+
+
+def _cmd_score(args: argparse.Namespace) -> int:
+    from vlmjudge.cli import judge_from_args
+
+    from .pipeline import VIEScore2
+    if not args.out:
+        print("vlmjudge viescore2 score: --out results.jsonl is required", file=sys.stderr)
+        return 2
+    try:
+        files = image_files(args.images)
+        ids = [p.stem for p in files]
+        prompts, conditioning = load_prompts(args.prompts, ids)
+        scorer = VIEScore2(judge_from_args(args), fields=args.fields, grid_size=args.grid_size,
+                           pack=pack_from_file(args.pack), constrain=not args.no_grammar)
+    except (OSError, ValueError, KeyError) as err:
+        print(f"vlmjudge viescore2 score: error: {err}", file=sys.stderr)
+        return 2
+    result = scorer.run([str(p) for p in files], prompts, [[str(c) for c in cs] for cs in conditioning], ids)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", encoding="utf-8") as fh:
+        for record in result.records:
+            fh.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
+    manifest_path = out.with_name(out.stem + ".manifest.json")
+    manifest_path.write_text(json.dumps({**result.manifest, "counts": result.counts}, indent=2) + "\n",
+                             encoding="utf-8")
+    scores = [r.overall for r in result.records if r.overall is not None]
+    summary = {"images": len(result.records), "scored": len(scores),
+               "mean_score": sum(scores) / len(scores) if scores else None,
+               "parse_failures": result.counts.get("parse_failures", 0),
+               "not_ok": sum(r.status != "ok" for r in result.records)}
+    print(format_table(summary))
+    print(f"wrote {out} and {manifest_path}")
+    if args.overlays:
+        from .render import save_overlay
+        folder = Path(args.overlays)
+        folder.mkdir(parents=True, exist_ok=True)
+        drawn = [r for r in result.records if r.localization is not None]
+        for record in drawn:
+            save_overlay(folder / f"{record.id}.png", record.image, record.localization)
+        print(f"wrote {len(drawn)} overlays to {folder}")
+    return 0
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the viescore2 sub-commands to the ``vlmjudge viescore2`` parser."""
+    from vlmjudge.cli import add_judge_flags
     sub = parser.add_subparsers(dest="viescore2_command", required=True)
+    sc = sub.add_parser("score", help="judge images: scores, defect grids and explanations as JSONL",
+                        description=SCORE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sc.add_argument("images", nargs="+", help="image files or folders")
+    sc.add_argument("--prompts", required=True, help="text file (one prompt per line) or JSONL {id, prompt, conditioning}")
+    sc.add_argument("--fields", default="pq_sc+split", help="configuration: overall|pq_sc, grid|split, marks, "
+                                                           "joined by '+' (default pq_sc+split)")
+    sc.add_argument("--grid-size", type=int, default=DEFAULT_N, help="N of the N x N grid (default 16)")
+    sc.add_argument("--pack", default=None, help="instruction pack: a JSON file {version, templates, system} or a "
+                                                 "text file with one template (the instructions a checkpoint was "
+                                                 "trained with)")
+    sc.add_argument("--no-grammar", action="store_true", help="do not constrain the output (tolerant parsing only)")
+    sc.add_argument("--overlays", default=None, help="folder for PNG overlays of the predicted cells")
+    add_judge_flags(sc)
+    sc.set_defaults(func=_cmd_score)
     ev = sub.add_parser("evaluate", help="metrics of saved judge outputs against ground-truth grids and scores",
                         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ev.add_argument("predictions", help="JSONL of {id, text}")

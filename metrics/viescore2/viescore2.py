@@ -1,13 +1,19 @@
-"""VIEScore2 as an `evaluate` metric: judge output texts against ground-truth defect grids and scores.
+"""VIEScore2 as an `evaluate` metric, in two configurations.
 
-A thin face over `viescore2.evaluation`: it declares the features, turns each reference
-into a `Reference` and returns every metric of `evaluate_suite`.
+- ``default`` (judge mode): judge images with prompts (and optional conditioning images)
+  through `viescore2.VIEScore2`; the judge is configured at load time,
+  ``evaluate.load(path, "default", model=..., backend=...)``, and loaded on first compute.
+- ``evaluation``: judge output texts against ground-truth defect grids and scores through
+  `viescore2.evaluation.evaluate_suite`; no model.
 """
+import math
+
 import datasets
 import evaluate
 
 from viescore2.evaluation import Reference, evaluate_suite
 from viescore2.grid import DEFAULT_N
+from viescore2.instructions import Fields
 
 _CITATION = """\
 @misc{viescore2,
@@ -21,10 +27,27 @@ PQ and semantic consistency SC) and a 16 x 16 grid of defect cells, optionally s
 visual artifacts and semantic misalignments. This module evaluates saved judge outputs:
 cell-level micro precision/recall/F1, per-image grid IoU over images with defects, false
 alarms on clean images, parse failures, and Spearman correlations (SRCC) of the scores with
-their valid-pair counts.
+their valid-pair counts. The `default` configuration runs the judge itself on images and
+prompts and returns the mean overall score with every image's record.
 """
 
 _KWARGS_DESCRIPTION = """
+Judge mode (config `default`; load with `model=`, `backend=`, `judge_kwargs=`, `fields=`,
+`grid_size=`, `pack=`, or `judge=` a loaded vlmjudge Judge):
+
+Args:
+    images (`list` of images): the generated images (PIL images, paths or bytes).
+    prompts (`list` of `str`): the generation or editing prompt of each image.
+    conditioning (`list` of `list` of images, optional): each image's conditioning images
+        (sources or references; shown to the judge before the generated image), `[]` for none.
+Returns:
+    `score` (mean overall 0-10 score over images with one, None if none), `scores` (per
+    image, None where no score was read), `scored`, `parse_failures` (requested fields not
+    read, summed), `status_counts`, and `records` (one JSON dict per image: scores, grids,
+    explanation, raw `text`, status; the texts can be evaluated with config `evaluation`).
+
+Evaluation mode (config `evaluation`):
+
 Args:
     predictions (`list` of `str`): judge output texts: score lines (`score: 7/10`, or
         `pq: 7/10` and `sc: 5/10`), then grid lines (`r5: 8,9!`) or `none`, with
@@ -40,7 +63,7 @@ Returns:
     `clean_parse_failures`, `parse_failures`, the same prefixed with `artifact_` and
     `misalign_` when references have separate categories, and `srcc_overall`, `srcc_pq`,
     `srcc_sc` with their `_pairs` (valid) and `_total` counts. Undefined values are None.
-Examples:
+Examples (evaluation mode):
     >>> metric = evaluate.load("viescore2", "evaluation")  # doctest: +SKIP
     >>> refs = [{"grid": "r5: 8,9!", "artifact": None, "misalign": None, "score": 3.0, "pq": None, "sc": None},
     ...         {"grid": "none", "artifact": None, "misalign": None, "score": 9.0, "pq": None, "sc": None}]
@@ -51,27 +74,41 @@ Examples:
 """
 
 CONFIGS = ("evaluation", "default")
+#: Keywords of `evaluate.load(..., "default", ...)` that configure the judge and the scorer.
+JUDGE_OPTIONS = ("judge", "model", "backend", "judge_kwargs", "fields", "grid_size", "pack", "scorer_kwargs")
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class VIEScore2(evaluate.Metric):
-    """Evaluation of saved VIEScore2-format judge outputs; no model is loaded."""
+    """VIEScore2: judge images (config `default`) or evaluate saved judge outputs (config `evaluation`)."""
+
+    def __init__(self, *args, **kwargs):
+        options = {k: kwargs.pop(k) for k in JUDGE_OPTIONS if k in kwargs}
+        super().__init__(*args, **kwargs)
+        if self.config_name != "default" and options:
+            raise ValueError(f"judge options {sorted(options)} apply to config 'default' only, "
+                             f"not {self.config_name!r}")
+        options.setdefault("fields", "pq_sc+split")
+        options["fields"] = Fields.parse(options["fields"])  # a bad configuration fails at load time
+        self._options = options
+        self._scorer = None
 
     def _info(self):
         if self.config_name not in CONFIGS:
-            raise KeyError(f"unknown config {self.config_name!r} for viescore2; use 'evaluation'")
-        grid = datasets.Value("string")
-        score = datasets.Value("float64")
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({
+            raise KeyError(f"unknown config {self.config_name!r} for viescore2; use 'default' or 'evaluation'")
+        if self.config_name == "default":
+            features = datasets.Features({"images": datasets.Image(), "prompts": datasets.Value("string"),
+                                          "conditioning": datasets.Sequence(datasets.Image())})
+        else:
+            grid = datasets.Value("string")
+            score = datasets.Value("float64")
+            features = datasets.Features({
                 "predictions": datasets.Value("string"),
                 "references": {"grid": grid, "artifact": grid, "misalign": grid,
                                "score": score, "pq": score, "sc": score},
-            }),
-        )
+            })
+        return evaluate.MetricInfo(description=_DESCRIPTION, citation=_CITATION,
+                                   inputs_description=_KWARGS_DESCRIPTION, features=features)
 
     def _enforce_nested_string_type(self, schema, obj):
         # evaluate rejects None for string features; a null grid means "no localization target"
@@ -79,6 +116,37 @@ class VIEScore2(evaluate.Metric):
             return None
         return super()._enforce_nested_string_type(schema, obj)
 
-    def _compute(self, predictions, references, grid_size=DEFAULT_N):
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """As evaluate's, with judge-mode `conditioning` optional (no conditioning images)."""
+        if self.config_name == "default" and kwargs.get("conditioning") is None and kwargs.get("images") is not None:
+            kwargs["conditioning"] = [[] for _ in kwargs["images"]]
+        return super().add_batch(predictions=predictions, references=references, **kwargs)
+
+    def scorer(self):
+        """The VIEScore2 scorer, with its judge loaded on first use."""
+        if self._scorer is None:
+            from viescore2.score_metric import make_scorer
+            from vlmjudge.registry import get_method
+            o = dict(self._options)
+            judge, model = o.pop("judge", None), o.pop("model", None)
+            if judge is None and model is None:
+                model = get_method("viescore2").default_model
+            self._scorer = make_scorer(judge, model, o.pop("backend", "transformers"), o.pop("judge_kwargs", None),
+                                       **o.pop("scorer_kwargs", {}), **o)
+        return self._scorer
+
+    def _compute(self, predictions=None, references=None, images=None, prompts=None, conditioning=None,
+                 grid_size=DEFAULT_N):
+        if self.config_name == "default":
+            return self._judge(images, prompts, conditioning)
         refs = [Reference.from_record(r, n=grid_size) for r in references]
         return evaluate_suite(predictions, refs, n=grid_size)
+
+    def _judge(self, images, prompts, conditioning):
+        result = self.scorer().run(list(images), list(prompts), [list(c or []) for c in conditioning])
+        scores = [r.overall for r in result.records]
+        read = [s for s in scores if s is not None]
+        return {"score": math.fsum(read) / len(read) if read else None, "scores": scores, "scored": len(read),
+                "parse_failures": result.counts["parse_failures"],
+                "status_counts": {k[len("status_"):]: v for k, v in result.counts.items() if k.startswith("status_")},
+                "records": [r.to_json() for r in result.records], "manifest": result.manifest}
