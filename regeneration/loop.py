@@ -175,9 +175,8 @@ class RegenerationLoop:
             raise ValueError("a CLIP selection weight needs a CLIP encoder")
         if self.config.weight_map.get("dino", 0) > 0 and "dino" not in similarity.encoders:
             raise ValueError("a DINOv2 selection weight needs a DINOv2 encoder")
-        if judge is None and (self.config.prompt_mode in ("iut", "direct", "interrogator")
-                              or self.config.weight_map.get("mllm", 0) > 0 or self.config.rounds > 1):
-            raise ValueError("this configuration needs a judge (an MLLM)")
+        if judge is None:
+            raise ValueError("the loop needs a judge (an MLLM): it writes, varies and revises the prompts")
         self.interrogator_clip = interrogator_clip or similarity.encoders.get("clip")
         self.folder = RunFolder(run_dir)
 
