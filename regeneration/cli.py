@@ -160,7 +160,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2
     loop = RegenerationLoop(judge_from_args(args), _generator(args.generator, args), _similarity(args), str(out),
                             text_judge=_text_judge(args), config=config, pack=args.pack)
-    results = loop.run(refs)
+    try:
+        results = loop.run(refs)
+    except ValueError as exc:  # a run folder made with other settings, ids that are no folder names, ...
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     for r in results:
         if r.status == "ok":
             print(f"{r.item}\tCLIP {r.clip:.2f}\tDINO {r.dino:.2f}\tround {r.round}\t{r.prompt}")

@@ -101,3 +101,23 @@ class MetaReplayJudge:
 
     def __new__(cls, answers, **kwargs):
         return load_judge(answers, backend="replay", key_fields=META_KEYS, **kwargs)
+
+
+def noise_generate(prompts, seeds):
+    """A module-level generator for `module:callable` specs: seeded noise per (prompt, seed)."""
+    out = []
+    for prompt, seed in zip(prompts, seeds):
+        digest = int(hashlib.sha256(prompt.encode()).hexdigest()[:8], 16)
+        rng = np.random.RandomState((seed * 7919 + digest) % 2**32)
+        out.append(Image.fromarray(rng.randint(0, 256, size=(32, 32, 3), dtype=np.uint8)))
+    return out
+
+
+def write_answers_jsonl(answers: dict, path) -> str:
+    """Replay answers keyed by META_KEYS as a JSONL file (for the CLI and evaluate module)."""
+    with open(path, "w", encoding="utf-8") as fh:
+        for key, value in answers.items():
+            row = {"meta": dict(zip(META_KEYS, key))}
+            row.update({"finish_reason": "error"} if value is None else {"text": value})
+            fh.write(json.dumps(row) + "\n")
+    return str(path)
