@@ -130,3 +130,28 @@ def test_cli_run_resumes_and_compare(tmp_path, encoder_dirs, scorer, capsys):
     assert [p["clip"] for p in shown["pairs"]] == pytest.approx([e["clip"] for e in expected], abs=1e-6)
     assert shown["summary"]["pairs"] == 2 and out_csv.read_text().startswith("id,score,clip,dino")
     assert run_cli(["compare", str(tmp_path / "refs"), str(tmp_path / "nowhere")]) == 2
+
+
+def test_registered_method_and_command_with_a_diffusers_generator(tmp_path, encoder_dirs, capsys):
+    from regeneration.spec import SPEC
+    from vlmjudge.cli import main
+    from vlmjudge.registry import get_method
+    from vlmjudge.testing.tiny_diffusers import build_tiny_text_to_image
+
+    assert get_method("regeneration") is SPEC
+    refs = reference_images(1)
+    (tmp_path / "refs").mkdir()
+    refs["ref0"].save(tmp_path / "refs" / "ref0.png")
+    answers = loop_answers(refs, 1, 2, exact_at=lambda item, t: 0, final=False)
+    argv = ["regeneration", "run", "--references", str(tmp_path / "refs"),
+            "--generator", build_tiny_text_to_image(tmp_path / "sd"), "--generator-device", "cpu", "--steps", "1",
+            "--guidance-scale", "1.0", "--model", write_answers_jsonl(answers, tmp_path / "a.jsonl"),
+            "--backend", "regen_helpers:MetaReplayJudge", "--out", str(tmp_path / "run"), "--rounds", "1",
+            "--variants", "2", "--no-final-mllm", "--weights", "clip=1", "--clip-model", encoder_dirs["clip"],
+            "--dino-model", encoder_dirs["dino"], "--encoder-device", "cpu"]
+    assert main(argv) == 0
+    assert "mean over 1/1" in capsys.readouterr().out
+    assert sorted(p.name for p in (tmp_path / "run" / "items" / "ref0" / "round_1").glob("*.png")) == [
+        "cand_0.png", "cand_1.png"]
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["weights"] == {"clip": 1.0, "dino": 0.0, "mllm": 0.0} and config["generator"].endswith("sd")
