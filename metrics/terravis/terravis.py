@@ -78,6 +78,8 @@ class Terravis(evaluate.Metric):
                  dtype=None, batch_size=8, cache=None, judge_kwargs=None, variant="workflow", lam=1.0, alpha=0.5,
                  pack=None, **kwargs):
         super().__init__(*args, **kwargs)
+        if judge is not None and model is not None:
+            raise ValueError("give either judge= (a loaded vlmjudge judge) or model=, not both")
         options = {"revision": model_revision, "device": device, "dtype": dtype, "cache": cache}
         self._judge_args = {"model": model, "backend": backend, "batch_size": batch_size,
                             **{k: v for k, v in options.items() if v is not None}, **dict(judge_kwargs or {})}
