@@ -41,10 +41,12 @@ class PairRecord:
     valid: bool
     mllm: MLLMScores | None = None
     errors: list[str] = field(default_factory=list)
+    encoders: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"score": self.score, "valid": self.valid, "clip": self.clip, "dino": self.dino,
-                "mllm": self.mllm.to_json() if self.mllm else None, "errors": list(self.errors)}
+                "mllm": self.mllm.to_json() if self.mllm else None, "errors": list(self.errors),
+                "encoders": self.encoders}
 
 
 def combined_score(clip: float, dino: float) -> float:
@@ -76,8 +78,9 @@ class RegenerationScorer:
         refs, gens = list(batch["reference"]), list(batch["generated"])
         sims = self.similarity.score(refs, gens)
         ratings = judge_pairs(self.judge, refs, gens, pack=self.pack) if self.mllm else [None] * len(gens)
+        made_by = self.similarity.manifest()
         return [PairRecord(clip=s["clip"], dino=s["dino"], score=combined_score(s["clip"], s["dino"]), valid=True,
-                           mllm=m) for s, m in zip(sims, ratings)]
+                           mllm=m, encoders=made_by) for s, m in zip(sims, ratings)]
 
 
 def build(judge: Any, **config: Any) -> RegenerationScorer:

@@ -147,6 +147,7 @@ def test_spec_with_judge_and_score_formula(scorer):
     with pytest.raises(ValueError, match="needs a judge"):
         build(NO_JUDGE, similarity=scorer, mllm=True)
     assert isinstance(record, PairRecord) and record.to_json()["mllm"]["content_norm"] == 1.0
+    assert record.to_json()["encoders"]["dino"]["pooling"] == "mean"
 
 
 def test_metric_card_states_defaults_and_paper_numbers():
