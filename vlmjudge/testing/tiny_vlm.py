@@ -187,7 +187,7 @@ def _install_yes_bias(model, processor, yes_ids: list[int], no_id: int, bias: fl
         rng = np.random.default_rng(12345)
         sizes = [(32, 32), (64, 48), (48, 80), (40, 56), (64, 64), (56, 40)]
         probes = []
-        for i, (w, h) in enumerate(sizes * 2):  # one at a time: no padding to get wrong
+        for i, (w, h) in enumerate(sizes):  # one at a time: no padding to get wrong
             question = ("Is it red?", "Does the image show a car?")[i % 2]
             chat = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": question}]}]
             text = processor.apply_chat_template(chat, add_generation_prompt=True, tokenize=False) + "Answer:"
