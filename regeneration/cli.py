@@ -218,6 +218,7 @@ def _pairs(refs: Path, gens: Path) -> list[tuple[str, Path, Path]]:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Per-pair and mean CLIP % / DINO % (and MLLM ratings with --model) of two folders."""
+    from .judging import summarize_ratings
     from .spec import RegenerationScorer
 
     try:
@@ -234,11 +235,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     summary = {"pairs": len(rows), "clip": sum(r["clip"] for r in rows) / len(rows),
                "dino": sum(r["dino"] for r in rows) / len(rows)}
     if judge is not None:
-        for name in ("content", "perceptual"):
-            norms = [getattr(rec.mllm, f"{name}_norm") for rec in records]
-            kept = [v for v in norms if v is not None]
-            summary[f"mllm_{name}"] = sum(kept) / len(kept) if kept else None
-        summary["mllm_parse_failures"] = sum(len(rec.mllm.failures) for rec in records)
+        summary.update(summarize_ratings([rec.mllm for rec in records]))
     if args.csv:
         with open(args.csv, "w", newline="", encoding="utf-8") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(rows[0]))

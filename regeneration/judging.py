@@ -57,6 +57,17 @@ class MLLMScores:
                    failures=[ParseFailure(**f) for f in data.get("failures", [])])
 
 
+def summarize_ratings(ratings: Sequence[MLLMScores]) -> dict[str, Any]:
+    """Means of the normalised ratings over readable answers (None when none was readable) and the
+    number of parse failures: `mllm_content`, `mllm_perceptual`, `mllm_parse_failures`."""
+    out: dict[str, Any] = {}
+    for name in ("content", "perceptual"):
+        readable = [v for v in (getattr(r, f"{name}_norm") for r in ratings) if v is not None]
+        out[f"mllm_{name}"] = sum(readable) / len(readable) if readable else None
+    out["mllm_parse_failures"] = sum(len(r.failures) for r in ratings)
+    return out
+
+
 def judge_pairs(judge: Any, references: Sequence[Any], generated: Sequence[Any], *, items: Sequence[str] | None = None,
                 pack: PromptPack | dict | str | None = None, content: bool = True, perceptual: bool = True,
                 round: int = 0, indices: Sequence[int] | None = None) -> list[MLLMScores]:

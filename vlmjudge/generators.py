@@ -227,35 +227,29 @@ def is_module_spec(spec: str) -> bool:
     return ":" in spec and not Path(spec).exists() and not spec.split(":", 1)[0].startswith(("/", "."))
 
 
+def _load(spec: Any, kwargs: dict[str, Any], wrapper: type, adapter: type, what: str) -> Any:
+    if callable(spec):
+        return spec if isinstance(spec, (adapter, wrapper)) else wrapper(spec)
+    if not isinstance(spec, (str, os.PathLike)):
+        raise TypeError(f"{what} spec must be a callable, 'module:callable' or a path, got {type(spec).__name__}")
+    spec = str(spec)
+    if is_module_spec(spec):
+        target = _import_callable(spec)
+        if kwargs.pop("factory", False):
+            target = target()
+        return wrapper(target, name=spec)
+    return adapter.from_pretrained(spec, **kwargs)
+
+
 def load_generator(spec: Any, **kwargs: Any) -> Any:
     """A text-to-image generator from a callable, a `module:callable` path, or a diffusers folder / Hub id.
 
     A `module:callable` target may be a generator already or a factory taking no arguments
     (marked by `factory=True`); keyword arguments otherwise go to `DiffusersTextToImage.from_pretrained`.
     """
-    if callable(spec):
-        return spec if isinstance(spec, (DiffusersTextToImage, CallableGenerator)) else CallableGenerator(spec)
-    if not isinstance(spec, (str, os.PathLike)):
-        raise TypeError(f"generator spec must be a callable, 'module:callable' or a path, got {type(spec).__name__}")
-    spec = str(spec)
-    if is_module_spec(spec):
-        target = _import_callable(spec)
-        if kwargs.pop("factory", False):
-            target = target()
-        return CallableGenerator(target, name=spec)
-    return DiffusersTextToImage.from_pretrained(spec, **kwargs)
+    return _load(spec, dict(kwargs), CallableGenerator, DiffusersTextToImage, "generator")
 
 
 def load_editor(spec: Any, **kwargs: Any) -> Any:
     """An image editor from a callable, a `module:callable` path, or a diffusers edit folder / Hub id."""
-    if callable(spec):
-        return spec if isinstance(spec, (DiffusersImageEdit, CallableEditor)) else CallableEditor(spec)
-    if not isinstance(spec, (str, os.PathLike)):
-        raise TypeError(f"editor spec must be a callable, 'module:callable' or a path, got {type(spec).__name__}")
-    spec = str(spec)
-    if is_module_spec(spec):
-        target = _import_callable(spec)
-        if kwargs.pop("factory", False):
-            target = target()
-        return CallableEditor(target, name=spec)
-    return DiffusersImageEdit.from_pretrained(spec, **kwargs)
+    return _load(spec, dict(kwargs), CallableEditor, DiffusersImageEdit, "editor")

@@ -8,7 +8,7 @@ at load time (`evaluate.load(path, clip_model=..., dino_model=...)`), images com
 import datasets
 import evaluate
 
-from regeneration.judging import judge_pairs
+from regeneration.judging import judge_pairs, summarize_ratings
 from regeneration.similarity import (
     DEFAULT_CLIP_MODEL,
     DEFAULT_DINO_MODEL,
@@ -92,11 +92,8 @@ class Regeneration(evaluate.Metric):
             from vlmjudge import load_judge
 
             ratings = judge_pairs(load_judge(judge_model, backend=judge_backend), references, predictions)
-            for name in ("content", "perceptual"):
-                values = [getattr(r, f"{name}_norm") for r in ratings]
-                readable = [v for v in values if v is not None]
-                out[f"mllm_{name}"] = sum(readable) / len(readable) if readable else None
-                if per_pair:
-                    out[f"{name}_per_pair"] = [getattr(r, name) for r in ratings]
-            out["mllm_parse_failures"] = sum(len(r.failures) for r in ratings)
+            out.update(summarize_ratings(ratings))
+            if per_pair:
+                out["content_per_pair"] = [r.content for r in ratings]
+                out["perceptual_per_pair"] = [r.perceptual for r in ratings]
         return out

@@ -89,10 +89,8 @@ class ToyGenerator:
             self.calls.append((prompt, seed))
             if prompt.startswith("EXACT "):
                 out.append(self.references[prompt.split()[1]].copy())
-                continue
-            digest = int(hashlib.sha256(prompt.encode()).hexdigest()[:8], 16)
-            rng = np.random.RandomState((seed * 7919 + digest) % 2**32)
-            out.append(Image.fromarray(rng.randint(0, 256, size=(32, 32, 3), dtype=np.uint8)))
+            else:
+                out.extend(noise_generate([prompt], [seed]))
         return out
 
 

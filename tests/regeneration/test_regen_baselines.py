@@ -6,9 +6,14 @@ import json
 
 import pytest
 import torch
-
 from regen_helpers import ToyGenerator, reference_images, replay
-from regeneration.baselines import INTERROGATOR_VOCAB, direct_prompts, interrogator_prompts, rank_modifiers
+
+from regeneration.baselines import (
+    INTERROGATOR_VOCAB,
+    direct_prompts,
+    interrogator_prompts,
+    rank_modifiers,
+)
 from regeneration.judging import judge_pairs, judge_text_image, normalize_rating
 from regeneration.loop import LoopConfig, RegenerationLoop
 
@@ -88,3 +93,14 @@ def test_loop_runs_each_prompt_mode(tmp_path, scorer, mode):
     assert expected in variants.text
     assert not any(r.meta["stage"].startswith("iut") for _, r in judge.log)
     assert (tmp_path / mode / "items" / "ref0" / f"initial_{mode}.json").is_file()
+
+
+def test_summarize_ratings_by_hand():
+    from regeneration.judging import MLLMScores, summarize_ratings
+    from regeneration.parsing import ParseFailure
+
+    failure = ParseFailure("perceptual", "bad", "")
+    ratings = [MLLMScores(content=5, perceptual=3), MLLMScores(content=2, perceptual=None, failures=[failure])]
+    assert summarize_ratings(ratings) == {"mllm_content": (1.0 + 0.25) / 2, "mllm_perceptual": 0.5,
+                                          "mllm_parse_failures": 1}
+    assert summarize_ratings([MLLMScores(failures=[failure, failure])])["mllm_content"] is None
