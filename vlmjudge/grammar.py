@@ -108,7 +108,7 @@ def server_json_schema(constraint: Constraint) -> dict[str, Any]:
     return bounded_schema(constraint.schema)
 
 
-class GrammarCompiler:
+class ConstraintCompiler:
     """Compiles constraints once per tokenizer and hands out fresh matchers.
 
     `vocab_size` is the model's logit width (it may exceed the tokenizer's); `stop_token_ids`

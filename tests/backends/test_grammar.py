@@ -7,7 +7,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from vlmjudge import Constraint
-from vlmjudge.grammar import (DEFAULT_MAX_ITEMS, DEFAULT_MAX_STRING, GrammarCompiler, bounded_schema,
+from vlmjudge.grammar import (DEFAULT_MAX_ITEMS, DEFAULT_MAX_STRING, ConstraintCompiler, bounded_schema,
                               constraint_to_ebnf, json_schema_to_ebnf, server_json_schema)
 
 
@@ -43,7 +43,7 @@ def test_bounded_schema_bounds_only_what_is_unbounded():
 @pytest.fixture(scope="module")
 def compiler(loaded):
     judge = loaded["qwen3_vl"]
-    return GrammarCompiler(judge.tokenizer, judge.vocab_size, judge.eos_ids)
+    return ConstraintCompiler(judge.tokenizer, judge.vocab_size, judge.eos_ids)
 
 
 def _accepts(compiler, constraint, text):
@@ -83,7 +83,7 @@ def test_bad_constraints_are_clear_errors(compiler):
     with pytest.raises(ValueError, match="cannot compile"):
         compiler.compile(Constraint.ebnf("root ::= ("))
     with pytest.raises(ValueError):
-        GrammarCompiler(object(), 10, [])
+        ConstraintCompiler(object(), 10, [])
 
 
 def test_import_vlmjudge_does_not_import_xgrammar():

@@ -229,8 +229,8 @@ class TransformersJudge(Judge):
 
     def _grammar_compiler(self):
         if self._grammars is None:
-            from ..grammar import GrammarCompiler
-            self._grammars = GrammarCompiler(self.tokenizer, self.vocab_size, self.eos_ids)
+            from ..grammar import ConstraintCompiler
+            self._grammars = ConstraintCompiler(self.tokenizer, self.vocab_size, self.eos_ids)
         return self._grammars
 
     @contextmanager
