@@ -8,6 +8,7 @@ method's `render` returns.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Callable
 
 from .registry import MethodSpec, get_method
@@ -37,6 +38,16 @@ def make_scorer_fn(spec: MethodSpec, scorer: Any) -> Callable[..., tuple]:
         return shown.get("score_text", ""), shown.get("markdown", ""), shown.get("image")
 
     return score
+
+
+def unshadow(app_file: str) -> None:
+    """Drop an app's own folder from `sys.path`.
+
+    `python metrics/<name>/app.py` (and a Space) puts that folder first on the path, where the
+    evaluate script `<name>.py` would shadow the `<name>` package the app scores with.
+    """
+    here = os.path.dirname(os.path.abspath(app_file))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
 
 
 def app_from_env(method: str | MethodSpec, **judge_kwargs: Any):

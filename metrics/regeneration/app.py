@@ -5,15 +5,13 @@ release's CLIP ViT-B/32 and DINOv2-base) and REGENERATION_POOLING; set VLMJUDGE_
 VLMJUDGE_BACKEND, ...) to add an MLLM's content and perceptual ratings.
 """
 import os
-import sys
 from dataclasses import replace
 
-# This folder's regeneration.py (the evaluate script) would shadow the `regeneration` package.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+from vlmjudge.demo import app_from_env, build_app, unshadow
 
-from regeneration.spec import NO_JUDGE, SPEC
-from vlmjudge.demo import app_from_env, build_app
+unshadow(__file__)  # this folder's evaluate script would shadow the package
+
+from regeneration.spec import NO_JUDGE, SPEC  # noqa: E402
 
 config = {key: os.environ[env] for key, env in (("clip_model", "REGENERATION_CLIP_MODEL"),
                                                 ("dino_model", "REGENERATION_DINO_MODEL"),

@@ -8,9 +8,15 @@ sets them as variables.
 """
 import dataclasses
 import os
+import sys
 
-from terravis.spec import SPEC
-from vlmjudge.demo import app_from_env
+# `python app.py` puts this folder first on sys.path, where the evaluate script terravis.py
+# would shadow the terravis package the method comes from.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+
+from terravis.spec import SPEC  # noqa: E402
+from vlmjudge.demo import app_from_env  # noqa: E402
 
 #: Environment variable -> (TerraVis keyword, conversion).
 SCORER_ENV = {"TERRAVIS_PACK": ("pack", str), "TERRAVIS_VARIANT": ("variant", str),

@@ -10,6 +10,8 @@ _EXPORTS = {
     "build_tiny_clip": "vlmjudge.testing.tiny_encoders",
     "build_tiny_dinov2": "vlmjudge.testing.tiny_encoders",
     "build_tiny_siglip": "vlmjudge.testing.tiny_encoders",
+    "build_tiny_text_to_image": "vlmjudge.testing.tiny_diffusers",
+    "build_tiny_image_edit": "vlmjudge.testing.tiny_diffusers",
     "install_in_hf_cache": "vlmjudge.testing.hub_cache",
     "check_method": "vlmjudge.testing.conformance",
 }

@@ -1,6 +1,7 @@
 """`python -m vlmjudge.testing KIND OUT_DIR`: build a tiny random checkpoint offline.
 
-KIND is qwen3_vl, llava, clip, dinov2 or siglip. `--hub-id ORG/NAME` also installs it
+KIND is qwen3_vl, llava, clip, dinov2, siglip, text_to_image (a diffusers pipeline) or
+image_edit (an InstructPix2Pix-style diffusers pipeline). `--hub-id ORG/NAME` also installs it
 into the Hugging Face cache at a fake commit, so it loads by Hub id offline.
 """
 from __future__ import annotations
@@ -8,7 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import build_tiny_clip, build_tiny_dinov2, build_tiny_siglip, build_tiny_vlm, install_in_hf_cache
+from . import (build_tiny_clip, build_tiny_dinov2, build_tiny_image_edit, build_tiny_siglip,
+               build_tiny_text_to_image, build_tiny_vlm, install_in_hf_cache)
 
 BUILDERS = {
     "qwen3_vl": lambda out, a: build_tiny_vlm(out, family="qwen3_vl", image_tokens=a.image_tokens, yes_bias=a.yes_bias),
@@ -16,6 +18,8 @@ BUILDERS = {
     "clip": lambda out, a: build_tiny_clip(out),
     "dinov2": lambda out, a: build_tiny_dinov2(out),
     "siglip": lambda out, a: build_tiny_siglip(out),
+    "text_to_image": lambda out, a: build_tiny_text_to_image(out),
+    "image_edit": lambda out, a: build_tiny_image_edit(out),
 }
 
 
