@@ -297,14 +297,15 @@ def qa_items(output: AgentOutput[QuestionList], facts: Sequence[FactEntry]) -> A
     if len(questions) != len(facts):
         return AgentOutput("qa", None, f"{len(questions)} questions for {len(facts)} facts", output.raw,
                            output.finish_reason)
-    try:
-        items = QAItems(items=[QAItem(question=q.strip(), level=f.level, category=f.category,
-                                      importance=f.importance, source_fact=f.fact)
-                               for q, f in zip(questions, facts)])
-    except ValidationError as error:
-        first = error.errors()[0]
-        return AgentOutput("qa", None, f"QAItems invalid at {'.'.join(map(str, first['loc']))}: {first['msg']}",
-                           output.raw, output.finish_reason)
+    items = []
+    for position, (question, fact) in enumerate(zip(questions, facts)):
+        try:
+            items.append(QAItem(question=question.strip(), level=fact.level, category=fact.category,
+                                importance=fact.importance, source_fact=fact.fact))
+        except ValidationError as error:
+            return AgentOutput("qa", None, f"question {position} invalid: {error.errors()[0]['msg']}", output.raw,
+                               output.finish_reason)
+    items = QAItems(items=items)
     return AgentOutput("qa", items, None, output.raw, output.finish_reason)
 
 

@@ -32,6 +32,8 @@ from fager.schema import QAItem, QASet, QuestionAnswer, ReferenceExtraction, Ver
 from fager.scoring import DEFAULT_POLICY, GatingPolicy, mean_score, score_answers, should_regenerate
 
 DEFAULT_CHUNK = 512
+#: What each verdict records about the judge that answered (from `judge.manifest()`).
+PROVENANCE_KEYS = ("backend", "model", "revision", "dtype", "device", "vlmjudge")
 
 
 class QABuildError(RuntimeError):
@@ -298,7 +300,7 @@ class Fager:
 
     def _provenance(self) -> dict[str, str]:
         manifest = self.judge.manifest() if hasattr(self.judge, "manifest") else {}
-        out = {k: str(v) for k, v in manifest.items() if v is not None}
+        out = {k: str(manifest[k]) for k in PROVENANCE_KEYS if manifest.get(k) is not None}
         out["pack"] = self.pack.key
         if self.text_judge is not self.judge:
             out["text_model"] = model_name(self.text_judge)

@@ -38,7 +38,7 @@ from vlmjudge.images import image_bytes_digest, to_pil
 
 from fager.pipeline import Fager
 from fager.replay import write_summary, write_verdicts
-from fager.schema import QASet, Verdict
+from fager.schema import Verdict
 
 Action = Literal["keep", "edit", "regenerate", "none"]
 ActionStatus = Literal["done", "reused", "unchanged", "no_generator", "no_editor", "no_feedback", "undecided"]

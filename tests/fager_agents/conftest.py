@@ -15,9 +15,9 @@ def abo_dir() -> Path:
     return ABO
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def one_thread():
-    """One torch thread while tiny models run: on a shared 2-core machine more threads only contend."""
+    """One torch thread while a module's tiny models run: on 2 shared cores more threads only contend."""
     import torch
     before = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -25,14 +25,14 @@ def one_thread():
     torch.set_num_threads(before)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def tiny_vlm_dir(tmp_path_factory, one_thread) -> str:
-    """A tiny random Qwen3-VL checkpoint, built offline once per session."""
+    """A tiny random Qwen3-VL checkpoint, built offline (once: only test_fagent_tiny.py uses it)."""
     from vlmjudge.testing.tiny_vlm import build_tiny_vlm
     return build_tiny_vlm(tmp_path_factory.mktemp("fagent-tiny-vlm") / "qwen3vl", family="qwen3_vl")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def tiny_judge(tiny_vlm_dir):
     """The tiny Qwen3-VL loaded as a transformers judge on CPU."""
     from vlmjudge import load_judge

@@ -213,3 +213,12 @@ def test_space_app_scores_in_a_browser(abo_five, tmp_path, chromium_path):
     assert "Edit instruction" in shown["details"] and abo_five["qa"][0].items[0].question in shown["details"]
 
 
+
+
+def test_vlmjudge_command_lists_the_fager_subcommands(capsys):
+    from vlmjudge.cli import main as vlmjudge_main
+    with pytest.raises(SystemExit) as exited:
+        vlmjudge_main(["fager", "--help"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    assert all(word in out for word in ("rubric", "score", "refine", "abtest", "rescore"))

@@ -18,7 +18,8 @@ from fagent_helpers import TINY_PACK, noise
 
 @pytest.fixture(scope="module")
 def abo_prompts(abo_dir):
-    rows = list(csv.DictReader(open(abo_dir / "prompts.csv", encoding="utf-8")))[:5]
+    with open(abo_dir / "prompts.csv", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))[:5]
     return [r["index"] for r in rows], [r["prompt"] for r in rows]
 
 
