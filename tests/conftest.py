@@ -5,12 +5,20 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Tiny models gain nothing from threads; on 2 shared cores OpenMP spin-waiting made them ~10x slower.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import shutil
 
 import pytest
 
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
+
+
+def pytest_configure(config):
+    """Also for a torch imported before this file (plugins): one intra-op thread."""
+    import torch
+    torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")

@@ -63,7 +63,8 @@ class Constraint:
             schema = schema.model_json_schema()
         if not isinstance(schema, dict):
             raise TypeError(f"json_schema needs a dict or a pydantic model, got {type(schema).__name__}")
-        return cls("json_schema", json.dumps(schema, sort_keys=True),
+        # Key order is kept: a grammar emits properties in schema order (rationale before answer).
+        return cls("json_schema", json.dumps(schema),
                    tuple(first_options) if first_options else None)
 
     @classmethod

@@ -25,10 +25,15 @@ def test_hash_covers_content_but_not_meta():
     assert len(hashes) == len(variants) + 1
 
 
-def test_hash_is_stable_across_instances():
-    a = Request(images=[red()], text="q", constraint=Constraint.json_schema({"type": "object", "b": 1, "a": 2}))
-    b = Request(images=[red()], text="q", constraint=Constraint.json_schema({"a": 2, "type": "object", "b": 1}))
+def test_hash_is_stable_and_schema_property_order_counts():
+    schema = {"type": "object", "properties": {"rationale": {"type": "string"}, "answer": {"type": "string"}}}
+    flipped = {"type": "object", "properties": {"answer": {"type": "string"}, "rationale": {"type": "string"}}}
+    a = Request(images=[red()], text="q", constraint=Constraint.json_schema(schema))
+    b = Request(images=[red()], text="q", constraint=Constraint.json_schema(dict(schema)))
+    c = Request(images=[red()], text="q", constraint=Constraint.json_schema(flipped))
     assert a.content_hash() == b.content_hash()
+    assert a.content_hash() != c.content_hash()  # generation emits properties in schema order
+    assert list(a.constraint.schema["properties"]) == ["rationale", "answer"]
 
 
 def test_request_needs_exactly_one_of_text_or_messages():
