@@ -1,7 +1,8 @@
 """FAGER as an `evaluate` metric: factuality of text-to-image outputs against verified rubrics.
 
 A thin face over `fager.pipeline.Fager`: images and prompts are the features; reference
-images or ready QA sets, the judge and the pipeline options are keyword arguments.
+images (`reference_images`: evaluate keeps the name `references` for itself) or ready QA
+sets, the judge and the pipeline options are keyword arguments.
 """
 import datasets
 import evaluate
@@ -31,7 +32,7 @@ _KWARGS_DESCRIPTION = """
 Args:
     images (`list` of images): the generated images (PIL images, paths or bytes).
     prompts (`list` of `str`): one prompt per image.
-    references (`list`, optional): per image, a reference image, a list of them, or None;
+    reference_images (`list`, optional): per image, a reference image, a list of them, or None;
         used only when QA sets are built.
     qa_sets (`list`, optional): per image, a QA set (dict, JSON or QA.csv text); when given,
         no rubric is built for that image.
@@ -68,12 +69,12 @@ class FAGER(evaluate.Metric):
             features=datasets.Features({"images": datasets.Image(), "prompts": datasets.Value("string")}),
         )
 
-    def _compute(self, images, prompts, references=None, qa_sets=None, ids=None, judge=None,
+    def _compute(self, images, prompts, reference_images=None, qa_sets=None, ids=None, judge=None,
                  model="Qwen/Qwen3-VL-8B-Instruct", backend="transformers", text_judge=None, text_model=None,
                  regenerate_threshold=20.0, keep_threshold=95.0, inclusive=True, judge_kwargs=None,
                  pipeline_kwargs=None):
         n = len(images)
-        for name, column in (("references", references), ("qa_sets", qa_sets), ("ids", ids)):
+        for name, column in (("reference_images", reference_images), ("qa_sets", qa_sets), ("ids", ids)):
             if column is not None and len(column) != n:
                 raise ValueError(f"{name} has {len(column)} entries for {n} images")
         if judge is None or (text_judge is None and text_model is not None):
@@ -87,8 +88,8 @@ class FAGER(evaluate.Metric):
         pipeline = FagerPipeline(judge, text_judge, policy=policy, **(pipeline_kwargs or {}))
         given = [parse_qa_value(q, p) for q, p in zip(qa_sets or [None] * n, prompts)]
         provider = None
-        if references is not None:
-            provider = MappingReferences({ids[i]: r for i, r in enumerate(references) if r is not None})
+        if reference_images is not None:
+            provider = MappingReferences({ids[i]: r for i, r in enumerate(reference_images) if r is not None})
         verdicts = [None] * n
         for members, use_given in (([i for i in range(n) if given[i] is not None], True),
                                    ([i for i in range(n) if given[i] is None], False)):

@@ -48,19 +48,22 @@ def test_spec_is_registered_and_passes_conformance(abo_five):
     assert SPEC.normalize(87.5) == 0.875
 
 
-def test_spec_builds_with_references_when_no_qa_set_is_given():
-    rubric = {"level_1": {c: {"importance": "low", "facts": []} for c in
-                          ("existence", "counting", "relation", "shape", "size", "color", "posture", "scene", "others")}}
+def kite_answers():
+    """Replayed agent and evaluation answers for one prompt ("a kite", id "k") with one reference image."""
+    rubric = {level: {c: {"importance": "low", "facts": []} for c in
+                      ("existence", "counting", "relation", "shape", "size", "color", "posture", "scene", "others")}
+              for level in ("level_1", "level_2", "level_3")}
     rubric["level_1"]["existence"] = {"importance": "high", "facts": ["A kite is shown"]}
-    for level in ("level_2", "level_3"):
-        rubric[level] = {c: {"importance": "low", "facts": []} for c in rubric["level_1"]}
-    answers = {("k", "proposal"): json.dumps(rubric), ("k", "extraction:0"): json.dumps(
+    return {("k", "proposal"): json.dumps(rubric), ("k", "extraction:0"): json.dumps(
         {"status": "ok", "summary": "a kite", "visual_elements": ["red kite"], "confidence": 0.8, "notes": ""}),
         ("k", "verification"): json.dumps({"verified_rubric": rubric, "dropped": [], "added": []}),
         ("k", "qa"): json.dumps({"questions": ["Is a kite shown?"]}),
         ("k", 0): json.dumps({"answer": "unknown", "rationale": "too small"}),
         ("k", "feedback"): json.dumps({"instruction": "make the kite larger"})}
-    judge = keyed_replay(answers)
+
+
+def test_spec_builds_with_references_when_no_qa_set_is_given():
+    judge = keyed_replay(kite_answers())
     scorer = SPEC.build(judge)
     record = scorer.score_batch({"image": [noise(1)], "prompt": ["a kite"], "id": ["k"],
                                  "references": [noise(2)]})[0]
@@ -125,13 +128,17 @@ def test_fagerscore_logs_the_pipeline_mean_in_a_lightning_validation_loop(abo_fi
 def test_evaluate_module_scores_images_with_qa_sets(abo_five, tmp_path, monkeypatch):
     import evaluate
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    module = evaluate.load(str(REPO / "metrics" / "fager"))
+    module = evaluate.load(str(REPO / "metrics" / "fager"), cache_dir=str(tmp_path / "cache"))
     out = module.compute(images=[noise(i) for i in range(5)], prompts=abo_five["prompts"],
                          qa_sets=[q.model_dump_json() for q in abo_five["qa"]], ids=abo_five["ids"],
                          judge=keyed_replay(abo_five["answers"]))
     assert out["scores"] == abo_five["scores"] and out["fager"] == pytest.approx(sum(abo_five["scores"]) / 5)
     assert out["decisions"] == [r["next_step"]["decision"] for r in abo_five["records"]]
     assert out["scored"] == 5 and out["parse_failures"] == 0
+    judge = keyed_replay(kite_answers())
+    built = module.compute(images=[noise(1)], prompts=["a kite"], ids=["k"], reference_images=[noise(2)], judge=judge)
+    assert (built["scores"], built["feedback"]) == ([50.0], ["make the kite larger"])
+    assert [r.meta["stage"] for _, r in judge.log][:2] == ["proposal", "extraction"]
     with pytest.raises(ValueError, match="qa_sets has 1 entries"):
         module.compute(images=[noise(1), noise(2)], prompts=["a", "b"], qa_sets=["x"], judge=keyed_replay({}))
     metric_files = sorted(p.name for p in (REPO / "metrics" / "fager").iterdir())
