@@ -128,13 +128,14 @@ class Terravis(evaluate.Metric):
             raise TypeError("images must be a list of images (wrap a single image in a list)")
         pils = to_pil_list(list(images))
         ratings = _checked_ratings(human_ratings, len(pils))
-        ids = [f"{self.process_id}:{self._n_added + i}" for i in range(len(pils))]
-        records = self._ensure_scorer().score(pils, ids=ids)
-        self._n_added += len(pils)
-        rows = {"record": [json.dumps(r.to_json(), ensure_ascii=False) for r in records], "human_rating": ratings}
-        if self.writer is None:
+        scorer = self._ensure_scorer()
+        if self.writer is None:  # in multi-process mode, the processes meet here, before any scoring
             self.selected_feature_format = STORED
             self._init_writer()
+        ids = [f"{self.process_id}:{self._n_added + i}" for i in range(len(pils))]
+        records = scorer.score(pils, ids=ids)
+        self._n_added += len(pils)
+        rows = {"record": [json.dumps(r.to_json(), ensure_ascii=False) for r in records], "human_rating": ratings}
         self.writer.write_batch(STORED.encode_batch(rows))
 
     def add(self, *, image=None, human_rating=None):
