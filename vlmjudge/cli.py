@@ -28,6 +28,8 @@ def add_judge_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--dtype", default=None, help="bfloat16, float16, float32 (default: the backend's)")
     g.add_argument("--batch-size", type=int, default=8)
     g.add_argument("--cache", default=None, help="SQLite response cache; reruns resume from it")
+    g.add_argument("--key-fields", default=None,
+                   help="replay backend: comma-separated meta fields that key the answers (e.g. item_id,question_id)")
     g.add_argument("--out", default=None, help="where results go")
 
 
@@ -40,6 +42,8 @@ def judge_from_args(args: argparse.Namespace) -> Any:
     for name in ("revision", "device", "dtype"):
         if getattr(args, name, None) is not None:
             kwargs[name] = getattr(args, name)
+    if getattr(args, "key_fields", None):
+        kwargs["key_fields"] = tuple(args.key_fields.split(","))
     return load_judge(args.model, backend=args.backend, **kwargs)
 
 

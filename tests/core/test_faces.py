@@ -130,3 +130,17 @@ def test_cli_help_lists_core_commands(capsys):
     out = capsys.readouterr().out
     for word in ("info", "evaluate-modules", "space"):
         assert word in out
+
+
+def test_judge_flags_build_a_keyed_replay_judge(tmp_path):
+    import argparse
+
+    from vlmjudge.cli import add_judge_flags, judge_from_args
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text('{"meta": {"item_id": 0}, "text": "Yes"}\n')
+    parser = argparse.ArgumentParser()
+    add_judge_flags(parser)
+    args = parser.parse_args(["--model", str(answers), "--backend", "replay", "--key-fields", "item_id",
+                              "--batch-size", "3"])
+    judge = judge_from_args(args)
+    assert judge.key_fields == ("item_id",) and judge.batch_size == 3
