@@ -53,3 +53,10 @@ def write_item_answers(path, kinds):
         for (item, stage, check), text in item_answers(kinds).items():
             fh.write(json.dumps({"meta": {"item": item, "stage": stage, "check": check}, "text": text}) + "\n")
     return path
+
+
+class StageReplay(ReplayJudge):
+    """`--backend replay_answers:StageReplay` for CLI tests: the stage answers, any --model."""
+
+    def __init__(self, model=None, **kwargs):
+        super().__init__(stage_answers(), key_fields=("stage", "check"), model_id=str(model), **kwargs)
