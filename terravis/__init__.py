@@ -2,7 +2,8 @@
 
 Eligibility, 18 independent violation checks, severity of each violation, then
 S = exp(-lam (N_major + alpha N_minor)). See `TerraVis` to score and `terravis.analysis`
-for the paper's analyses over saved records.
+for the paper's analyses over saved records; `TerraVisScore` (torchmetrics, loaded on first
+use) for validation loops, `terravis.report` for rankings, figures and HTML reports.
 """
 from __future__ import annotations
 
@@ -21,3 +22,14 @@ __all__ = [
     "PromptPack", "load_pack", "CheckRecord", "ImageRecord", "load_records", "save_records", "score_from_counts",
     "LEVELS", "TAXONOMY", "TYPE_IDS", "ViolationType", "get_type", "Item", "WorkflowConfig", "reference_records",
 ]
+__all__ += ["TerraVisScore", "terravis_score"]
+
+_LAZY = {"TerraVisScore": "metric", "terravis_score": "metric"}
+
+
+def __getattr__(name: str):
+    """Load the torchmetrics face only when asked for (torchmetrics imports torch)."""
+    if name in _LAZY:
+        from importlib import import_module
+        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module 'terravis' has no attribute {name!r}")
