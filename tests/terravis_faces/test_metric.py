@@ -9,7 +9,7 @@ from PIL import Image
 
 from conftest import mean_score
 from replay_answers import SCORE, stage_judge
-from terravis.metric import TerraVisScore, terravis_score
+from terravis import TerraVisScore, terravis_score
 from vlmjudge.images import ImageInputError
 
 
