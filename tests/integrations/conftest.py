@@ -49,3 +49,18 @@ def one_torch_thread_and_fresh_judges():
     yield
     torch.set_num_threads(before)
     release_judges()
+
+
+@pytest.fixture
+def toys():
+    """The model-free toy methods of integ_toys, registered for one test."""
+    from integ_toys import TOYS, Brightness
+
+    from vlmjudge.registry import register, unregister
+
+    for spec in TOYS:
+        register(spec)
+    Brightness.calls = 0
+    yield
+    for spec in TOYS:
+        unregister(spec.name)

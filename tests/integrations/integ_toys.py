@@ -4,10 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pytest
 
 from vlmjudge.images import to_pil
-from vlmjudge.registry import MethodSpec, register, unregister
+from vlmjudge.registry import MethodSpec
 
 
 @dataclass
@@ -67,12 +66,4 @@ CLOSE = MethodSpec(name="integ_close", inputs=("reference", "generated"), build=
 BROKEN = MethodSpec(name="integ_broken", inputs=("image",), build=Brightness, score_range=(0.0, 255.0),
                     normalize=lambda s: s / 100.0, render=_render)
 
-
-@pytest.fixture
-def toys():
-    for spec in (BRIGHT, CLOSE, BROKEN):
-        register(spec)
-    Brightness.calls = 0
-    yield
-    for spec in (BRIGHT, CLOSE, BROKEN):
-        unregister(spec.name)
+TOYS = (BRIGHT, CLOSE, BROKEN)

@@ -8,7 +8,6 @@ import pytest
 datasets = pytest.importorskip("datasets")
 
 from integ_helpers import NA_CONFIG, TERRAVIS_CONFIG, regeneration, terravis, write_imagefolder  # noqa: E402
-from integ_toys import toys  # noqa: E402,F401
 from vlmjudge import get_method, load_judge  # noqa: E402
 from vlmjudge.integrations import release_judges  # noqa: E402
 from vlmjudge.integrations.datasets import add_judge_columns, judge_map  # noqa: E402

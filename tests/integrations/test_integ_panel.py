@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from integ_toys import toys  # noqa: F401  (fixture)
 from vlmjudge.integrations import INHERIT, JudgePanel, Method
 from vlmjudge.integrations.grid import caption_grid, top_finding
 from vlmjudge.integrations.panel import image_input, unit_score
