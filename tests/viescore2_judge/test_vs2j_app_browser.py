@@ -1,5 +1,5 @@
 """The Space app (metrics/viescore2/app.py) in headless chromium: upload, type the prompt, score,
-see the explanation and the overlay image."""
+see the explanation and the overlay image; the scorer is configured from the environment."""
 import json
 from pathlib import Path
 
@@ -16,11 +16,17 @@ def test_app_shows_score_explanation_and_overlay(tmp_path, chromium_path):
     Image.new("RGB", (64, 64), (120, 160, 200)).save(image)
     answers = tmp_path / "answers.jsonl"
     answers.write_text(json.dumps({"meta": {"prompt": "a lighthouse at dusk"}, "text": ANSWER}) + "\n")
+    # a pack with a template for this configuration only: the app starts only if both variables apply
+    pack = tmp_path / "pack.json"
+    pack.write_text(json.dumps({"version": "ft-1", "templates": {"pq_sc+split+marks": "Evaluate: {prompt}"}}))
     env = {"VLMJUDGE_MODEL": str(answers), "VLMJUDGE_BACKEND": "replay", "VLMJUDGE_KEY_FIELDS": "prompt",
-           "HF_HUB_OFFLINE": "1"}
+           "HF_HUB_OFFLINE": "1", "VIESCORE2_FIELDS": "pq_sc+split+marks", "VIESCORE2_GRID_SIZE": "8",
+           "VIESCORE2_PACK": str(pack)}
     with serve_app(APP, env) as url:
         shown = score_in_browser(url, chromium_path, {"image": str(image)}, {"prompt": "a lighthouse at dusk"})
     assert shown["score"] == "4/10"  # sqrt(8 * 2)
-    assert "Visual artifacts in 2 cells" in shown["details"] and "Semantic misalignments in 1 cell" in shown["details"]
-    assert "geometric mean" in shown["details"]
+    details = shown["details"]
+    assert "Visual artifacts in 2 cells" in details and "Most of these cells are marked" in details  # marks kept
+    assert "No semantic misalignment is marked" in details  # r9 lies outside the 8 x 8 grid
+    assert "geometric mean" in details and "pq_sc+split+marks, 8x8 grid" in details
     assert shown["overlay_shown"] == "True"
