@@ -4,7 +4,9 @@ A score-only example has no grid lines at all (missing supervision is not an emp
 a clean image with localization supervision is trained to write ``none``. Such clean
 localization examples are capped at a share of the corpus (10% in the paper) so that empty
 grids do not dominate. Examples use TRL's conversational prompt-completion layout with an
-``images`` column: conditioning images first, the generated image last.
+``images`` column: conditioning images first, the generated image last. Without an explicit
+``instruction`` each example gets `viescore2.instructions.training_instruction`'s text: the
+built-in instruction for exactly the fields it supervises.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence, Union
 
-from .grid import SCORE_KEYS, Localization, format_output, union_of
+from .grid import DEFAULT_N, SCORE_KEYS, Localization, format_output, union_of
 
 DEFAULT_CLEAN_SHARE = 0.1
 
@@ -42,7 +44,7 @@ class Annotation:
         return self.localization is not None and union_of(self.localization).is_empty
 
 
-Instruction = Union[str, Callable[[Annotation], str]]
+Instruction = Union[str, Callable[[Annotation], str], None]
 
 
 def target_text(annotation: Annotation, marks: bool = True) -> str:
@@ -51,36 +53,40 @@ def target_text(annotation: Annotation, marks: bool = True) -> str:
     return format_output(scores, annotation.localization, marks=marks)
 
 
-def _instruction_text(annotation: Annotation, instruction: Instruction) -> str:
-    if callable(instruction):
+def _instruction_text(annotation: Annotation, instruction: Instruction, marks: bool = True) -> str:
+    if instruction is None:
+        from .instructions import training_instruction
+        n = union_of(annotation.localization).n if annotation.localization is not None else DEFAULT_N
+        text = training_instruction(n=n, marks=marks)(annotation)
+    elif callable(instruction):
         text = instruction(annotation)
     elif isinstance(instruction, str):
         if "{prompt}" not in instruction:
             raise ValueError("an instruction template must contain '{prompt}'")
         text = instruction.format(prompt=annotation.prompt)
     else:
-        raise TypeError("instruction must be a template string or a callable(annotation) -> str")
+        raise TypeError("instruction must be None, a template string or a callable(annotation) -> str")
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"empty instruction for annotation {annotation.id!r}")
     return text
 
 
-def _prompt(annotation: Annotation, instruction: Instruction) -> list[dict]:
+def _prompt(annotation: Annotation, instruction: Instruction, marks: bool = True) -> list[dict]:
     images = [{"type": "image"} for _ in range(len(annotation.conditioning) + 1)]
-    text = {"type": "text", "text": _instruction_text(annotation, instruction)}
+    text = {"type": "text", "text": _instruction_text(annotation, instruction, marks)}
     return [{"role": "user", "content": images + [text]}]
 
 
-def sft_example(annotation: Annotation, instruction: Instruction, marks: bool = True) -> dict:
+def sft_example(annotation: Annotation, instruction: Instruction = None, marks: bool = True) -> dict:
     """Conversational prompt-completion example for supervised fine-tuning."""
-    return {"prompt": _prompt(annotation, instruction),
+    return {"prompt": _prompt(annotation, instruction, marks),
             "completion": [{"role": "assistant", "content": target_text(annotation, marks)}],
             "images": [*annotation.conditioning, annotation.image], "id": annotation.id}
 
 
-def grpo_example(annotation: Annotation, instruction: Instruction, marks: bool = True) -> dict:
+def grpo_example(annotation: Annotation, instruction: Instruction = None, marks: bool = True) -> dict:
     """Prompt plus the ``target`` column the reward functions read."""
-    return {"prompt": _prompt(annotation, instruction), "target": target_text(annotation, marks),
+    return {"prompt": _prompt(annotation, instruction, marks), "target": target_text(annotation, marks),
             "images": [*annotation.conditioning, annotation.image], "id": annotation.id}
 
 
@@ -102,13 +108,13 @@ def cap_clean(annotations: Sequence[Annotation], share: float = DEFAULT_CLEAN_SH
     return [a for i, a in enumerate(annotations) if not a.clean_localization or i in keep]
 
 
-def build_sft(annotations: Sequence[Annotation], instruction: Instruction, clean_share: float = DEFAULT_CLEAN_SHARE,
+def build_sft(annotations: Sequence[Annotation], instruction: Instruction = None, clean_share: float = DEFAULT_CLEAN_SHARE,
               seed: int = 0, marks: bool = True) -> list[dict]:
     """SFT examples after capping clean localization examples."""
     return [sft_example(a, instruction, marks) for a in cap_clean(annotations, clean_share, seed)]
 
 
-def build_grpo(annotations: Sequence[Annotation], instruction: Instruction, clean_share: float = DEFAULT_CLEAN_SHARE,
+def build_grpo(annotations: Sequence[Annotation], instruction: Instruction = None, clean_share: float = DEFAULT_CLEAN_SHARE,
                seed: int = 0, marks: bool = True) -> list[dict]:
     """GRPO examples after capping clean localization examples."""
     return [grpo_example(a, instruction, marks) for a in cap_clean(annotations, clean_share, seed)]

@@ -103,3 +103,16 @@ def test_training_instruction_matches_each_example_supervision():
     assert fields_for_supervision({"score": 5}, None, marks=True) == Fields("overall", "none", False)
     with pytest.raises(ValueError, match="match no configuration"):
         fields_for_supervision({"pq": 5}, None)
+
+
+def test_sft_and_grpo_builders_default_to_the_training_instruction():
+    from viescore2.data import build_grpo
+    grid = Grid(frozenset({(1, 1)}), frozenset(), 8)
+    split = Annotation(image="img", prompt="a cat", conditioning=["s1", "s2"], scores={"pq": 7, "sc": 4},
+                       localization=CategoryGrids(grid, Grid(n=8)), id="a")
+    score_only = Annotation(image="img", prompt="a dog", scores={"score": 6}, id="b")
+    for build in (build_sft, build_grpo):
+        for marks in (True, False):
+            texts = {e["id"]: e["prompt"][0]["content"][-1]["text"] for e in build([split, score_only], marks=marks)}
+            assert texts["a"] == build_instruction("a cat", Fields("pq_sc", "split", marks), 8, num_conditioning=2)
+            assert texts["b"] == build_instruction("a dog", "overall", 16)
