@@ -1,12 +1,22 @@
 """The in-process Hugging Face backend: any `AutoModelForImageTextToText` checkpoint as a judge.
 
 Requests are rendered with the model's chat template, the assistant `prefix` appended
-after the generation prompt, and run in left-padded batches under `torch.inference_mode`.
-`choice_probs` is one forward pass per batch: the next-token logits at the end of
-prompt + prefix, softmaxed over the option token ids only. Generation is one
-`model.generate` call per batch with per-row control (grammar, first options, sampling
-seeds, stop strings, budgets; see `_hf_decoding`). A CUDA out-of-memory error halves the
-batch and retries, so no request is lost.
+after the generation prompt, and run in batches under `torch.inference_mode`. By default
+(`prefix_reuse=True`) requests sharing images and a token prefix run the vision tower and
+that prefix once, and their suffixes against its KV cache (`_hf_prefix`); requests are
+grouped, sorted by size into batches and restored to order (`_hf_batching`), and the next
+batch's images are preprocessed on a worker thread while the model runs. `choice_probs`
+reads the next-token logits at the end of prompt + prefix, softmaxed over the option token
+ids only. Generation decodes greedily with per-row control (grammar, first options, sampling
+seeds, stop strings, budgets; see `_hf_decoding`). With `prefix_reuse=False` every batch is
+one left-padded forward (or one `model.generate` call) over whole prompts: the unshared path
+that the shared one equals. A CUDA out-of-memory error halves the batch and retries, so no
+request is lost.
+
+`batch_size` is the number of full-length prompts (prefixes) per forward; None picks it on
+CUDA from free memory (a token budget) and uses 8 elsewhere. A call is handed to the backend
+in chunks of `chunk_size` requests (default 32 x batch_size, at least 256), so the requests
+of one image are not cut apart.
 
 Which token is an option: an option follows the prompt as a new word, i.e. after a space
 unless the prompt (template + prefix) ends in whitespace. After "Answer:" the "Yes" option
@@ -29,7 +39,9 @@ from typing import Any, Sequence
 
 from ..judge import Judge
 from ..requests import Answer, Request
+from . import _hf_batching as batching
 from . import _hf_loading as loading
+from . import _hf_prefix as prefixes
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +49,8 @@ logger = logging.getLogger(__name__)
 _TAIL_CHARS = 48
 #: Contexts `validate_options` checks: an option must be one token after either.
 _VALIDATION_TAILS = ("Answer:", "Answer:\n")
+#: Full-length prompts per forward when batch_size is None and the device is not CUDA.
+DEFAULT_BATCH_SIZE = 8
 
 
 class TransformersJudge(Judge):
@@ -45,9 +59,10 @@ class TransformersJudge(Judge):
     backend = "transformers"
 
     def __init__(self, model: Any, processor: Any = None, *, revision: str | None = None, dtype: Any = None,
-                 device: str | None = None, device_map: Any = None, batch_size: int = 8,
+                 device: str | None = None, device_map: Any = None, batch_size: int | None = None,
                  trust_remote_code: bool = False, cache: Any = None, progress: bool | None = None,
-                 attn_implementation: str | None = None, hf_cache_dir: str | None = None) -> None:
+                 attn_implementation: str | None = None, hf_cache_dir: str | None = None,
+                 prefix_reuse: bool = True, prefetch: bool = True, chunk_size: int | None = None) -> None:
         import torch
         if model is None:
             raise ValueError("TransformersJudge needs a model: a Hub id, a local folder or a loaded model")
@@ -74,17 +89,31 @@ class TransformersJudge(Judge):
         self.tokenizer = processor.tokenizer
         self.tokenizer.padding_side = "left"  # not saved with tokenizers; generation needs it
         self.requested_revision = revision
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1 or None (auto), got {batch_size}")
+        self.auto_batch = batch_size is None
+        self.rows = batch_size or DEFAULT_BATCH_SIZE  # full-length prompts per forward
+        chunk = chunk_size if chunk_size is not None else max(256, 32 * self.rows)
         super().__init__(model_id=model_id, revision=commit or revision,
                          dtype=str(model.dtype).removeprefix("torch."), device=str(model.device),
-                         batch_size=batch_size, cache=cache, progress=progress)
+                         batch_size=chunk, cache=cache, progress=progress)
         self.eos_ids = loading.eos_token_ids(model, self.tokenizer)
         pad = self.tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else self.eos_ids[0]
         self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
         self.attn_implementation = getattr(model.config, "_attn_implementation", attn_implementation)
-        self._max_rows = batch_size   # lowered after an out-of-memory error
+        self.prefix_reuse, self.prefetch = prefix_reuse, prefetch
+        self._max_rows = batching.UNLIMITED_ROWS   # requests per batch, lowered after out-of-memory
+        self._budget_scale = 1.0                   # share of the token budget, halved after out-of-memory
         self._option_cache: dict[tuple[str, tuple[str, ...]], list[int]] = {}
         self._grammars = None
+        self._prompts: dict[int, prefixes.Prompt] = {}
+        self._prefetcher: batching.Prefetcher | None = None
+        self._runner = prefixes.PrefixRunner(model)
+        config = model.config
+        self._image_token_ids = {t for t in (getattr(config, "image_token_id", None),
+                                             getattr(config, "image_token_index", None),
+                                             getattr(config, "video_token_id", None)) if t is not None}
 
     # -- options ---------------------------------------------------------------------------
     def validate_options(self, options: Sequence[str]) -> None:
@@ -120,11 +149,49 @@ class TransformersJudge(Judge):
         return self._run_in_batches("choice_probs", requests, options)
 
     def _run_in_batches(self, op: str, requests: list[Request], options: list[str] | None) -> list:
-        size = max(1, min(self.batch_size, self._max_rows))
-        out: list = []
-        for start in range(0, len(requests), size):
-            out.extend(self._forward_or_split(op, requests[start:start + size], options))
-        return out
+        """Plan batches (grouped, sorted by size), prefetch each next one, restore the order."""
+        self._prompts = {id(r): self._prompt(r) for r in requests}
+        try:
+            batches = self._batches(requests)
+            out: list = [None] * len(requests)
+            for k, idx in enumerate(batches):
+                if self.prefetch and k + 1 < len(batches):
+                    self._worker().submit([requests[i] for i in batches[k + 1]])
+                for i, result in zip(idx, self._forward_or_split(op, [requests[i] for i in idx], options)):
+                    out[i] = result
+            return out
+        finally:
+            if self._prefetcher is not None:
+                self._prefetcher.clear()
+            self._prompts = {}
+
+    def _batches(self, requests: list[Request]) -> list[list[int]]:
+        prompts = [self._prompts[id(r)] for r in requests]
+        units = prefixes.make_units(prompts) if self.prefix_reuse else None
+        if units is None:
+            units = [prefixes.Unit([i], len(p.ids)) for i, p in enumerate(prompts)]
+        budget = batching.token_budget(self.model) if self.auto_batch else None
+        if budget is not None:
+            budget = max(1, int(budget * self._budget_scale))
+        cost = (lambda u: self._unit_tokens(u, prompts)) if budget is not None else (lambda u: 0)
+        return batching.plan_batches(units, prompts, cost, max_units=self.rows, max_rows=self._max_rows,
+                                     budget=budget)
+
+    def _unit_tokens(self, unit: prefixes.Unit, prompts: list[prefixes.Prompt]) -> int:
+        """Tokens a unit holds at its peak: the prefix once, and its KV copied for every suffix."""
+        head = prompts[unit.rows[0]]
+        prefix = unit.split + sum(batching.image_tokens(self.processor, head.sizes))
+        return prefix + sum(prefix + len(prompts[i].ids) - unit.split for i in unit.rows)
+
+    def _worker(self) -> batching.Prefetcher:
+        if self._prefetcher is None:
+            self._prefetcher = batching.Prefetcher(self._prepare, self.processor)
+        return self._prefetcher
+
+    def _prompt(self, request: Request) -> prefixes.Prompt:
+        text = self.prompt_text(request)
+        ids = self.tokenizer(text)["input_ids"]
+        return prefixes.make_prompt(text, ids, request.images, request.pil_images(), self._image_token_ids)
 
     def _forward_or_split(self, op: str, batch: list[Request], options: list[str] | None) -> list:
         """Run a batch; on out-of-memory halve it and retry each half (a lone request fails alone)."""
@@ -141,6 +208,7 @@ class TransformersJudge(Judge):
             return [Answer("", "error", 0) if op == "generate" else {}]
         half = len(batch) // 2
         self._max_rows = min(self._max_rows, half)
+        self._budget_scale /= 2
         logger.warning("out of memory on a batch of %d; retrying as %d + %d", len(batch), half, len(batch) - half)
         return (self._forward_or_split(op, batch[:half], options)
                 + self._forward_or_split(op, batch[half:], options))
@@ -163,31 +231,60 @@ class TransformersJudge(Judge):
         text = renderer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
         return text + request.prefix
 
-    def _encode(self, batch: list[Request]) -> tuple[Any, list[str]]:
-        texts = [self.prompt_text(r) for r in batch]
+    def _prepare(self, processor: Any, batch: list[Request]) -> Any:
+        """CPU inputs for a batch (run on the prefetch thread with its own processor copy):
+        a `PreparedBatch` for the shared-prefix path, else the processor's padded output."""
+        prompts = [self._prompts.get(id(r)) or self._prompt(r) for r in batch]
+        if self.prefix_reuse:
+            units = prefixes.make_units(prompts)
+            if units is not None:
+                return prefixes.prepare(processor, prompts, [r.pil_images() for r in batch], units, self.pad_id)
+        texts = [p.text for p in prompts]
         images = [img for r in batch for img in r.pil_images()]
         kwargs: dict[str, Any] = {"text": texts, "return_tensors": "pt", "padding": True}
         if images:
             kwargs["images"] = images
-        inputs = self.processor(**kwargs)
+        return processor(**kwargs), texts
+
+    def _prepared(self, batch: list[Request]) -> Any:
+        ready = self._prefetcher.take(batch) if self._prefetcher is not None else None
+        return ready if ready is not None else self._prepare(self.processor, batch)
+
+    def _to_device(self, inputs: Any) -> Any:
         inputs = inputs.to(self.model.device)
         for key, value in inputs.items():  # pixel values in the model's dtype; ids stay integers
             if hasattr(value, "is_floating_point") and value.is_floating_point():
                 inputs[key] = value.to(self.model.dtype)
-        return inputs, texts
+        return inputs
 
-    def _count_batch(self, inputs: Any, batch: list[Request]) -> None:
+    def _count(self, images: int, tokens: int) -> None:
         """Stats for a batch that ran (a batch lost to out-of-memory is not counted)."""
         self.stats.forward_batches += 1
-        self.stats.images_encoded += sum(len(r.images) for r in batch)
-        self.stats.prefill_tokens += int(inputs["attention_mask"].sum())
+        self.stats.images_encoded += images
+        self.stats.prefill_tokens += tokens
+
+    def _count_plain(self, inputs: Any, batch: list[Request]) -> None:
+        self._count(sum(len(r.images) for r in batch), int(inputs["attention_mask"].sum()))
+
+    def _first_logits(self, batch: list[Request]) -> tuple[Any, list[str], Any]:
+        """Next-token logits (float32) after each prompt, the prompts, and what decoding needs
+        next (the shared-prefix state, or the padded inputs of the unshared path)."""
+        import torch
+        prepared = self._prepared(batch)
+        if isinstance(prepared, prefixes.PreparedBatch):
+            logits, state = self._runner.first_logits(prepared, self.model.device, self.model.dtype)
+            self._count(prepared.n_images, prepared.prefill_tokens)
+            return logits, prepared.texts, state
+        inputs, texts = prepared
+        inputs = self._to_device(inputs)
+        logits = self.model(**inputs, use_cache=False, logits_to_keep=1).logits[:, -1, :].float()
+        self._count_plain(inputs, batch)
+        return logits, texts, None
 
     def _probs_batch(self, batch: list[Request], options: list[str]) -> list[dict[str, float]]:
         import torch
-        inputs, texts = self._encode(batch)
         with torch.inference_mode():
-            logits = self.model(**inputs, use_cache=False, logits_to_keep=1).logits[:, -1, :].float()
-        self._count_batch(inputs, batch)
+            logits, texts, _ = self._first_logits(batch)
         out = []
         for row, text in zip(logits, texts):
             ids = self.option_ids(text, options)
@@ -197,10 +294,34 @@ class TransformersJudge(Judge):
 
     def _generate_batch(self, batch: list[Request]) -> list[Answer]:
         import torch
+
+        from ._hf_decoding import RowControl
+        prepared = self._prepared(batch)
+        if isinstance(prepared, prefixes.PreparedBatch):
+            plans = [self._plan(r, text) for r, text in zip(batch, prepared.texts)]
+            control = RowControl(plans, 0, self.eos_ids, self.tokenizer, self.vocab_size)
+            with torch.inference_mode():
+                first, state = self._runner.first_logits(prepared, self.model.device, self.model.dtype)
+                sequences = self._runner.decode(first, state, control, max(p.max_new_tokens for p in plans),
+                                                self.pad_id)
+            self._count(prepared.n_images, prepared.prefill_tokens)
+        else:
+            inputs, texts = prepared
+            inputs = self._to_device(inputs)
+            sequences, control = self._generate_plain(inputs, batch, texts)
+            self._count_plain(inputs, batch)
+        answers = []
+        for text, reason, n in control.finish(sequences):
+            self.stats.generated_tokens += n
+            answers.append(Answer(text, reason, n))
+        return answers
+
+    def _generate_plain(self, inputs: Any, batch: list[Request], texts: list[str]) -> tuple[Any, Any]:
+        """One `model.generate` call over whole, left-padded prompts (the unshared path)."""
+        import torch
         from transformers import LogitsProcessorList, StoppingCriteriaList
 
         from ._hf_decoding import RowControl
-        inputs, texts = self._encode(batch)
         plans = [self._plan(r, text) for r, text in zip(batch, texts)]
         prompt_len = inputs["input_ids"].shape[1]
         control = RowControl(plans, prompt_len, self.eos_ids, self.tokenizer, self.vocab_size)
@@ -209,12 +330,8 @@ class TransformersJudge(Judge):
             sequences = self.model.generate(**inputs, generation_config=config,
                                             logits_processor=LogitsProcessorList([control]),
                                             stopping_criteria=StoppingCriteriaList([control.stopping]))
-        self._count_batch(inputs, batch)
-        answers = []
-        for text, reason, n in control.finish(sequences):
-            self.stats.generated_tokens += n
-            answers.append(Answer(text, reason, n))
-        return answers
+        control.prompt_len = 0
+        return sequences[:, prompt_len:], control
 
     def _plan(self, request: Request, text: str):
         from ._hf_decoding import RowPlan
@@ -251,7 +368,8 @@ class TransformersJudge(Judge):
     def manifest(self) -> dict[str, Any]:
         """Model id, resolved commit, dtype, device, batch size and library versions."""
         return {**super().manifest(), "requested_revision": self.requested_revision,
-                "batch_size": self.batch_size, "attn_implementation": self.attn_implementation,
+                "batch_size": "auto" if self.auto_batch else self.rows, "chunk_size": self.batch_size,
+                "prefix_reuse": self.prefix_reuse, "attn_implementation": self.attn_implementation,
                 "libraries": loading.library_versions(),
                 "option_tokens": "an option is the next word after the prompt: after a space unless "
                                  "the prompt ends in whitespace"}

@@ -1,0 +1,275 @@
+"""Shared-prefix batching: run the images and prompt text that several requests share once.
+
+Requests with the same images whose token sequences agree up to a point (the 18 TerraVis
+checks of one image, the QA chunks of one FAGER image) form a *unit*; a lone request is a
+unit whose suffix is its last token. A batch of units runs as two forwards:
+
+1. the units' prefixes, left-padded, vision tower included, filling a `DynamicCache`;
+2. every request's suffix against its unit's prefix: the cache rows are selected per request
+   (`batch_select_indices` with repeated indices, i.e. the prefix KV expanded over the
+   suffixes), and the suffixes are left-padded *within their block*, so the layout of a row is
+   `[pad | prefix | pad | suffix]`. The 2-D attention mask hides both pads, and the last column
+   holds every row's next-token logits, so generation appends after it.
+
+Positions are explicit, never inferred from padded columns: the multimodal rotary positions
+of Qwen-VL models (3 axes) come from the model's own `get_rope_index` for the prefix, and
+suffix and generated tokens continue from each prefix's next position (text tokens carry the
+same value on every axis); plain models count real tokens. The result equals the unshared
+path (one left-padded forward over whole prompts) up to float rounding.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:  # torch is imported where it is used: importing the backend stays light
+    import torch
+
+#: Per-token processor outputs that are padded like input_ids; the rest are stacked (pixels).
+_TOKEN_KEYS = ("input_ids", "attention_mask", "mm_token_type_ids", "token_type_ids")
+
+
+@dataclass
+class Prompt:
+    """One request as the planner sees it: text, tokens (image placeholders unexpanded),
+    the identity of its images and where its last image placeholder ends."""
+
+    text: str
+    ids: list[int]
+    image_key: tuple
+    images_end: int
+    sizes: tuple[tuple[int, int], ...] = ()   # (height, width) of each image
+
+    @property
+    def pixels(self) -> int:
+        return sum(h * w for h, w in self.sizes)
+
+
+@dataclass
+class Unit:
+    """Requests (positions in a batch) that share images and `ids[:split]`."""
+
+    rows: list[int]
+    split: int
+
+
+def image_key(images: Sequence[Any]) -> tuple:
+    """Images are shared when they are the same objects (or the same file path)."""
+    return tuple(("path", str(x)) if isinstance(x, str) or hasattr(x, "__fspath__") else ("obj", id(x))
+                 for x in images)
+
+
+def make_prompt(text: str, ids: list[int], images: Sequence[Any], pils: Sequence[Any],
+                image_token_ids: set[int]) -> Prompt:
+    ends = [i + 1 for i, t in enumerate(ids) if t in image_token_ids]
+    return Prompt(text, ids, image_key(images), ends[-1] if ends else 0,
+                  tuple((p.height, p.width) for p in pils))
+
+
+def _lcp(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def make_units(prompts: Sequence[Prompt]) -> list[Unit] | None:
+    """Group prompts into units; None when a prompt cannot be split (it ends in an image)."""
+    by_key: dict[tuple, list[int]] = {}
+    for i, p in enumerate(prompts):
+        if p.images_end >= len(p.ids):
+            return None
+        by_key.setdefault(p.image_key, []).append(i)
+    units: list[Unit] = []
+    for rows in by_key.values():
+        rows.sort(key=lambda i: prompts[i].ids)  # lexicographic: a set's common prefix is its ends'
+        _split_group(prompts, rows, units)
+    units.sort(key=lambda u: min(u.rows))
+    return units
+
+
+def _split_group(prompts: Sequence[Prompt], rows: list[int], out: list[Unit]) -> None:
+    """One unit when the sorted rows share a prefix covering their images; else split the rows
+    where neighbours share least, and recurse."""
+    if len(rows) == 1:
+        out.append(Unit(rows, len(prompts[rows[0]].ids) - 1))
+        return
+    first, last = prompts[rows[0]].ids, prompts[rows[-1]].ids
+    split = min(_lcp(first, last), min(len(prompts[i].ids) for i in rows) - 1)
+    if split >= max(1, max(prompts[i].images_end for i in rows)):
+        out.append(Unit(list(rows), split))
+        return
+    common = [_lcp(prompts[a].ids, prompts[b].ids) for a, b in zip(rows, rows[1:])]
+    cut = common.index(min(common)) + 1
+    _split_group(prompts, rows[:cut], out)
+    _split_group(prompts, rows[cut:], out)
+
+
+@dataclass
+class PreparedBatch:
+    """CPU tensors for one shared-prefix batch (built off the main thread by the prefetcher)."""
+
+    units: list[Unit]
+    prefix: dict[str, torch.Tensor]        # input_ids, attention_mask, [mm_token_type_ids] (G, Lp)
+    vision: dict[str, torch.Tensor]        # pixel_values, image_grid_thw, ... (stacked over units)
+    suffix_ids: torch.Tensor               # (R, S), left-padded within the suffix block
+    suffix_mask: torch.Tensor              # (R, S)
+    row_unit: torch.Tensor                 # (R,) the unit of each request
+    texts: list[str]
+    n_images: int
+    prefill_tokens: int                    # real tokens run: prefixes once, plus every suffix
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def prepare(processor: Any, prompts: Sequence[Prompt], pil_lists: Sequence[list], units: list[Unit],
+            pad_id: int) -> PreparedBatch:
+    """Run the processor once per unit (its images, the first request's text) and cut the
+    expanded ids at the unit's split; suffixes are the requests' own tokens after it."""
+    import torch
+    per_unit = []
+    for unit in units:
+        head = prompts[unit.rows[0]]
+        kwargs: dict[str, Any] = {"text": [head.text], "return_tensors": "pt"}
+        if pil_lists[unit.rows[0]]:
+            kwargs["images"] = pil_lists[unit.rows[0]]
+        enc = processor(**kwargs)
+        ids = enc["input_ids"][0].tolist()
+        extra = len(ids) - len(head.ids)  # tokens the image placeholders expanded into
+        cut = unit.split + extra
+        if ids[cut:] != head.ids[unit.split:]:
+            raise RuntimeError("the processor's token ids differ from the tokenizer's outside the image "
+                               "placeholders; shared-prefix batching cannot split this prompt")
+        tokens = {k: enc[k][0, :cut] for k in _TOKEN_KEYS if k in enc}
+        vision = {k: v for k, v in enc.items() if k not in _TOKEN_KEYS}
+        per_unit.append((tokens, vision))
+    prefix = _left_pad([t for t, _ in per_unit], pad_id)
+    vision: dict[str, torch.Tensor] = {}
+    for key in {k for _, v in per_unit for k in v}:
+        parts = [v[key] for _, v in per_unit if key in v]
+        vision[key] = torch.cat(parts, dim=0)
+    n = sum(len(u.rows) for u in units)
+    row_unit = torch.zeros(n, dtype=torch.long)
+    suffixes: list[list[int]] = [[] for _ in range(n)]
+    for g, unit in enumerate(units):
+        for r in unit.rows:
+            row_unit[r] = g
+            suffixes[r] = prompts[r].ids[unit.split:]
+    width = max(len(s) for s in suffixes)
+    suffix_ids = torch.full((n, width), pad_id, dtype=torch.long)
+    suffix_mask = torch.zeros((n, width), dtype=torch.long)
+    for r, s in enumerate(suffixes):
+        suffix_ids[r, width - len(s):] = torch.tensor(s, dtype=torch.long)
+        suffix_mask[r, width - len(s):] = 1
+    return PreparedBatch(units, prefix, vision, suffix_ids, suffix_mask, row_unit,
+                         [p.text for p in prompts], sum(len(pil_lists[u.rows[0]]) for u in units),
+                         int(prefix["attention_mask"].sum()) + int(suffix_mask.sum()))
+
+
+def _left_pad(rows: list[dict[str, torch.Tensor]], pad_id: int) -> dict[str, torch.Tensor]:
+    import torch
+    width = max(int(r["input_ids"].shape[0]) for r in rows)
+    out: dict[str, torch.Tensor] = {}
+    for key in {k for r in rows for k in r}:
+        fill = pad_id if key == "input_ids" else 0
+        dtype = next(r[key].dtype for r in rows if key in r)
+        t = torch.full((len(rows), width), fill, dtype=dtype)
+        for g, r in enumerate(rows):
+            n = int(r["input_ids"].shape[0])
+            if key in r:
+                t[g, width - n:] = r[key]
+            elif key == "attention_mask":
+                t[g, width - n:] = 1
+        out[key] = t
+    if "attention_mask" not in out:
+        out["attention_mask"] = (out["input_ids"] != pad_id).long()
+    return out
+
+
+class PrefixRunner:
+    """Runs prepared batches on a model: first-token logits, then (optionally) decoding."""
+
+    def __init__(self, model: Any) -> None:
+        from transformers import DynamicCache
+        self.model = model
+        self._cache_cls = DynamicCache
+        params = inspect.signature(model.forward).parameters
+        self.cache_kw = "cache" if "cache" in params else "past_key_values"
+        inner = getattr(model, "model", None)
+        self.rope_index = getattr(inner, "get_rope_index", None)
+        self._rope_params = set(inspect.signature(self.rope_index).parameters) if self.rope_index else set()
+
+    # -- positions -------------------------------------------------------------------------
+    def _prefix_positions(self, prefix: dict[str, torch.Tensor], vision: dict[str, torch.Tensor]):
+        """(position_ids for the prefix forward, next position per unit)."""
+        mask = prefix["attention_mask"]
+        plain = (mask.long().cumsum(-1) - 1).clamp(min=0)
+        if self.rope_index is None:
+            return plain, mask.sum(-1)
+        if "image_grid_thw" in vision or "video_grid_thw" in vision:
+            available = {**prefix, **vision}
+            kwargs = {k: v for k, v in available.items() if k in self._rope_params}
+            positions, _ = self.rope_index(**kwargs)
+        else:
+            positions = plain.unsqueeze(0).expand(3, -1, -1)
+        nxt = positions.masked_fill(mask.unsqueeze(0) == 0, -1).amax(dim=(0, 2)) + 1
+        return positions, nxt
+
+    def _shape(self, positions: torch.Tensor) -> torch.Tensor:
+        """Plain (R, S) positions as the model wants them (3 axes for mrope models)."""
+        return positions.unsqueeze(0).expand(3, -1, -1) if self.rope_index is not None else positions
+
+    # -- forwards ------------------------------------------------------------------------------
+    def first_logits(self, batch: PreparedBatch, device: Any, dtype: Any) -> tuple[torch.Tensor, dict]:
+        """Next-token logits (R, V, float32) after every request's prompt, and the decoding state."""
+        import torch
+        prefix = {k: v.to(device) for k, v in batch.prefix.items()}
+        vision = {k: (v.to(device, dtype) if v.is_floating_point() else v.to(device)) for k, v in batch.vision.items()}
+        positions, nxt = self._prefix_positions(prefix, vision)
+        cache = self._cache_cls(config=self.model.config)
+        self.model(**prefix, **vision, position_ids=positions, use_cache=True, logits_to_keep=1,
+                   **{self.cache_kw: cache})
+        row_unit = batch.row_unit.to(device)
+        cache.batch_select_indices(row_unit)  # repeated indices: the prefix KV for every request
+        suffix_ids, suffix_mask = batch.suffix_ids.to(device), batch.suffix_mask.to(device)
+        lengths = suffix_mask.sum(-1)
+        start = nxt[row_unit] - (suffix_ids.shape[1] - lengths)  # position of column 0 of the block
+        cols = torch.arange(suffix_ids.shape[1], device=device)
+        pos = (start.unsqueeze(1) + cols).clamp(min=0) * suffix_mask
+        mask = torch.cat([prefix["attention_mask"][row_unit], suffix_mask], dim=1)
+        out = self.model(input_ids=suffix_ids, attention_mask=mask, position_ids=self._shape(pos),
+                         use_cache=True, logits_to_keep=1, **{self.cache_kw: cache})
+        state = {"cache": cache, "mask": mask, "next": nxt[row_unit] + lengths}
+        return out.logits[:, -1, :].float(), state
+
+    def decode(self, first: torch.Tensor, state: dict, control: Any, max_new_tokens: int, pad_id: int) -> torch.Tensor:
+        """Greedy decoding under `control` (a `RowControl` with prompt_len 0); finished rows
+        leave the batch. Returns the generated ids (R, T), pad after a row's end."""
+        import torch
+        n, device = first.shape[0], first.device
+        generated = torch.empty((n, 0), dtype=torch.long, device=device)
+        scores = first
+        live = torch.arange(n, device=device)  # batch rows still in the model's batch
+        cache, mask, nxt = state["cache"], state["mask"], state["next"]
+        for step in range(max_new_tokens):
+            scores = control(generated, scores)
+            tokens = scores.argmax(dim=-1)
+            closed = torch.tensor(control.closed, device=device)
+            tokens = tokens.masked_fill(closed, pad_id)
+            generated = torch.cat([generated, tokens.unsqueeze(1)], dim=1)
+            done = control.stopping(generated, scores)
+            if bool(done.all()) or step == max_new_tokens - 1:
+                break
+            keep = (~done[live]).nonzero().squeeze(1)
+            if keep.numel() < live.numel():
+                cache.batch_select_indices(keep)
+                live, mask, nxt = live[keep], mask[keep], nxt[keep]
+            mask = torch.cat([mask, mask.new_ones((live.numel(), 1))], dim=1)
+            out = self.model(input_ids=tokens[live].unsqueeze(1), attention_mask=mask,
+                             position_ids=self._shape(nxt.unsqueeze(1)), use_cache=True, logits_to_keep=1,
+                             **{self.cache_kw: cache})
+            nxt = nxt + 1
+            scores = torch.zeros_like(scores)
+            scores[live] = out.logits[:, -1, :].float()
+        return generated
