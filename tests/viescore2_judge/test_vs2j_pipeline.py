@@ -34,6 +34,9 @@ def test_requests_put_conditioning_first_and_carry_grammar_and_budget():
     assert req.decoding.max_new_tokens == token_budget("pq_sc+split", 8) and req.decoding.greedy
     assert req.meta == {"method": "viescore2", "id": "x1", "prompt": "a", "fields": "pq_sc+split", "grid_size": 8}
     assert VIEScore2(replay({}), constrain=False).requests(make_items([gen], ["a"]))[0].constraint is None
+    packed = VIEScore2(replay({}), "overall", pack={"templates": {"overall": "Rate {prompt}"}, "system": "Be strict."})
+    (req,) = packed.requests(make_items([gen], ["a fox"]))
+    assert req.text == "Rate a fox" and req.system == "Be strict." and req.chat()[0]["role"] == "system"
 
 
 def test_records_from_scripted_answers_in_one_batched_call():
