@@ -1,0 +1,48 @@
+"""Scale-out for every registered method: accelerate/torchrun sharding, evaluate's
+multi-process mode, torchmetrics DDP in local process groups, and Ray Data actor pools.
+
+All paths find the method through the registry (or "module:SPEC"), give every process or actor
+its own judge, and move records as JSON, so they work for any method:
+
+    from vlmjudge.distributed import score_dataset_accelerate     # under accelerate launch / torchrun
+    out = score_dataset_accelerate("terravis", {"image": paths}, model="Qwen/Qwen3-VL-8B-Instruct")
+    out.records                                                    # every shard's records, input order
+
+    accelerate launch --num_processes 4 -m vlmjudge.distributed terravis --input images/ --output r.jsonl
+
+Heavy libraries (accelerate, evaluate, ray, torch.distributed) are imported only when used.
+"""
+from __future__ import annotations
+
+from ._dist_accelerate import DistributedScores, score_dataset_accelerate
+from ._dist_cli import main
+from ._dist_common import (
+    resolve_method,
+    score_records,
+    shard_columns,
+    shard_range,
+    with_global_ids,
+)
+from ._dist_ddp import run_local_group
+from ._dist_evaluate import load_evaluate_shard, process_rank
+from ._dist_ray import ScorerActor, score_columns_ray, score_dataset_ray
+
+__all__ = [
+    "DistributedScores",
+    "ScorerActor",
+    "load_evaluate_shard",
+    "main",
+    "process_rank",
+    "resolve_method",
+    "run_local_group",
+    "score_columns_ray",
+    "score_dataset_accelerate",
+    "score_dataset_ray",
+    "score_records",
+    "shard_columns",
+    "shard_range",
+    "with_global_ids",
+]
+
+if __name__ == "__main__":
+    raise SystemExit(main())
