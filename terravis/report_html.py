@@ -69,7 +69,8 @@ def image_card(record: ImageRecord, model: str, search: Sequence[Path]) -> str:
     """One worst-image entry: thumbnail, score, and each violation with severity and evidence."""
     path = find_image(record, search)
     if path is None:
-        picture = f'<div class="missing">image not found: {escape(str(record.meta.get("path") or record.image_id))}</div>'
+        where = escape(str(record.meta.get("path") or record.image_id))
+        picture = f'<div class="missing">image not found: {where}</div>'
     else:
         picture = f'<img src="{thumbnail_uri(path)}" alt="{escape(record.image_id)}">'
     items = []

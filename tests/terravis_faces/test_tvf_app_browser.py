@@ -3,7 +3,7 @@ the shown score and violation list, and compare them with the Python API's recor
 import pytest
 
 from browser import score_in_browser, serve_app
-from conftest import METRIC_DIR, subprocess_env
+from tvf_helpers import METRIC_DIR, subprocess_env
 from terravis.spec import render
 
 

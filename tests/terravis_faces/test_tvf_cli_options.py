@@ -4,11 +4,11 @@ import math
 
 from PIL import Image
 
-from replay_answers import SCORE
+from tvf_replay import SCORE
 from terravis import load_records
 from vlmjudge.cli import main
 
-BACKEND = "replay_answers:StageReplay"
+BACKEND = "tvf_replay:StageReplay"
 
 
 def folder(tmp_path, n=3):

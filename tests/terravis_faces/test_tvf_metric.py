@@ -7,8 +7,8 @@ import pytest
 import torch
 from PIL import Image
 
-from conftest import mean_score
-from replay_answers import SCORE, stage_judge
+from tvf_helpers import mean_score
+from tvf_replay import SCORE, stage_judge
 from terravis import TerraVisScore, terravis_score
 from vlmjudge.images import ImageInputError
 

@@ -118,8 +118,9 @@ def test_human_csv_reading_and_errors(tmp_path, capsys):
     data = read_human_csv(good)
     assert data.ratings == {"a": [4.0, None, 5.0], "b": [2.0]}
     assert data.labels == {"a": [False, None, False], "b": [True]} and data.styles == {"a": "photo"}
-    for text, message in (("image_id,score\na,3\n", "needs columns"), ("image_id,rating\na,7\n", "outside 1..5"),
-                          ("image_id,rating\na,good\n", "neither a number"), ("image_id,rating\n,3\n", "empty image_id")):
+    cases = (("image_id,score\na,3\n", "needs columns"), ("image_id,rating\na,7\n", "outside 1..5"),
+             ("image_id,rating\na,good\n", "neither a number"), ("image_id,rating\n,3\n", "empty image_id"))
+    for text, message in cases:
         bad = tmp_path / "bad.csv"
         bad.write_text(text)
         with pytest.raises(ReportError, match=message):

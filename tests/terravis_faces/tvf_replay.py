@@ -56,7 +56,7 @@ def write_item_answers(path, kinds):
 
 
 class StageReplay(ReplayJudge):
-    """`--backend replay_answers:StageReplay` for CLI tests: the stage answers, any --model."""
+    """`--backend tvf_replay:StageReplay` for CLI tests: the stage answers, any --model."""
 
     def __init__(self, model=None, **kwargs):
         super().__init__(stage_answers(), key_fields=("stage", "check"), model_id=str(model), **kwargs)
