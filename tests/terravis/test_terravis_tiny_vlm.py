@@ -28,7 +28,7 @@ PACKS = {"mixed": SHORT, "not_applicable": {**SHORT, "options": {"eligibility": 
 
 @pytest.fixture(scope="module")
 def judge(tmp_path_factory):
-    path = build_tiny_vlm(tmp_path_factory.mktemp("tiny") / "qwen3vl", family="qwen3_vl", yes_bias=8.0)
+    path = build_tiny_vlm(tmp_path_factory.mktemp("tiny") / "qwen3vl", family="qwen3_vl", yes_bias=7.5)
     return load_judge(path, backend="transformers", device="cpu", batch_size=18)
 
 
