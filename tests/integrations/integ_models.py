@@ -1,4 +1,5 @@
-"""A tiny Lightning "generator" for the callback tests: a linear map from a prompt's code to a 16x16 image."""
+"""Tiny image "generators" for the callback tests: linear maps from a prompt's code to a 16x16 image,
+as a LightningModule and as an HF Trainer-shaped nn.Module."""
 from __future__ import annotations
 
 import zlib
@@ -56,3 +57,37 @@ def loaders(n: int = 16, batch_size: int = 4) -> tuple[DataLoader, DataLoader]:
     target = torch.rand(n, 3, 16, 16, generator=gen)
     data = TensorDataset(z, target)
     return DataLoader(data, batch_size=batch_size), DataLoader(data, batch_size=batch_size)
+
+
+class TinyImageModel(nn.Module):
+    """A Trainer-shaped model: `forward(z, labels) -> {"loss"}`, and 16x16 images from prompt codes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Linear(CODE, 3 * 16 * 16)
+
+    def images(self, z: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.net(z)).view(-1, 3, 16, 16)
+
+    def forward(self, z, labels=None):
+        out = self.images(z)
+        return {"loss": F.mse_loss(out, labels), "logits": out}
+
+
+def hf_sample(model: TinyImageModel, prompts: list[str]) -> torch.Tensor:
+    """The Trainer callback's sample_fn."""
+    return model.images(torch.stack([prompt_code(p) for p in prompts]))
+
+
+class Rows(torch.utils.data.Dataset):
+    """Trainer rows: a code and a target image."""
+
+    def __init__(self, n: int = 8) -> None:
+        gen = torch.Generator().manual_seed(0)
+        self.z, self.y = torch.randn(n, CODE, generator=gen), torch.rand(n, 3, 16, 16, generator=gen)
+
+    def __len__(self) -> int:
+        return len(self.z)
+
+    def __getitem__(self, i: int) -> dict:
+        return {"z": self.z[i], "labels": self.y[i]}

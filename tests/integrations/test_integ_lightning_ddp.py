@@ -8,7 +8,7 @@ import torch
 pytest.importorskip("lightning")
 
 from integ_helpers import regeneration  # noqa: E402
-from integ_lightning_module import L, TinyGenerator, loaders, sample  # noqa: E402
+from integ_models import L, TinyGenerator, loaders, sample  # noqa: E402
 from lightning.pytorch.loggers import CSVLogger  # noqa: E402
 from PIL import Image  # noqa: E402
 

@@ -4,48 +4,16 @@ import json
 
 import pytest
 import torch
-from torch import nn
 
 transformers = pytest.importorskip("transformers")
 
 from integ_helpers import terravis  # noqa: E402
-from integ_lightning_module import prompt_code  # noqa: E402
+from integ_models import Rows, TinyImageModel, hf_sample  # noqa: E402
 
 from vlmjudge.integrations import JudgePanel  # noqa: E402
 from vlmjudge.integrations.transformers import JudgeTrainerCallback, log_judge_scores  # noqa: E402
 
 PROMPTS = ["a red car", "a cat on a sofa"]
-
-
-class TinyImageModel(nn.Module):
-    """A Trainer-shaped model: `forward(z, labels) -> {"loss"}`, and 16x16 images from prompt codes."""
-
-    def __init__(self):
-        super().__init__()
-        self.net = nn.Linear(8, 3 * 16 * 16)
-
-    def images(self, z):
-        return torch.sigmoid(self.net(z)).view(-1, 3, 16, 16)
-
-    def forward(self, z, labels=None):
-        out = self.images(z)
-        return {"loss": nn.functional.mse_loss(out, labels), "logits": out}
-
-
-def sample(model, prompts):
-    return model.images(torch.stack([prompt_code(p) for p in prompts]))
-
-
-class Rows(torch.utils.data.Dataset):
-    def __init__(self, n=8):
-        gen = torch.Generator().manual_seed(0)
-        self.z, self.y = torch.randn(n, 8, generator=gen), torch.rand(n, 3, 16, 16, generator=gen)
-
-    def __len__(self):
-        return len(self.z)
-
-    def __getitem__(self, i):
-        return {"z": self.z[i], "labels": self.y[i]}
 
 
 def trainer_for(tmp_path, callback):
@@ -58,7 +26,7 @@ def trainer_for(tmp_path, callback):
 
 
 def test_trainer_run_logs_judge_scores_in_log_history(tmp_path, judge_kwargs, toys):
-    callback = JudgeTrainerCallback([terravis(), "integ_bright"], PROMPTS, sample, judge=judge_kwargs)
+    callback = JudgeTrainerCallback([terravis(), "integ_bright"], PROMPTS, hf_sample, judge=judge_kwargs)
     trainer = trainer_for(tmp_path, callback)
     callback.attach(trainer)
     trainer.train()
@@ -78,7 +46,7 @@ def test_trainer_run_logs_judge_scores_in_log_history(tmp_path, judge_kwargs, to
 
 
 def test_without_attach_the_scores_go_straight_into_the_log_history(tmp_path, toys):
-    callback = JudgeTrainerCallback(["integ_bright"], PROMPTS, sample, every_n_evals=2, save_samples=False)
+    callback = JudgeTrainerCallback(["integ_bright"], PROMPTS, hf_sample, every_n_evals=2, save_samples=False)
     state = transformers.TrainerState(epoch=1.0, global_step=7)
     args = transformers.TrainingArguments(output_dir=str(tmp_path), report_to="none", use_cpu=True)
     control = transformers.TrainerControl()
@@ -88,7 +56,7 @@ def test_without_attach_the_scores_go_straight_into_the_log_history(tmp_path, to
     assert state.log_history == [] and metrics == {}  # the first of every two evaluations is skipped
     callback.on_evaluate(args, state, control, model=model, metrics=metrics)
     (entry,) = state.log_history
-    want = sum(float(img.float().mean()) for img in sample(model, PROMPTS).detach()) / 2
+    want = sum(float(img.float().mean()) for img in hf_sample(model, PROMPTS).detach()) / 2
     assert entry["judge/integ_bright"] == pytest.approx(want, abs=1e-3)  # images are 8-bit: mean/255
     assert entry["step"] == 7 and entry["epoch"] == 1.0 and metrics["judge/integ_bright"] == entry["judge/integ_bright"]
 
