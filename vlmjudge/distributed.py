@@ -24,7 +24,7 @@ from ._dist_common import (
     with_global_ids,
 )
 from ._dist_ddp import run_local_group
-from ._dist_evaluate import load_evaluate_shard, process_rank
+from ._dist_evaluate import load_evaluate_shard, process_rank, store_scored_rows
 from ._dist_ray import ScorerActor, score_columns_ray, score_dataset_ray
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "score_records",
     "shard_columns",
     "shard_range",
+    "store_scored_rows",
     "with_global_ids",
 ]
 

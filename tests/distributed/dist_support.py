@@ -128,8 +128,9 @@ def halves(items, rank: int, world_size: int) -> list:
 def group_worker(rank: int, world_size: int, args: dict) -> dict:
     """One rank of the local group, each face in turn on this rank's half of the images:
     `python -m vlmjudge.distributed` (whose accelerate PartialState forms the gloo group, as
-    under torchrun), `score_dataset_accelerate`, evaluate's multi-process mode, then the toy
-    Metric and TerraVisScore, each updated twice and computed with DDP sync."""
+    under torchrun), `score_dataset_accelerate`, evaluate's multi-process mode (metrics/terravis
+    and a toy score-on-add module), then the toy Metric and TerraVisScore, each updated twice and
+    computed with DDP sync."""
     os.environ["HF_HOME"] = args["hf_home"][rank]  # before evaluate is imported: own module cache
     import torch.distributed as dist
 
@@ -156,6 +157,13 @@ def group_worker(rank: int, world_size: int, args: dict) -> dict:
     module.add_batch(images=own[2:])
     evaluated = module.compute(return_records=True)
 
+    toy_module = load_evaluate_shard(str(HERE / "toy_score_on_add"), experiment_id=args["experiment_id"] + "-toy",
+                                     cache_dir=args["eval_cache"], timeout=240, method=TOY, model=model,
+                                     judge_kwargs=JUDGE_KWARGS)
+    for part in (own[:2], own[2:]):
+        toy_module.add_batch(images=part)
+    toy_evaluated = toy_module.compute()
+
     mine = halves(paths, rank, world_size)
     judge = load_judge(model, backend="transformers", **JUDGE_KWARGS)
     toy = ToyMeanScore(judge)
@@ -169,6 +177,7 @@ def group_worker(rank: int, world_size: int, args: dict) -> dict:
     return {"rank": rank,
             "accelerate": {"records": sharded.records, "shards": sharded.shards, "model_calls": sharded.model_calls},
             "evaluate": {"result": evaluated, "n_added": len(own), "model_calls": module.judge.stats.model_calls},
+            "evaluate_toy": {"result": toy_evaluated, "model_calls": toy_module.judge.stats.model_calls},
             "toy": {"mean": float(toy_out["mean"]), "count": int(toy_out["count"]),
                     "scores": toy_out["scores"].tolist(), "model_calls": toy_calls},
             "terravis": {"value": float(tv.compute()), "details": tv.details(),

@@ -83,6 +83,16 @@ def test_evaluate_two_processes_equal_one(group, reference, cached_judge, image_
     assert min(rank0["model_calls"], rank1["model_calls"]) >= HALF
 
 
+def test_score_on_add_module_pattern_splits_the_calls(group, reference):
+    """store_scored_rows: a module that scores as it adds, for any method (here the toy one)."""
+    rank0, rank1 = (r["evaluate_toy"] for r in group["ranks"])
+    assert rank1["result"] is None
+    expected = [r["score"] for r in reference["toy"]]
+    assert rank0["result"]["scores"] == pytest.approx(expected, abs=1e-5)
+    assert rank0["result"]["mean"] == pytest.approx(sum(expected) / N_IMAGES, abs=1e-5)
+    assert rank0["model_calls"] == rank1["model_calls"] == HALF
+
+
 def test_toy_metric_ddp_equals_one_process(group, cached_judge, image_paths):
     single = ToyMeanScore(cached_judge)
     for part in (image_paths[:2], image_paths[2:N_IMAGES]):
