@@ -85,6 +85,8 @@ def test_map_function_hashes_stably_and_checks_its_input(toys, judge_kwargs):
         a({"picture": [1]})
     with pytest.raises(TypeError, match="batched=True"):
         a({"image": "one.png"})
+    with pytest.raises(ValueError, match="no column 'prompt'"):
+        judge_map(["viescore2"], judge_kwargs)({"image": [None], "caption": ["a cat"]})
 
 
 def test_num_proc_workers_build_their_own_remote_judges(folder_dataset, vlm_dir, tmp_path):

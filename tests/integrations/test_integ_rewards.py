@@ -1,5 +1,7 @@
 """Rewards: one float in [0, 1] per image, batched == unbatched, weighted == weighted sum of parts,
 N/A gets the configured value, cached calls, references from a column."""
+import json
+
 import pytest
 
 from integ_helpers import NA_CONFIG, noise_images, regeneration, terravis
@@ -102,3 +104,27 @@ def test_viescore2_reward_divides_by_ten(vlm_dir, images):
     assert in_unit(got, 4)
     want = [DEFAULT_NA_VALUE if r.score is None else r.score / 10 for r in reward.last_records]
     assert got == want
+
+
+def _limits(string, items, tokens):
+    return {"limits": {"string": string, "items": items}, "max_new_tokens": tokens}
+
+
+# FAGER's answer and feedback agents with bounds a random tiny model closes quickly.
+FAGER_PACK = {"agents": {"evaluation": _limits(10, 2, 100), "regenerate": _limits(10, 2, 100),
+                         "edit": _limits(10, 2, 100)}}
+
+
+def test_fager_reward_uses_the_qa_sets_of_a_column_and_divides_by_100(judge_kwargs, images):
+    qa = {"prompt": "a red car", "items": [
+        {"question": "Is there a car?", "level": "level_1", "category": "existence", "importance": "high",
+         "source_fact": "a car"},
+        {"question": "Is the car red?", "level": "level_2", "category": "color", "importance": "medium",
+         "source_fact": "the car is red"}]}
+    reward = reward_fn("fager", judge_kwargs, pack=FAGER_PACK)
+    got = reward(images[:2], ["a red car"] * 2, qa_set=[json.dumps(qa)] * 2)
+    assert in_unit(got, 2)
+    assert got == [r.score / 100 for r in reward.last_records]
+    for record in reward.last_records:
+        assert [q.question for q in record.verdict.questions] == ["Is there a car?", "Is the car red?"]
+        assert record.verdict.questions[0].status == "answered"

@@ -16,6 +16,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from PIL import Image
+
 from vlmjudge.integrations.panel import JudgePanel
 
 
@@ -53,9 +55,13 @@ class JudgeMap:
             raise ValueError(f"the batch has no image column {self.image_column!r} (has {sorted(batch)}); "
                              "set image_column=")
         images = batch[self.image_column]
-        if isinstance(images, Mapping) or not isinstance(images, Sequence) or isinstance(images, (str, bytes)):
+        if isinstance(images, (str, bytes, Mapping, Image.Image)):
             raise TypeError("judge_map is a batched map function: call Dataset.map(fn, batched=True)")
         prompts = batch.get(self.prompt_column)
+        needs_prompt = [label for label in self.panel.labels if "prompt" in self.panel.spec(label).inputs]
+        if prompts is None and needs_prompt:
+            raise ValueError(f"{needs_prompt} need prompts, but the batch has no column {self.prompt_column!r} "
+                             f"(has {sorted(batch)}); set prompt_column=")
         columns = {k: v for k, v in batch.items() if k not in (self.image_column, self.prompt_column)}
         id_source = self.panel.column_names.get("id", "id")
         if indices is not None and id_source not in columns:
