@@ -107,3 +107,38 @@ def test_log_judge_scores_in_an_accelerate_loop(tmp_path, toys):
     assert (tmp_path / "step-3" / "integ_bright.png").exists()
     with pytest.raises(ValueError, match="already has its judges"):
         log_judge_scores(panel, images, PROMPTS, judge="some/model")
+
+
+def test_grids_reach_tensorboard_and_wandb_report_callbacks():
+    from PIL import Image
+
+    from vlmjudge.integrations.transformers import _send_to_report_callback
+
+    grid = Image.new("RGB", (6, 4))
+
+    class Writer:
+        def __init__(self):
+            self.got = []
+
+        def add_image(self, tag, array, step, dataformats="CHW"):
+            self.got.append((tag, array.shape, step, dataformats))
+
+    class FakeWandb:
+        run = object()
+
+        def __init__(self):
+            self.got = []
+
+        def Image(self, image):
+            return ("wandb.Image", image.size)
+
+        def log(self, values):
+            self.got.append(values)
+
+    tb = type("TensorBoardCallback", (), {"tb_writer": Writer()})()
+    wb = type("WandbCallback", (), {"_wandb": FakeWandb()})()
+    assert _send_to_report_callback(tb, "judge/x_samples", grid, 4)
+    assert tb.tb_writer.got == [("judge/x_samples", (4, 6, 3), 4, "HWC")]
+    assert _send_to_report_callback(wb, "judge/x_samples", grid, 4)
+    assert wb._wandb.got == [{"judge/x_samples": ("wandb.Image", (6, 4)), "train/global_step": 4}]
+    assert not _send_to_report_callback(object(), "judge/x_samples", grid, 4)

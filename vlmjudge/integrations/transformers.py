@@ -84,13 +84,14 @@ class JudgeTrainerCallback(TrainerCallback):
 
 
 def _send_to_report_callback(callback: Any, tag: str, grid: Any, step: int) -> bool:
-    """TensorBoardCallback keeps a `tb_writer`; WandbCallback a `_wandb` module with `Image`."""
+    """TensorBoardCallback keeps a `tb_writer`; WandbCallback a `_wandb` module with `Image` (logged, as that
+    callback logs, with the global step as a value rather than wandb's own step)."""
     writer = getattr(callback, "tb_writer", None)
     if writer is not None:
         return send_image(writer, tag, grid, step)
     run = getattr(callback, "_wandb", None)
     if run is not None and getattr(run, "run", None) is not None and hasattr(run, "Image"):
-        run.log({tag: run.Image(grid)}, step=step)
+        run.log({tag: run.Image(grid), "train/global_step": step})
         return True
     return False
 
