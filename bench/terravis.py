@@ -1,0 +1,257 @@
+"""TerraVis throughput: the public release's pattern against the library's default path.
+
+    python -m bench.terravis --images 16 --size 1024 --model tiny
+
+Paths, all on the same images and model, in this process:
+
+- reference: per image, eligibility, then its 18 questions in one batch generating the full
+  constrained answer text, then severities; whole prompts, no prefix reuse
+  (`terravis.reference_records` on a judge with `prefix_reuse=False`).
+- reference + prefix reuse: the same requests on the default judge.
+- optimized, one image at a time: `TerraVis(judge).score([image])` per image.
+- optimized: `TerraVis(judge).score(images)`, the default path.
+The three steps between them are the ratios printed for prefix reuse, one-token decisions
+(with generation only where a decision calls for it) and cross-image batching; their product
+is the speedup. On a subset (`--ablation-images`) it also runs the optimized path with prefix
+reuse off and with decisions generated instead of read. Every path must give the same records
+(decisions, evidence, severities, scores) before anything is printed. The last line is
+`speedup: <optimized / reference images per second>`.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import (LogitShift, Measure, bench_images, build_tiny, judge_on, load_model, measure, option_token_ids,
+               shift_for_rate, table)
+
+#: Positive rate aimed at when the tiny model's yes_bias is calibrated.
+TARGET_RATE = 0.3
+#: Eligibility options of the benchmark pack: words other than the detection options, so that a
+#: random model can be made to find every image eligible without moving its detection rate.
+ELIGIBILITY_OPTIONS = ("Eligible", "Ineligible")
+#: Logit added to the first eligibility option: every image is eligible (all stages run).
+ELIGIBLE_SHIFT = 50.0
+
+
+def bench_pack() -> Any:
+    """The default pack with eligibility answered by its own words (`ELIGIBILITY_OPTIONS`);
+    every other text, option and budget is the default one."""
+    import re
+
+    from terravis.prompts import load_pack
+    data = load_pack(None).model_dump()
+    yes, no = ELIGIBILITY_OPTIONS
+    data["eligibility"] = re.sub(r"\bNo\b", no, re.sub(r"\bYes\b", yes, data["eligibility"]))
+    data["options"] = {**data["options"], "eligibility": [yes, no]}
+    data["version"] = data["version"] + "+bench-eligibility"
+    return load_pack(data)
+
+
+def make_all_eligible(model: Any, processor: Any) -> LogitShift:
+    return LogitShift(model, option_token_ids(processor.tokenizer, ELIGIBILITY_OPTIONS[0]), ELIGIBLE_SHIFT)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.terravis", description=__doc__.splitlines()[0])
+    p.add_argument("--images", type=int, default=16)
+    p.add_argument("--size", type=int, default=1024, help="image side in pixels")
+    p.add_argument("--model", default="tiny", help="'tiny' (built here) or a checkpoint folder")
+    p.add_argument("--device", default=None)
+    p.add_argument("--dtype", default=None)
+    p.add_argument("--batch-size", type=int, default=None, help="prompts per forward (default: the judge's)")
+    p.add_argument("--yes-bias", type=float, default=None,
+                   help="tiny model's yes_bias (default: calibrated for ~30%% positive checks)")
+    p.add_argument("--positive-rate", type=float, default=None,
+                   help="force this share of positive checks with a logit shift on Yes (random models)")
+    p.add_argument("--ablation-images", type=int, default=4, help="images for the extra ablations (0: none)")
+    p.add_argument("--no-reference", action="store_true", help="optimized path only (no equality check)")
+    args = p.parse_args(argv)
+    if args.images < 1 or args.size < 32:
+        p.error("--images must be >= 1 and --size >= 32")
+    if args.positive_rate is not None and not 0 < args.positive_rate < 1:
+        p.error("--positive-rate must be in (0, 1)")
+    return args
+
+
+# -- model and calibration --------------------------------------------------------------------
+def detection_margins(model: Any, processor: Any, images: Sequence[Any]) -> list[float]:
+    """log P(Yes)/P(No) of every detection question on these images."""
+    from terravis import stages
+    from terravis.taxonomy import TAXONOMY
+    pack = bench_pack()
+    opts = pack.options.detection
+    requests = [stages.detection_request(pack, im, str(i), v) for i, im in enumerate(images) for v in TAXONOMY]
+    probs = judge_on(model, processor).choice_probs(requests, opts)
+    return [float(np.log(p[opts[0]] / p[opts[1]])) for p in probs]
+
+
+def tiny_model(images: Sequence[Any], yes_bias: float | None, device: str | None) -> tuple[Any, Any, float]:
+    """The tiny checkpoint, its yes_bias calibrated on two images unless given: the margin
+    moves linearly with the bias, so two builds give the bias for `TARGET_RATE`."""
+    if yes_bias is None:
+        probe = images[:2]
+        m0 = np.array(detection_margins(*load_model(build_tiny(yes_bias=0.0), device), probe))
+        m8 = np.array(detection_margins(*load_model(build_tiny(yes_bias=8.0), device), probe))
+        slope = float(np.mean(m8 - m0)) / 8.0
+        yes_bias = -float(np.quantile(m0, 1 - TARGET_RATE)) / slope
+    model, processor = load_model(build_tiny(yes_bias=yes_bias), device)
+    return model, processor, yes_bias
+
+
+# -- records --------------------------------------------------------------------------------
+def record_view(record: Any) -> dict[str, Any]:
+    """What the paths must agree on: decisions, texts and scores (not probabilities, which
+    only the choice path reads)."""
+    return {"status": record.status, "eligible": record.eligible, "reason": record.eligibility_reason,
+            "score": record.score, "parse_failures": record.parse_failures,
+            "checks": [(c.type_id, c.detected, c.aspect, c.evidence, c.severity, c.severity_reason)
+                       for c in record.checks]}
+
+
+def assert_same(name: str, records: Sequence[Any], expected: Sequence[Any]) -> None:
+    got, want = [record_view(r) for r in records], [record_view(r) for r in expected]
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g != w:
+            raise AssertionError(f"{name} differs from the reference on image {i}:\n{g}\n!=\n{w}")
+    if len(got) != len(want):
+        raise AssertionError(f"{name} gave {len(got)} records for {len(want)} images")
+
+
+def positive_rate(records: Sequence[Any]) -> float:
+    checks = [c for r in records for c in r.checks if c.detected is not None]
+    return sum(bool(c.detected) for c in checks) / len(checks) if checks else float("nan")
+
+
+def expected_encodes(records: Sequence[Any], severity_sees_image: bool) -> int:
+    """Images x stages that need the image: eligibility, detection (eligible images),
+    evidence (images with a positive check), severity when it sees the image."""
+    eligible = [r for r in records if r.checks]
+    positive = [r for r in eligible if any(c.detected for c in r.checks)]
+    reasons = [r for r in records if r.eligible is False and r.eligibility_parse_ok]  # reason after "No"
+    return len(records) + len(reasons) + len(eligible) + len(positive) * (2 if severity_sees_image else 1)
+
+
+# -- the paths --------------------------------------------------------------------------------
+def run(model: Any, processor: Any, images: Sequence[Any], *, batch_size: int | None = None,
+        ablation_images: int = 4, reference: bool = True, header: Sequence[str] = (),
+        out=sys.stdout) -> dict[str, Measure]:
+    """Time every path on `images`; check their records agree; print the table and ratios."""
+    import torch
+
+    from terravis import TerraVis
+    from terravis.core import make_items
+    from terravis.workflow import WorkflowConfig, reference_records
+    cuda = next(model.parameters()).device.type == "cuda"
+    pack = bench_pack()
+    n = len(images)
+    opt_kw = {} if batch_size is None else {"batch_size": batch_size}
+
+    def optimized(judge, imgs, **tv):
+        return TerraVis(judge, pack=pack, **tv).score(imgs)
+
+    def per_image(judge, imgs):
+        return [r for k, im in enumerate(imgs) for r in TerraVis(judge, pack=pack).score([im], ids=[str(k)])]
+
+    def ref(judge, imgs):
+        return reference_records(judge, make_items(imgs), pack, WorkflowConfig())
+
+    # warm-up on one small image: grammar compilation and first-call costs stay out of the timings
+    small = bench_images(1, 64, seed=99)
+    ref(judge_on(model, processor, prefix_reuse=False, batch_size=18), small)
+    optimized(judge_on(model, processor, **opt_kw), small)
+
+    ref_judge = judge_on(model, processor, prefix_reuse=False, batch_size=18, prefetch=False)
+    reuse_judge, one_judge, opt_judge = (judge_on(model, processor, **opt_kw) for _ in range(3))
+    results: dict[str, tuple[Measure, list]] = {}
+    plan = [("optimized", opt_judge, lambda: optimized(opt_judge, images)),
+            ("optimized, one image at a time", one_judge, lambda: per_image(one_judge, images)),
+            ("reference + prefix reuse", reuse_judge, lambda: ref(reuse_judge, images))]
+    if reference:
+        plan.append(("reference", ref_judge, lambda: ref(ref_judge, images)))
+    for name, judge, fn in plan:
+        results[name] = measure(name, n, [judge], fn, cuda)
+    base = results["reference"][1] if reference else results["optimized"][1]
+    for name, (_, records) in results.items():
+        assert_same(name, records, base)
+
+    sub = images[:min(ablation_images, n)]
+    ablations: dict[str, tuple[Measure, list]] = {}
+    if sub:
+        judges = {"optimized (subset)": judge_on(model, processor, **opt_kw),
+                  "optimized, prefix reuse off (subset)": judge_on(model, processor, prefix_reuse=False, **opt_kw),
+                  "optimized, decisions generated (subset)": judge_on(model, processor, **opt_kw)}
+        calls = {"optimized (subset)": lambda j: optimized(j, sub),
+                 "optimized, prefix reuse off (subset)": lambda j: optimized(j, sub),
+                 "optimized, decisions generated (subset)": lambda j: optimized(j, sub, decision="generate")}
+        for name, judge in judges.items():
+            ablations[name] = measure(name, len(sub), [judge], lambda: calls[name](judge), cuda)
+        for name, (_, records) in ablations.items():
+            assert_same(name, records, base[:len(sub)])
+
+    opt_m, opt_records = results["optimized"]
+    want = expected_encodes(opt_records, pack.severity_sees_image)
+    if opt_m.images_encoded != want:
+        raise AssertionError(f"optimized path encoded {opt_m.images_encoded} images; images x stages = {want}")
+    rate = positive_rate(opt_records)
+    measures = [m for m, _ in results.values()] + [m for m, _ in ablations.values()]
+    rates = {m.name: positive_rate(r) for m, r in list(results.values()) + list(ablations.values())}
+    for line in header:  # only now: nothing is printed before the records agree
+        print(line, file=out)
+    print(f"model: {type(model).__name__}, {sum(p.numel() for p in model.parameters()) / 1e6:.2f} M parameters, "
+          f"device {next(model.parameters()).device}, torch threads {torch.get_num_threads()}", file=out)
+    print(f"images: {n} at {images[0].width}x{images[0].height}; eligible: "
+          f"{sum(bool(r.checks) for r in opt_records)}; positive rate of the checks: {rate:.3f}", file=out)
+    print(table(measures, [("positive rate", lambda m: f"{rates[m.name]:.3f}")]), file=out)
+    print(f"images encoded (optimized): {opt_m.images_encoded} = images x stages that need the image ({want})",
+          file=out)
+
+    def ratio(a: str, b: str, pool=results) -> float:
+        return pool[b][0].images_per_s / pool[a][0].images_per_s
+
+    if reference:
+        print(f"prefix reuse: {ratio('reference', 'reference + prefix reuse'):.2f}x", file=out)
+    print(f"one-token decisions: {ratio('reference + prefix reuse', 'optimized, one image at a time'):.2f}x", file=out)
+    print(f"cross-image batching: {ratio('optimized, one image at a time', 'optimized'):.2f}x", file=out)
+    if ablations:
+        print(f"prefix reuse within the optimized path (subset): "
+              f"{ratio('optimized, prefix reuse off (subset)', 'optimized (subset)', ablations):.2f}x", file=out)
+        print(f"read vs generated one-token decisions (subset): "
+              f"{ratio('optimized, decisions generated (subset)', 'optimized (subset)', ablations):.2f}x", file=out)
+    if reference:
+        print(f"speedup: {ratio('reference', 'optimized'):.2f}", file=out)
+    return {name: m for name, (m, _) in {**results, **ablations}.items()}
+
+
+def force_positive_rate(model: Any, processor: Any, images: Sequence[Any], rate: float) -> LogitShift:
+    """Shift the Yes logits so that `rate` of the detection checks on two images are positive."""
+    tok = processor.tokenizer
+    shift = LogitShift(model, option_token_ids(tok, "Yes"))
+    shift.shift = shift_for_rate(detection_margins(model, processor, images[:2]), rate)
+    return shift
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    images = bench_images(args.images, args.size)
+    header = [f"pack: the default prompts, eligibility answered {'/'.join(ELIGIBILITY_OPTIONS)} "
+              f"(forced to {ELIGIBILITY_OPTIONS[0]}: every image runs every stage)"]
+    if args.model == "tiny":
+        model, processor, bias = tiny_model(images, args.yes_bias, args.device)
+        header.append(f"tiny Qwen3-VL with realistic visual tokens, yes_bias {bias:.3f}")
+    else:
+        model, processor = load_model(args.model, args.device, args.dtype)
+    make_all_eligible(model, processor)
+    if args.positive_rate is not None:
+        shift = force_positive_rate(model, processor, images, args.positive_rate)
+        header.append(f"Yes logits shifted by {shift.shift:+.4f} for a positive rate near {args.positive_rate}")
+    run(model, processor, images, batch_size=args.batch_size, ablation_images=args.ablation_images,
+        reference=not args.no_reference, header=header)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
