@@ -3,18 +3,23 @@ references, with optional MLLM content-consistency and perceptual-quality rating
 
 A thin face over `regeneration.similarity` and `regeneration.judging`: encoder ids are set
 at load time (`evaluate.load(path, clip_model=..., dino_model=...)`), images come in through
-`datasets.Image()` features (PIL images, paths or bytes).
+`datasets.Image()` features (PIL images, paths or bytes). Pairs are scored when they are added
+(`add` / `add_batch`) and only their scores are stored, so in evaluate's multi-process mode each
+process scores its own shard with its own encoders (and judge) and `compute()` only aggregates.
 """
+import json
+
 import datasets
 import evaluate
 
-from regeneration.judging import judge_pairs, summarize_ratings
+from regeneration.judging import MLLMScores, judge_pairs, summarize_ratings
 from regeneration.similarity import (
     DEFAULT_CLIP_MODEL,
     DEFAULT_DINO_MODEL,
     POOLINGS,
     SimilarityScorer,
 )
+from vlmjudge.distributed import store_scored_rows
 
 _CITATION = """\
 @misc{imagerepainter,
@@ -35,13 +40,16 @@ _KWARGS_DESCRIPTION = """
 Args:
     predictions (`list` of images): the regenerated images (PIL images, file paths or bytes).
     references (`list` of images): the reference images, one per prediction.
-    judge_model (`str`, optional): a vision-language model (Hub id or local folder) for the MLLM
-        ratings; without it only CLIP and DINO are computed.
+    judge_model (`str`, optional, with predictions given to compute only): a vision-language model
+        (Hub id or local folder) rating the pairs given to this compute call; without any judge only
+        CLIP and DINO are computed.
     judge_backend (`str`, default "transformers"): the vlmjudge backend for `judge_model`.
-    per_pair (`bool`, default False): also return the per-pair lists.
+    per_pair (`bool`, compute only, default False): also return the per-pair lists.
 Load-time options (`evaluate.load("regeneration", clip_model=..., dino_model=..., pooling=..., device=...)`):
     clip_model (default "openai/clip-vit-base-patch32"), dino_model (default "facebook/dinov2-base"),
-    pooling ("mean" or "cls", default "mean"), device (default: cuda if available).
+    pooling ("mean" or "cls", default "mean"), device (default: cuda if available);
+    judge_model / judge_backend (as above, rating every pair as it is added) or judge (a loaded
+    vlmjudge judge).
 Returns:
     `clip` and `dino`: mean cosine similarity in percent; with a judge also `mllm_content` and
     `mllm_perceptual` (means of the normalised ratings over readable answers) and
@@ -57,16 +65,26 @@ Examples:
 """
 
 
+#: What is stored per pair (its scores), instead of the images themselves.
+STORED = datasets.Features({"clip": datasets.Value("float64"), "dino": datasets.Value("float64"),
+                            "mllm": datasets.Value("string")})
+
+
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Regeneration(evaluate.Metric):
     """CLIP % and DINO % (and optional MLLM ratings) of regenerations against references."""
 
     def __init__(self, clip_model=DEFAULT_CLIP_MODEL, dino_model=DEFAULT_DINO_MODEL, pooling="mean", device=None,
-                 **kwargs):
+                 judge_model=None, judge_backend="transformers", judge=None, **kwargs):
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        if judge is not None and judge_model is not None:
+            raise ValueError("give either judge= (a loaded vlmjudge judge) or judge_model=, not both")
         self.clip_model, self.dino_model, self.pooling, self.device = clip_model, dino_model, pooling, device
+        self._judge_spec = (judge_model, judge_backend)
+        self.judge = judge
         self._scorer = None
+        self._n_added = 0
         super().__init__(**kwargs)
 
     def _info(self):
@@ -78,22 +96,76 @@ class Regeneration(evaluate.Metric):
         )
 
     def _download_and_prepare(self, dl_manager):
+        """Load the encoders (and the load-time judge) once, at `evaluate.load` time."""
         self._scorer = SimilarityScorer(self.clip_model, self.dino_model, pooling=self.pooling, device=self.device)
+        if self.judge is None and self._judge_spec[0] is not None:
+            self.judge = _load_judge(*self._judge_spec)
 
-    def _compute(self, predictions, references, judge_model=None, judge_backend="transformers", per_pair=False):
-        if not predictions:
-            raise ValueError("no image pairs to compare")
+    def _feature_names(self):
+        # What the cache files hold (one row of scores per pair), for evaluate's finalize/compute.
+        return list(STORED)
+
+    def add_batch(self, *, predictions=None, references=None, judge=None):
+        """Score a batch of (reference, regenerated) pairs now and store their scores."""
+        if predictions is None or references is None:
+            raise ValueError("add_batch needs predictions=[...] and references=[...]")
+        for name, images in (("predictions", predictions), ("references", references)):
+            if isinstance(images, (str, bytes)) or hasattr(images, "convert") or not hasattr(images, "__len__"):
+                raise TypeError(f"{name} must be a list of images (wrap a single image in a list)")
+        predictions, references = list(predictions), list(references)
+        if len(predictions) != len(references):
+            raise ValueError(f"{len(references)} references but {len(predictions)} predictions")
         sims = self._scorer.score(references, predictions)
-        out = {"clip": sum(s["clip"] for s in sims) / len(sims), "dino": sum(s["dino"] for s in sims) / len(sims)}
-        if per_pair:
-            out["clip_per_pair"] = [s["clip"] for s in sims]
-            out["dino_per_pair"] = [s["dino"] for s in sims]
-        if judge_model is not None:
-            from vlmjudge import load_judge
+        judge = judge if judge is not None else self.judge
+        mllm = [""] * len(sims)
+        if judge is not None:
+            prefix = "" if self.num_process == 1 else f"{self.process_id}:"
+            items = [f"{prefix}{self._n_added + k}" for k in range(len(sims))]
+            ratings = judge_pairs(judge, references, predictions, items=items)
+            mllm = [json.dumps(r.to_json(), ensure_ascii=False) for r in ratings]
+        self._n_added += len(sims)
+        rows = {"clip": [s["clip"] for s in sims], "dino": [s["dino"] for s in sims], "mllm": mllm}
+        store_scored_rows(self, STORED, rows)
 
-            ratings = judge_pairs(load_judge(judge_model, backend=judge_backend), references, predictions)
+    def add(self, *, prediction=None, reference=None):
+        """Score one (reference, regenerated) pair now and store its scores."""
+        if prediction is None or reference is None:
+            raise ValueError("add needs prediction=... and reference=...")
+        self.add_batch(predictions=[prediction], references=[reference])
+
+    def compute(self, *, predictions=None, references=None, judge_model=None, judge_backend="transformers",
+                **kwargs):
+        """Score any pairs given here, then aggregate every stored pair (all processes)."""
+        if predictions is not None or references is not None:
+            judge = _load_judge(judge_model, judge_backend) if judge_model is not None else None
+            self.add_batch(predictions=predictions, references=references, judge=judge)
+        elif judge_model is not None:
+            raise ValueError("judge_model= at compute rates only the pairs given there; pass it at load time "
+                             "to rate pairs as they are added")
+        if self.writer is None and self.num_process == 1:
+            raise ValueError("no image pairs to compare: pass predictions= and references= or call add_batch first")
+        return super().compute(**kwargs)
+
+    def _compute(self, clip, dino, mllm, per_pair=False):
+        if not clip:
+            raise ValueError("no image pairs to compare")
+        out = {"clip": sum(clip) / len(clip), "dino": sum(dino) / len(dino)}
+        if per_pair:
+            out["clip_per_pair"], out["dino_per_pair"] = list(clip), list(dino)
+        rated = [bool(m) for m in mllm]
+        if any(rated):
+            if not all(rated):
+                raise ValueError(f"{rated.count(False)} of {len(rated)} pairs were added without a judge, so the "
+                                 "MLLM ratings would cover only part of the data")
+            ratings = [MLLMScores.from_json(json.loads(m)) for m in mllm]
             out.update(summarize_ratings(ratings))
             if per_pair:
                 out["content_per_pair"] = [r.content for r in ratings]
                 out["perceptual_per_pair"] = [r.perceptual for r in ratings]
         return out
+
+
+def _load_judge(model, backend):
+    from vlmjudge import load_judge
+
+    return load_judge(model, backend=backend)

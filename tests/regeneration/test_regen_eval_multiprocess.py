@@ -1,0 +1,124 @@
+"""metrics/regeneration scores pairs as they are added (encoders and judge run in add_batch), so in
+evaluate's multi-process mode each process scores its own shard and process 0 only aggregates."""
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from regeneration.asking import META_KEYS
+
+evaluate = pytest.importorskip("evaluate")
+METRICS_DIR = Path(__file__).resolve().parents[2] / "metrics" / "regeneration"
+
+
+def noise(n: int, seed: int) -> list[Image.Image]:
+    rng = np.random.RandomState(seed)
+    return [Image.fromarray(rng.randint(0, 256, size=(32, 32, 3), dtype=np.uint8)) for _ in range(n)]
+
+
+def write_answers(path, items_scores: dict) -> str:
+    """Replay answers: content and perceptual ratings per item ("unreadable" for None)."""
+    rows = []
+    for item, (content, perceptual) in items_scores.items():
+        for stage, score in (("content", content), ("perceptual", perceptual)):
+            text = "unreadable" if score is None else json.dumps({"reason": "r", "score": score})
+            rows.append({"meta": dict(zip(META_KEYS, (stage, item, 0, 0))), "text": text})
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    return str(path)
+
+
+class CountingScorer:
+    """Wraps the module's similarity scorer to count the pairs it embedded."""
+
+    def __init__(self, inner):
+        self.inner, self.pairs = inner, 0
+
+    def score(self, references, generated):
+        self.pairs += len(generated)
+        return self.inner.score(references, generated)
+
+
+def load(encoder_dirs, cache_dir, **kwargs):
+    module = evaluate.load(str(METRICS_DIR), clip_model=encoder_dirs["clip"], dino_model=encoder_dirs["dino"],
+                           device="cpu", cache_dir=str(cache_dir), **kwargs)
+    module._scorer = CountingScorer(module._scorer)
+    return module
+
+
+def replay(answers):
+    from vlmjudge import load_judge
+
+    return load_judge(answers, backend="replay", key_fields=META_KEYS)
+
+
+def test_pairs_are_scored_on_add_and_two_processes_equal_one(encoder_dirs, scorer, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    refs, gens = noise(5, 1), noise(5, 2)
+    shards = {0: slice(0, 2), 1: slice(2, 5)}
+    # One process: pairs are items "0".."4"; two processes: "<rank>:<n>" (the same ratings, re-keyed).
+    ratings = {0: (5, 3), 1: (2, None), 2: (4, 4), 3: (1, 2), 4: (3, 5)}
+    single_answers = write_answers(tmp_path / "single.jsonl", {str(k): v for k, v in ratings.items()})
+    split = {f"{rank}:{k}": ratings[shard.start + k]
+             for rank, shard in shards.items() for k in range(shard.stop - shard.start)}
+    shard_answers = write_answers(tmp_path / "shards.jsonl", split)
+
+    single_judge = replay(single_answers)
+    single = load(encoder_dirs, tmp_path / "single", judge=single_judge)
+    single.add_batch(predictions=gens[:2], references=refs[:2])
+    single.add_batch(predictions=gens[2:], references=refs[2:])
+    calls = single_judge.stats.model_calls
+    assert calls == 10 and single._scorer.pairs == 5  # scored on add: content and perceptual of 5 pairs
+    expected = single.compute(per_pair=True)
+    assert single_judge.stats.model_calls == calls and single._scorer.pairs == 5  # compute only aggregates
+    sims = scorer.score(refs, gens)
+    assert expected["clip_per_pair"] == pytest.approx([s["clip"] for s in sims], abs=1e-5)
+    assert expected["dino"] == pytest.approx(sum(s["dino"] for s in sims) / 5, abs=1e-5)
+    assert expected["content_per_pair"] == [5, 2, 4, 1, 3]
+    assert expected["perceptual_per_pair"] == [3, None, 4, 2, 5]
+    assert expected["mllm_content"] == pytest.approx(sum((s - 1) / 4 for s in (5, 2, 4, 1, 3)) / 5)
+    assert expected["mllm_perceptual"] == pytest.approx(sum((s - 1) / 4 for s in (3, 4, 2, 5)) / 4)
+    assert expected["mllm_parse_failures"] == 1
+
+    judges = {rank: replay(shard_answers) for rank in shards}
+    modules = {rank: load(encoder_dirs, tmp_path / "shared", judge=judges[rank], num_process=2, process_id=rank,
+                          experiment_id="regen-mp", timeout=60) for rank in shards}
+    results, errors = {}, []
+
+    def run(rank):
+        try:
+            modules[rank].add_batch(predictions=gens[shards[rank]], references=refs[shards[rank]])
+            results[rank] = modules[rank].compute(per_pair=True)
+        except Exception as exc:  # surfaced by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(rank,)) for rank in shards]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    assert results[1] is None  # only process 0 aggregates
+    assert results[0] == pytest.approx(expected, abs=1e-5)
+    for rank, shard in shards.items():  # each process scored only its own shard
+        n = shard.stop - shard.start
+        assert modules[rank]._scorer.pairs == n and judges[rank].stats.model_calls == 2 * n
+
+
+def test_bad_inputs_fail_clearly(encoder_dirs, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    module = load(encoder_dirs, tmp_path / "data")
+    with pytest.raises(ValueError, match="no image pairs"):
+        module.compute()
+    with pytest.raises(ValueError, match="2 references but 1 predictions"):
+        module.add_batch(predictions=noise(1, 3), references=noise(2, 4))
+    with pytest.raises(TypeError, match="list of images"):
+        module.add_batch(predictions=noise(1, 3)[0], references=noise(1, 4))
+    with pytest.raises(ValueError, match="load time"):
+        module.compute(judge_model="x")
+    with pytest.raises(ValueError, match="either judge"):
+        load(encoder_dirs, tmp_path / "data", judge=object(), judge_model="x")
