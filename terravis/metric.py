@@ -21,60 +21,21 @@ from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
-from vlmjudge.images import to_pil_list
-from vlmjudge.judge import Judge, load_judge
+from vlmjudge.judge import Judge
+from vlmjudge.metric_support import ScorerHandle, image_batch, judge_or_load
 
 from .core import TerraVis
 from .prompts import PromptPack
 from .records import ImageRecord
 from .taxonomy import LEVELS, TYPE_IDS, get_type
 
-__all__ = ["TerraVisScore", "terravis_score", "JudgeHandle"]
-
-
-class JudgeHandle:
-    """Holds the scorer outside the module tree: deep copies (`metric.clone()`, Lightning)
-    share it rather than copy a multi-gigabyte model."""
-
-    def __init__(self, scorer: TerraVis) -> None:
-        self.scorer = scorer
-
-    def __deepcopy__(self, memo: dict) -> "JudgeHandle":
-        return self
-
-    def __repr__(self) -> str:
-        return f"JudgeHandle({self.scorer.judge.backend}:{self.scorer.judge.model_id})"
-
-
-def images_to_pil(images: Any) -> list:
-    """A batch as RGB PIL images: a BCHW tensor (uint8 0..255 or float 0..1) or a sequence of
-    any image inputs; a single image is an error, never silently a batch of rows."""
-    if isinstance(images, Tensor):
-        if images.dim() != 4:
-            raise ValueError(f"TerraVisScore.update takes a BCHW batch tensor, got shape {tuple(images.shape)}")
-        if images.shape[1] not in (1, 3, 4):
-            raise ValueError(f"expected channels first (B, C, H, W) with C in 1, 3, 4; got {tuple(images.shape)}")
-        if images.shape[0] == 0:
-            raise ValueError("empty image batch")
-        return to_pil_list(images)
-    if isinstance(images, (str, bytes, os.PathLike)) or hasattr(images, "convert") \
-            or not isinstance(images, Sequence):
-        raise TypeError("images must be a BCHW tensor or a list of images (wrap a single image in a list), "
-                        f"got {type(images).__name__}")
-    if len(images) == 0:
-        raise ValueError("empty image batch")
-    return to_pil_list(list(images))
+__all__ = ["TerraVisScore", "terravis_score"]
 
 
 def make_scorer(judge: Judge | None, model: str | None, backend: str, judge_kwargs: Mapping[str, Any] | None,
                 variant: str, lam: float, alpha: float, pack: Any, scorer_kwargs: Mapping[str, Any] | None) -> TerraVis:
     """A TerraVis scorer over a given judge, or over one loaded from `model`."""
-    if judge is None:
-        if model is None:
-            raise ValueError("give a judge (vlmjudge.load_judge(...)) or model=<Hub id or local dir>")
-        judge = load_judge(model, backend=backend, **dict(judge_kwargs or {}))
-    elif model is not None:
-        raise ValueError("give either a judge or model=, not both")
+    judge = judge_or_load(judge, model, backend, judge_kwargs)
     return TerraVis(judge, variant=variant, lam=lam, alpha=alpha, pack=pack, **dict(scorer_kwargs or {}))
 
 
@@ -111,7 +72,7 @@ class TerraVisScore(Metric):
                  alpha: float = 0.5, pack: PromptPack | Mapping[str, Any] | str | os.PathLike | None = None,
                  scorer_kwargs: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._handle = JudgeHandle(make_scorer(judge, model, backend, judge_kwargs, variant, lam, alpha, pack,
+        self._handle = ScorerHandle(make_scorer(judge, model, backend, judge_kwargs, variant, lam, alpha, pack,
                                                scorer_kwargs))
         #: The records of the most recent `update` (plain attribute, not a state: never synced).
         self.last_records: list[ImageRecord] = []
@@ -130,7 +91,7 @@ class TerraVisScore(Metric):
 
     def update(self, images: Any) -> None:
         """Score a batch (uint8 or float BCHW tensor, or a list of PIL images/paths) and add it."""
-        pils = images_to_pil(images)
+        pils = image_batch(images, f"{type(self).__name__}.update")
         with torch.inference_mode():  # no autograd anywhere, and valid inside Lightning's loops
             records = self.scorer.score(pils)
             self._add(records)
@@ -204,5 +165,5 @@ def terravis_score(images: Any, judge: Judge, variant: str = "workflow", lam: fl
                    alpha: float = 0.5, pack: Any = None) -> Tensor:
     """Functional form: the mean TerraVis score of one batch (NaN when no image is eligible)."""
     scorer = TerraVis(judge, variant=variant, lam=lam, alpha=alpha, pack=pack)
-    scores = [r.score for r in scorer.score(images_to_pil(images)) if r.score is not None]
+    scores = [r.score for r in scorer.score(image_batch(images)) if r.score is not None]
     return torch.tensor(math.fsum(scores) / len(scores) if scores else math.nan, dtype=torch.float64)

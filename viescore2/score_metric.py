@@ -13,7 +13,6 @@ and copies of the metric share it.
 from __future__ import annotations
 
 import math
-import os
 from typing import Any, Mapping, Sequence
 
 import torch
@@ -21,54 +20,19 @@ from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
-from vlmjudge.images import to_pil_list
-from vlmjudge.judge import Judge, load_judge
+from vlmjudge.judge import Judge
+from vlmjudge.metric_support import ScorerHandle, image_batch, judge_or_load
 
 from .grid import DEFAULT_N
 from .pipeline import VIEScore2, VIEScore2Record
 
-__all__ = ["VIEScore2Score", "viescore2_score", "ScorerHandle"]
-
-
-class ScorerHandle:
-    """Keeps the scorer (and its model) outside the module tree; deep copies share it."""
-
-    def __init__(self, scorer: VIEScore2) -> None:
-        self.scorer = scorer
-
-    def __deepcopy__(self, memo: dict) -> "ScorerHandle":
-        return self
-
-    def __repr__(self) -> str:
-        return f"ScorerHandle({self.scorer.judge.backend}:{self.scorer.judge.model_id})"
-
-
-def batch_images(images: Any) -> list:
-    """A batch as RGB PIL images: a BCHW tensor or a sequence of images; one image alone is an error."""
-    if isinstance(images, Tensor):
-        if images.dim() != 4 or images.shape[1] not in (1, 3, 4):
-            raise ValueError(f"expected a (B, C, H, W) tensor with C in 1, 3, 4; got shape {tuple(images.shape)}")
-        if images.shape[0] == 0:
-            raise ValueError("empty image batch")
-        return to_pil_list(images)
-    if isinstance(images, (str, bytes, os.PathLike)) or hasattr(images, "convert") \
-            or not isinstance(images, Sequence):
-        raise TypeError("images must be a BCHW tensor or a list of images (wrap a single image in a list), "
-                        f"got {type(images).__name__}")
-    if len(images) == 0:
-        raise ValueError("empty image batch")
-    return to_pil_list(list(images))
+__all__ = ["VIEScore2Score", "viescore2_score"]
 
 
 def make_scorer(judge: Judge | None, model: str | None, backend: str, judge_kwargs: Mapping[str, Any] | None,
                 **config: Any) -> VIEScore2:
     """A VIEScore2 scorer over a given judge, or over one loaded from `model`."""
-    if judge is None:
-        if model is None:
-            raise ValueError("give a judge (vlmjudge.load_judge(...)) or model=<Hub id or local dir>")
-        judge = load_judge(model, backend=backend, **dict(judge_kwargs or {}))
-    elif model is not None:
-        raise ValueError("give either a judge or model=, not both")
+    judge = judge_or_load(judge, model, backend, judge_kwargs)
     return VIEScore2(judge, **config)
 
 
@@ -124,7 +88,7 @@ class VIEScore2Score(Metric):
 
     def update(self, images: Any, prompts: Sequence[str], conditioning: Sequence[Any] | None = None) -> None:
         """Judge a batch (BCHW tensor or list of images) with its prompts and add the records."""
-        pils = batch_images(images)
+        pils = image_batch(images, f"{type(self).__name__}.update")
         if isinstance(prompts, str):
             raise TypeError("prompts must be a list of strings, one per image")
         with torch.inference_mode():
@@ -186,6 +150,6 @@ class VIEScore2Score(Metric):
 def viescore2_score(images: Any, prompts: Sequence[str], judge: Judge, conditioning: Sequence[Any] | None = None,
                     **config: Any) -> Tensor:
     """Functional form: the mean overall score of one batch (NaN when none was read)."""
-    records = VIEScore2(judge, **config).score(batch_images(images), list(prompts), conditioning)
+    records = VIEScore2(judge, **config).score(image_batch(images), list(prompts), conditioning)
     scores = [r.overall for r in records if r.overall is not None]
     return torch.tensor(math.fsum(scores) / len(scores) if scores else math.nan, dtype=torch.float64)
