@@ -56,9 +56,9 @@ class FagerScorer:
                                    qa_sets=[given[i].model_copy(update={"index": ids[i]}) for i in members]
                                    if kind == "given" else None,
                                    ids=[ids[i] for i in members], references=provider)
-            for i, verdict in zip(members, got):
+            for i, verdict in zip(members, got, strict=True):  # one verdict per image, or fail loudly
                 verdicts[i] = verdict
-        return [FagerRecord(v) for v in verdicts if v is not None]
+        return [FagerRecord(v) for v in verdicts]
 
 
 def parse_qa_value(value: Any, prompt: str) -> QASet | None:
