@@ -2,11 +2,15 @@
 
 - ``default`` (judge mode): judge images with prompts (and optional conditioning images)
   through `viescore2.VIEScore2`; the judge is configured at load time,
-  ``evaluate.load(path, "default", model=..., backend=...)``, and loaded on first compute.
+  ``evaluate.load(path, "default", model=..., backend=...)``, and loaded at load time. Images
+  are judged when they are added (`add` / `add_batch`) and only their records are stored, so in
+  evaluate's multi-process mode each process judges its own shard and `compute()` only aggregates.
 - ``evaluation``: judge output texts against ground-truth defect grids and scores through
   `viescore2.evaluation.evaluate_suite`; no model.
 """
+import json
 import math
+from collections import Counter
 
 import datasets
 import evaluate
@@ -14,6 +18,8 @@ import evaluate
 from viescore2.evaluation import Reference, evaluate_suite
 from viescore2.grid import DEFAULT_N
 from viescore2.instructions import Fields
+from viescore2.pipeline import VIEScore2Record
+from vlmjudge.distributed import store_scored_rows
 
 _CITATION = """\
 @misc{viescore2,
@@ -76,6 +82,8 @@ Examples (evaluation mode):
 CONFIGS = ("evaluation", "default")
 #: Keywords of `evaluate.load(..., "default", ...)` that configure the judge and the scorer.
 JUDGE_OPTIONS = ("judge", "model", "backend", "judge_kwargs", "fields", "grid_size", "pack", "scorer_kwargs")
+#: What judge mode stores per image (its record), instead of the images themselves.
+STORED = datasets.Features({"record": datasets.Value("string")})
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -92,6 +100,7 @@ class VIEScore2(evaluate.Metric):
         options["fields"] = Fields.parse(options["fields"])  # a bad configuration fails at load time
         self._options = options
         self._scorer = None
+        self._n_added = 0
 
     def _info(self):
         if self.config_name not in CONFIGS:
@@ -116,11 +125,58 @@ class VIEScore2(evaluate.Metric):
             return None
         return super()._enforce_nested_string_type(schema, obj)
 
+    def _download_and_prepare(self, dl_manager):
+        """Judge mode: load the judge once, at `evaluate.load` time."""
+        if self.config_name == "default":
+            self.scorer()
+
+    def _feature_names(self):
+        # Judge mode stores one record per image; the evaluation config stores its inputs.
+        return list(STORED) if self.config_name == "default" else super()._feature_names()
+
     def add_batch(self, *, predictions=None, references=None, **kwargs):
-        """As evaluate's, with judge-mode `conditioning` optional (no conditioning images)."""
-        if self.config_name == "default" and kwargs.get("conditioning") is None and kwargs.get("images") is not None:
-            kwargs["conditioning"] = [[] for _ in kwargs["images"]]
-        return super().add_batch(predictions=predictions, references=references, **kwargs)
+        """Judge mode: judge the images now and store their records (`conditioning` optional).
+        Evaluation mode: as evaluate's."""
+        if self.config_name != "default":
+            return super().add_batch(predictions=predictions, references=references, **kwargs)
+        if predictions is not None or references is not None:
+            raise ValueError("config 'default' takes images=, prompts= (and conditioning=), not predictions/references")
+        unknown = sorted(set(kwargs) - {"images", "prompts", "conditioning"})
+        if unknown:
+            raise ValueError(f"config 'default' got unknown inputs {unknown}")
+        images, prompts, conditioning = kwargs.get("images"), kwargs.get("prompts"), kwargs.get("conditioning")
+        if images is None or prompts is None:
+            raise ValueError("config 'default' needs images=[...] and prompts=[...]")
+        if conditioning is not None:
+            conditioning = [list(c or []) for c in conditioning]
+        prefix = "" if self.num_process == 1 else f"{self.process_id}:"
+        n = len(images) if hasattr(images, "__len__") and not isinstance(images, (str, bytes)) else 0
+        ids = [f"{prefix}{self._n_added + i}" for i in range(n)]
+        result = self.scorer().run(images, prompts, conditioning, ids=ids or None)
+        self._n_added += len(result.records)
+        rows = {"record": [json.dumps(r.to_json(), ensure_ascii=False) for r in result.records]}
+        store_scored_rows(self, STORED, rows)
+
+    def add(self, *, prediction=None, reference=None, **kwargs):
+        """Judge mode: judge one image (`image=`, `prompt=`, optional `conditioning=`) now.
+        Evaluation mode: as evaluate's."""
+        if self.config_name != "default":
+            return super().add(prediction=prediction, reference=reference, **kwargs)
+        image, prompt = kwargs.pop("image", None), kwargs.pop("prompt", None)
+        if image is None or prompt is None or kwargs.keys() - {"conditioning"}:
+            raise ValueError("config 'default' add takes image=, prompt= and optional conditioning=")
+        self.add_batch(images=[image], prompts=[prompt], conditioning=[kwargs.get("conditioning") or []])
+
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """Judge mode: judge any images given here, then aggregate every stored record (all processes)."""
+        if self.config_name != "default":
+            return super().compute(predictions=predictions, references=references, **kwargs)
+        inputs = {k: kwargs.pop(k) for k in ("images", "prompts", "conditioning") if k in kwargs}
+        if any(v is not None for v in inputs.values()) or predictions is not None or references is not None:
+            self.add_batch(predictions=predictions, references=references, **inputs)
+        if self.writer is None and self.num_process == 1:
+            raise ValueError("no images to aggregate: pass images= and prompts= or call add/add_batch first")
+        return super().compute(**kwargs)
 
     def scorer(self):
         """The VIEScore2 scorer, with its judge loaded on first use."""
@@ -135,18 +191,16 @@ class VIEScore2(evaluate.Metric):
                                        **o.pop("scorer_kwargs", {}), **o)
         return self._scorer
 
-    def _compute(self, predictions=None, references=None, images=None, prompts=None, conditioning=None,
-                 grid_size=DEFAULT_N):
+    def _compute(self, predictions=None, references=None, record=None, grid_size=DEFAULT_N):
         if self.config_name == "default":
-            return self._judge(images, prompts, conditioning)
+            return self._aggregate([VIEScore2Record.from_json(json.loads(r)) for r in record])
         refs = [Reference.from_record(r, n=grid_size) for r in references]
         return evaluate_suite(predictions, refs, n=grid_size)
 
-    def _judge(self, images, prompts, conditioning):
-        result = self.scorer().run(list(images), list(prompts), [list(c or []) for c in conditioning])
-        scores = [r.overall for r in result.records]
+    def _aggregate(self, records):
+        scores = [r.overall for r in records]
         read = [s for s in scores if s is not None]
         return {"score": math.fsum(read) / len(read) if read else None, "scores": scores, "scored": len(read),
-                "parse_failures": result.counts["parse_failures"],
-                "status_counts": {k[len("status_"):]: v for k, v in result.counts.items() if k.startswith("status_")},
-                "records": [r.to_json() for r in result.records], "manifest": result.manifest}
+                "parse_failures": sum(r.parse_failures for r in records),
+                "status_counts": dict(Counter(r.status for r in records)),
+                "records": [r.to_json() for r in records], "manifest": self.scorer().manifest()}
