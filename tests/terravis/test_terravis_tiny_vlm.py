@@ -7,6 +7,7 @@ The tiny model is built with a bias towards "Yes", so that with the short test p
 pack lists "Yes" as the N/A eligibility option (option words are arbitrary single tokens to
 the workflow), which sends every image down the N/A path.
 """
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -28,13 +29,15 @@ PACKS = {"mixed": SHORT, "not_applicable": {**SHORT, "options": {"eligibility": 
 
 @pytest.fixture(scope="module")
 def judge(tmp_path_factory):
-    path = build_tiny_vlm(tmp_path_factory.mktemp("tiny") / "qwen3vl", family="qwen3_vl", yes_bias=7.5)
+    path = build_tiny_vlm(tmp_path_factory.mktemp("tiny") / "qwen3vl", family="qwen3_vl", yes_bias=7.75)
     return load_judge(path, backend="transformers", device="cpu", batch_size=18)
 
 
 @pytest.fixture(scope="module")
 def images():
-    return [Image.effect_noise((48, 40), 60).convert("RGB"), Image.new("RGB", (64, 48), (200, 30, 30))]
+    # Seeded noise: PIL's effect_noise draws from C rand(), whose state earlier tests change.
+    noise = np.random.default_rng(7).integers(0, 256, (40, 48, 3), dtype=np.uint8)
+    return [Image.fromarray(noise), Image.new("RGB", (64, 48), (200, 30, 30))]
 
 
 @pytest.fixture(scope="module")
