@@ -119,7 +119,8 @@ def measure(name: str, n_images: int, judges: Sequence[Judge], fn: Callable[[], 
             torch.cuda.synchronize()
         seconds = time.perf_counter() - start
     peak = torch.cuda.max_memory_allocated() - base if cuda else sampler.peak
-    delta = {k: sum(j.stats.as_dict()[k] - b[k] for j, b in zip(judges, before)) for k in before[0]}
+    keys = ("prefill_tokens", "images_encoded", "generated_tokens")
+    delta = {k: sum(j.stats.as_dict()[k] - b[k] for j, b in zip(judges, before)) for k in keys}
     return Measure(name, seconds, n_images, delta["prefill_tokens"], delta["images_encoded"],
                    delta["generated_tokens"], peak), result
 

@@ -1,0 +1,77 @@
+"""The optimized TerraVis path equals the reference path (the public release's pattern), and
+its work counters are what shared-prefix batching promises. Correctness only, not timing."""
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from bench import LogitShift, bench_images, judge_on, option_token_ids, shift_for_rate  # noqa: E402
+from bench.terravis import (bench_pack, detection_margins, expected_encodes, make_all_eligible,  # noqa: E402
+                            positive_rate, record_view)
+
+
+@pytest.fixture(scope="module")
+def shifted(tiny_models):
+    """The tiny Qwen3-VL with every image eligible and about 30% of its checks positive."""
+    model, processor = tiny_models["qwen3_vl"]
+    images = bench_images(3, 64, seed=5)
+    hooks = [make_all_eligible(model, processor)]
+    yes = LogitShift(model, option_token_ids(processor.tokenizer, "Yes"))
+    yes.shift = shift_for_rate(detection_margins(model, processor, images), 0.3)
+    hooks.append(yes)
+    yield model, processor, images
+    for hook in hooks:
+        hook.remove()
+
+
+def test_optimized_records_equal_reference_records(shifted):
+    from terravis import TerraVis
+    from terravis.core import make_items
+    from terravis.workflow import WorkflowConfig, reference_records
+    model, processor, images = shifted
+    pack = bench_pack()
+    ref_judge = judge_on(model, processor, prefix_reuse=False, batch_size=18)
+    opt_judge = judge_on(model, processor)
+    reference = reference_records(ref_judge, make_items(images), pack, WorkflowConfig())
+    optimized = TerraVis(opt_judge, pack=pack).score(images)
+    assert [record_view(r) for r in optimized] == [record_view(r) for r in reference]
+    rate = positive_rate(optimized)
+    assert 0.1 <= rate <= 0.5  # both decisions occur, so the comparison is not trivial
+    positives = [c for r in optimized for c in r.checks if c.detected]
+    assert positives and all(c.evidence_parse_ok is not None for c in positives)
+    assert any(c.evidence for c in positives) and {c.severity for c in positives} <= {"major", "minor"}
+    # one vision-tower run per image and stage that needs it, against 19 per image in the reference
+    assert opt_judge.stats.images_encoded == expected_encodes(optimized, pack.severity_sees_image)
+    assert ref_judge.stats.images_encoded == 19 * len(images)
+
+
+def test_prefill_is_shared_prefixes_plus_suffixes(shifted):
+    """Counted independently: per call, the processor's full length of each image's first
+    request, plus every other request's tokens after what it shares with that one."""
+    from terravis import TerraVis
+    model, processor, images = shifted
+    judge = judge_on(model, processor)
+    calls = []
+    for name in ("choice_probs", "generate"):
+        real = getattr(judge, name)
+
+        def spy(requests, *args, _real=real, **kwargs):
+            calls.append(list(requests))
+            return _real(requests, *args, **kwargs)
+        setattr(judge, name, spy)
+    TerraVis(judge, pack=bench_pack()).score(images)
+    expected = 0
+    for requests in calls:
+        groups = {}
+        for r in requests:
+            groups.setdefault(tuple(id(i) for i in r.images), []).append(r)
+        for group in groups.values():
+            ids = [processor(text=[judge.prompt_text(r)], images=r.pil_images() or None,
+                             return_tensors="pt")["input_ids"][0].tolist() for r in group]
+            expected += len(ids[0])
+            for other in ids[1:]:
+                common = next((k for k, (a, b) in enumerate(zip(ids[0], other)) if a != b), len(other))
+                expected += len(other) - common
+    assert abs(judge.stats.prefill_tokens - expected) <= 0.1 * expected
