@@ -23,7 +23,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     VIEScore2(one_judge).score(images[:1], prompts[:1])  # warm-up: grammar compilation
     compare(len(images), lambda: VIEScore2(batched_judge).score(images, prompts),
             lambda i: VIEScore2(one_judge).score([images[i]], [prompts[i]]), [batched_judge, one_judge],
-            lambda a, b: a.raw == b.raw if hasattr(a, "raw") else a.to_json() == b.to_json(),
+            lambda a, b: (a.text, a.scores) == (b.text, b.scores),
             cuda=next(model.parameters()).device.type == "cuda")
     return 0
 
