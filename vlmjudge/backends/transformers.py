@@ -15,8 +15,9 @@ request is lost.
 
 `batch_size` is the number of full-length prompts (prefixes) per forward; None picks it on
 CUDA from free memory (a token budget) and uses 8 elsewhere. A call is handed to the backend
-in chunks of `chunk_size` requests (default 64 x batch_size, at least 4096): large, so that
-the requests sharing a prefix are seldom cut apart (a cut reruns that prefix once).
+in chunks of `chunk_size` requests (default 16 x batch_size, at least 512): large enough that
+requests sharing a prefix are seldom cut apart (a cut reruns that prefix once), small enough
+that the response cache, written after each chunk, keeps a killed run's finished work.
 
 Which token is an option: an option follows the prompt as a new word, i.e. after a space
 unless the prompt (template + prefix) ends in whitespace. After "Answer:" the "Yes" option
@@ -93,7 +94,7 @@ class TransformersJudge(Judge):
             raise ValueError(f"batch_size must be >= 1 or None (auto), got {batch_size}")
         self.auto_batch = batch_size is None
         self.rows = batch_size or DEFAULT_BATCH_SIZE  # full-length prompts per forward
-        chunk = chunk_size if chunk_size is not None else max(4096, 64 * self.rows)
+        chunk = chunk_size if chunk_size is not None else max(512, 16 * self.rows)
         super().__init__(model_id=model_id, revision=commit or revision,
                          dtype=str(model.dtype).removeprefix("torch."), device=str(model.device),
                          batch_size=chunk, cache=cache, progress=progress)
