@@ -39,8 +39,7 @@ def extract_json(text: str) -> Any:
     try:
         return json.loads(stripped, strict=False)
     except json.JSONDecodeError:
-        pass
-    start = stripped.find("{")
+        start = stripped.find("{")  # not JSON as a whole: the first object inside the prose
     if start < 0:
         raise ValueError("no JSON object in the answer")
     decoder = json.JSONDecoder(strict=False)
