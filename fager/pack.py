@@ -19,10 +19,11 @@ import json
 import os
 import re
 from functools import cached_property
-from importlib import resources
 from typing import Any, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from vlmjudge.packs import resolve_pack
 
 DEFAULT_PACK = "default-v1"
 AGENTS: tuple[str, ...] = ("proposal", "extraction", "verification", "qa", "evaluation", "regenerate", "edit")
@@ -124,13 +125,6 @@ def fill(template: str, **values: str) -> str:
     return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), template)
 
 
-def _shipped(name: str) -> dict[str, Any]:
-    path = resources.files("fager").joinpath("packs", f"{name}.json")
-    if not path.is_file():
-        raise FileNotFoundError(f"no shipped FAGER pack {name!r}")
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
 def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     """`over` laid on `base`, recursively for dicts (agents, limits), replacing everything else."""
     out = copy.deepcopy(base)
@@ -145,27 +139,7 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 def load_pack(pack: PromptPack | Mapping[str, Any] | str | os.PathLike | None = None) -> PromptPack:
     """The pack to ask with: None (default), a shipped name, a JSON path, a dict laid over the
     default (its version gets a digest suffix unless it names one), or a PromptPack as is."""
-    if pack is None:
-        return PromptPack.model_validate(_shipped(DEFAULT_PACK))
-    if isinstance(pack, PromptPack):
-        return pack
-    if isinstance(pack, (str, os.PathLike)):
-        text = os.fspath(pack)
-        if not os.path.exists(text) and os.sep not in text and not text.endswith(".json"):
-            return PromptPack.model_validate(_shipped(text))
-        with open(text, encoding="utf-8") as handle:
-            try:
-                pack = json.load(handle)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"FAGER pack {text!r} is not valid JSON: {error}") from None
-    if not isinstance(pack, Mapping):
-        raise TypeError(f"pack must be None, a name, a path, a dict or a PromptPack, got {type(pack).__name__}")
-    base = _shipped(DEFAULT_PACK)
-    merged = _merge(base, pack)
-    if "version" not in pack:
-        change = json.dumps(dict(pack), sort_keys=True, ensure_ascii=False, default=str)
-        merged["version"] = f"{base['version']}+{hashlib.sha256(change.encode()).hexdigest()[:8]}"
-    return PromptPack.model_validate(merged)
+    return resolve_pack(pack, PromptPack, package="fager", default=DEFAULT_PACK, label="FAGER", merge=_merge)
 
 
 __all__ = ["AGENTS", "DEFAULT_PACK", "AgentPrompt", "BaselinePrompt", "Limits", "PromptPack", "fill", "load_pack"]

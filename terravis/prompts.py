@@ -14,10 +14,11 @@ import json
 import os
 import re
 from functools import cached_property
-from importlib import resources
 from typing import Any, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from vlmjudge.packs import resolve_pack
 
 from .taxonomy import TAXONOMY, TYPE_IDS, ViolationType, get_type
 
@@ -149,36 +150,17 @@ def _positive_ints(value: dict[str, int], keys: tuple[str, ...], what: str) -> d
     return value
 
 
-def _default_dict(name: str = DEFAULT_PACK) -> dict[str, Any]:
-    path = resources.files("terravis").joinpath("packs", f"{name}.json")
-    if not path.is_file():
-        raise FileNotFoundError(f"no shipped TerraVis pack {name!r}")
-    return json.loads(path.read_text(encoding="utf-8"))
+def _overlay(base: dict[str, Any], pack: Mapping[str, Any]) -> dict[str, Any]:
+    """A user's dict over the default; partial options, limits and budgets keep the other defaults."""
+    merged = {**base, **dict(pack)}
+    for key in ("options", "limits", "max_new_tokens"):
+        if isinstance(pack.get(key), Mapping):
+            merged[key] = {**base[key], **dict(pack[key])}
+    return merged
 
 
 def load_pack(pack: PromptPack | Mapping[str, Any] | str | os.PathLike | None = None) -> PromptPack:
     """The pack to ask with: None for the default, a shipped pack name, a JSON path, a dict
     laid over the default, or a PromptPack as is."""
-    if pack is None:
-        return PromptPack.model_validate(_default_dict())
-    if isinstance(pack, PromptPack):
-        return pack
-    if isinstance(pack, (str, os.PathLike)):
-        if not os.path.exists(pack) and str(pack) == os.path.basename(str(pack)) and not str(pack).endswith(".json"):
-            return PromptPack.model_validate(_default_dict(str(pack)))
-        with open(pack, encoding="utf-8") as fh:
-            try:
-                pack = json.load(fh)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"TerraVis pack {os.fspath(pack)!r} is not valid JSON: {exc}") from exc
-    if not isinstance(pack, Mapping):
-        raise TypeError(f"pack must be None, a path, a dict or a PromptPack, got {type(pack).__name__}")
-    base = _default_dict()
-    merged = {**base, **dict(pack)}
-    for key in ("options", "limits", "max_new_tokens"):  # partial settings keep the other defaults
-        if isinstance(pack.get(key), Mapping):
-            merged[key] = {**base[key], **dict(pack[key])}
-    if "version" not in pack:
-        changes = json.dumps(dict(pack), sort_keys=True, ensure_ascii=False, default=str)
-        merged["version"] = f"{base['version']}+{hashlib.sha256(changes.encode()).hexdigest()[:8]}"
-    return PromptPack.model_validate(merged)
+    return resolve_pack(pack, PromptPack, package="terravis", default=DEFAULT_PACK, label="TerraVis",
+                        merge=_overlay)
