@@ -13,6 +13,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from typing import Any, Iterable, Sequence
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
@@ -37,9 +38,24 @@ class ResponseCache:
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(self.path, timeout=timeout_s, check_same_thread=False,
                                      isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._prepare(timeout_s)
         self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute(_SCHEMA)
+
+    def _prepare(self, timeout_s: float) -> None:
+        """WAL mode and the table, retried while another process does the same: switching a
+        fresh file to WAL answers "locked" at once, without waiting on SQLite's busy timeout."""
+        deadline, delay = time.monotonic() + timeout_s, 0.01
+        while True:
+            try:
+                if self._conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                    self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute(_SCHEMA)
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(2 * delay, 0.5)
 
     def get_many(self, keys: Sequence[str]) -> dict[str, Any]:
         """Values for the keys that are present; absent keys are simply missing."""

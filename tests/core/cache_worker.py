@@ -2,6 +2,7 @@
 import os
 import signal
 import sys
+import time
 
 from PIL import Image
 
@@ -41,7 +42,8 @@ if __name__ == "__main__":
         judge = DyingJudge(answers(), key_fields=("item_id",), batch_size=2, cache=path, die_at=int(sys.argv[3]))
         judge.generate(requests())
     elif mode == "write":
-        worker, count = int(sys.argv[3]), int(sys.argv[4])
+        worker, count, start_at = int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+        time.sleep(max(0.0, start_at - time.time()))  # all workers open the fresh file at once
         cache = ResponseCache(path)
         for i in range(count):
             cache.put_many([(f"w{worker}-{i}", {"i": i, "worker": worker}), (f"shared-{i}", {"i": i})])

@@ -1,5 +1,6 @@
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from PIL import Image
@@ -38,14 +39,15 @@ def test_killed_run_resumes_without_repeating_finished_requests(tmp_path):
 
 
 def test_two_processes_writing_one_file_lose_nothing(tmp_path):
-    path = str(tmp_path / "shared.sqlite")
-    ResponseCache(path)  # create the file and WAL mode before the race
-    procs = [subprocess.Popen([sys.executable, WORKER, "write", path, str(w), "300"]) for w in (0, 1)]
-    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    path = str(tmp_path / "shared.sqlite")  # fresh: the processes also race to create it
+    workers = (0, 1, 2)
+    start_at = str(time.time() + 5)
+    procs = [subprocess.Popen([sys.executable, WORKER, "write", path, str(w), "300", start_at]) for w in workers]
+    assert [p.wait(timeout=120) for p in procs] == [0] * len(workers)
     cache = ResponseCache(path)
-    assert len(cache) == 300 * 2 + 300
-    keys = [f"w{w}-{i}" for w in (0, 1) for i in range(300)]
-    assert len(cache.get_many(keys)) == 600
+    assert len(cache) == 300 * len(workers) + 300
+    keys = [f"w{w}-{i}" for w in workers for i in range(300)]
+    assert len(cache.get_many(keys)) == 300 * len(workers)
 
 
 def test_generate_and_choice_probs_never_collide(tmp_path):
