@@ -1,5 +1,6 @@
 """Constraint -> grammar: bounds, strict JSON strings, EBNF passthrough, lazy import."""
 import json
+import re
 import subprocess
 import sys
 
@@ -57,8 +58,10 @@ def test_json_strings_refuse_raw_control_characters_and_lone_surrogates(compiler
         free: list[str]
 
     c = Constraint.json_schema(Note)  # properties come in schema order: text, then free
-    assert _accepts(compiler, c, '{"text": "a\\tb \\"q\\"", "free": ["x"]}')
+    assert _accepts(compiler, c, '{"text": "a b \'q\' é", "free": ["x y"]}')
     assert not _accepts(compiler, c, '{"text": "a\tb", "free": ["x"]}')      # raw tab in a bounded string
+    assert not _accepts(compiler, c, '{"text": "a\\tb", "free": ["x"]}')    # bounded strings have no escapes
+    assert not _accepts(compiler, c, '{"text": "\\"q\\"", "free": ["x"]}')
     assert not _accepts(compiler, c, '{"text": "a", "free": ["a\x01"]}')     # raw control in a default-bounded one
     assert not _accepts(compiler, c, '{"text": "\\ud800", "free": ["x"]}')   # \u escapes are not produced
     assert not _accepts(compiler, c, '{"text": "12345678901", "free": ["x"]}')  # maxLength 10
@@ -74,7 +77,9 @@ def test_ebnf_text_for_servers():
     assert constraint_to_ebnf(Constraint.ebnf(grammar)) == grammar
     ebnf = constraint_to_ebnf(Constraint.json_schema({"type": "object", "properties": {"a": {"type": "string"}},
                                                       "required": ["a"]}))
-    assert "root ::=" in ebnf and "{0, 1000}" in ebnf and "vj_escape" in ebnf
+    assert "root ::=" in ebnf and "{0, 1000}" in ebnf
+    # a bounded string repeats one character class: xgrammar's constant-time path (module doc)
+    assert re.search(r'^\w+_characters ::= \[\^\\0-\\x1f\\"\\\\\]$', ebnf, re.M), ebnf
     assert json_schema_to_ebnf({"type": "string"}, bound=False).startswith("basic_escape ::=")
     schema = server_json_schema(Constraint.json_schema({"type": "string"}))
     assert schema == {"type": "string", "maxLength": DEFAULT_MAX_STRING}
