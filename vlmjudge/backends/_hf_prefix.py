@@ -20,6 +20,7 @@ path (one left-padded forward over whole prompts) up to float rounding.
 from __future__ import annotations
 
 import inspect
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -121,6 +122,7 @@ class PreparedBatch:
     n_images: int
     prefill_tokens: int                    # real tokens run: prefixes once, plus every suffix
     extra: dict[str, Any] = field(default_factory=dict)
+    image_keys: list[str] = field(default_factory=list)  # pixel digest per image, for a vision cache
 
 
 def prepare(processor: Any, prompts: Sequence[Prompt], pil_lists: Sequence[list], units: list[Unit],
@@ -190,9 +192,10 @@ def _left_pad(rows: list[dict[str, torch.Tensor]], pad_id: int) -> dict[str, tor
 class PrefixRunner:
     """Runs prepared batches on a model: first-token logits, then (optionally) decoding."""
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, vision: Any = None) -> None:
         from transformers import DynamicCache
         self.model = model
+        self.vision = vision  # a `VisionCache`, used for batches that carry image keys
         self._cache_cls = DynamicCache
         params = inspect.signature(model.forward).parameters
         self.cache_kw = "cache" if "cache" in params else "past_key_values"
@@ -228,8 +231,10 @@ class PrefixRunner:
         vision = {k: (v.to(device, dtype) if v.is_floating_point() else v.to(device)) for k, v in batch.vision.items()}
         positions, nxt = self._prefix_positions(prefix, vision)
         cache = self._cache_cls(config=self.model.config)
-        self.model(**prefix, **vision, position_ids=positions, use_cache=True, logits_to_keep=1,
-                   **{self.cache_kw: cache})
+        cached = self.vision is not None and self.vision.enabled and bool(batch.image_keys)
+        with self.vision.serving(batch.image_keys) if cached else nullcontext():
+            self.model(**prefix, **vision, position_ids=positions, use_cache=True, logits_to_keep=1,
+                       **{self.cache_kw: cache})
         row_unit = batch.row_unit.to(device)
         cache.batch_select_indices(row_unit)  # repeated indices: the prefix KV for every request
         suffix_ids, suffix_mask = batch.suffix_ids.to(device), batch.suffix_mask.to(device)

@@ -5,7 +5,10 @@ after the generation prompt, and run in batches under `torch.inference_mode`. By
 (`prefix_reuse=True`) requests sharing images and a token prefix run the vision tower and
 that prefix once, and their suffixes against its KV cache (`_hf_prefix`); requests are
 grouped, sorted by size into batches and restored to order (`_hf_batching`), and the next
-batch's images are preprocessed on a worker thread while the model runs. `choice_probs`
+batch's images are preprocessed on a worker thread while the model runs. On that path, a
+Qwen-VL model's vision-tower outputs are also kept across calls (`vision_cache_mb`, default
+2 GiB, 0 for off; see `_hf_vision`), so an image asked about in several calls (TerraVis
+stages, FAGER chunks) is encoded once; `stats.images_encoded` counts the tower's runs. `choice_probs`
 reads the next-token logits at the end of prompt + prefix, softmaxed over the option token
 ids only. Generation decodes greedily with per-row control (grammar, first options, sampling
 seeds, stop strings, budgets; see `_hf_decoding`). With `prefix_reuse=False` every batch is
@@ -43,6 +46,7 @@ from ..requests import Answer, Request
 from . import _hf_batching as batching
 from . import _hf_loading as loading
 from . import _hf_prefix as prefixes
+from . import _hf_vision as vision_store
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +67,8 @@ class TransformersJudge(Judge):
                  device: str | None = None, device_map: Any = None, batch_size: int | None = None,
                  trust_remote_code: bool = False, cache: Any = None, progress: bool | None = None,
                  attn_implementation: str | None = None, hf_cache_dir: str | None = None,
-                 prefix_reuse: bool = True, prefetch: bool = True, chunk_size: int | None = None) -> None:
+                 prefix_reuse: bool = True, prefetch: bool = True, chunk_size: int | None = None,
+                 vision_cache_mb: float = vision_store.DEFAULT_MB) -> None:
         import torch
         if model is None:
             raise ValueError("TransformersJudge needs a model: a Hub id, a local folder or a loaded model")
@@ -110,7 +115,11 @@ class TransformersJudge(Judge):
         self._grammars = None
         self._prompts: dict[int, prefixes.Prompt] = {}
         self._prefetcher: batching.Prefetcher | None = None
-        self._runner = prefixes.PrefixRunner(model)
+        # vision outputs kept across calls (shared-prefix path, Qwen-VL family): an image asked
+        # about in several stages goes through the tower once
+        self.vision_cache = vision_store.VisionCache(model, vision_cache_mb if prefix_reuse else 0)
+        self._digests: dict[tuple, str] = {}
+        self._runner = prefixes.PrefixRunner(model, self.vision_cache)
         config = model.config
         self._image_token_ids = {t for t in (getattr(config, "image_token_id", None),
                                              getattr(config, "image_token_index", None),
@@ -164,7 +173,7 @@ class TransformersJudge(Judge):
         finally:
             if self._prefetcher is not None:
                 self._prefetcher.clear()
-            self._prompts = {}
+            self._prompts, self._digests = {}, {}
 
     def _batches(self, requests: list[Request]) -> list[list[int]]:
         prompts = [self._prompts[id(r)] for r in requests]
@@ -239,13 +248,25 @@ class TransformersJudge(Judge):
         if self.prefix_reuse:
             units = prefixes.make_units(prompts)
             if units is not None:
-                return prefixes.prepare(processor, prompts, [r.pil_images() for r in batch], units, self.pad_id)
+                pils = [r.pil_images() for r in batch]
+                prepared = prefixes.prepare(processor, prompts, pils, units, self.pad_id)
+                if self.vision_cache.enabled:
+                    prepared.image_keys = [self._digest(key, pil) for u in units
+                                           for key, pil in zip(prompts[u.rows[0]].image_key, pils[u.rows[0]])]
+                return prepared
         texts = [p.text for p in prompts]
         images = [img for r in batch for img in r.pil_images()]
         kwargs: dict[str, Any] = {"text": texts, "return_tensors": "pt", "padding": True}
         if images:
             kwargs["images"] = images
         return processor(**kwargs), texts
+
+    def _digest(self, key: tuple, pil: Any) -> str:
+        """The pixel digest of an image, once per image object (or path) in a call."""
+        if key not in self._digests:
+            from ..images import image_bytes_digest
+            self._digests[key] = image_bytes_digest(pil)
+        return self._digests[key]
 
     def _prepared(self, batch: list[Request]) -> Any:
         ready = self._prefetcher.take(batch) if self._prefetcher is not None else None
@@ -264,6 +285,10 @@ class TransformersJudge(Judge):
         self.stats.images_encoded += images
         self.stats.prefill_tokens += tokens
 
+    def _encoded(self, prepared: prefixes.PreparedBatch, before: int) -> int:
+        """Images the tower ran on for a shared-prefix batch (the vision cache served the rest)."""
+        return self.vision_cache.encoded - before if prepared.image_keys else prepared.n_images
+
     def _count_plain(self, inputs: Any, batch: list[Request]) -> None:
         self._count(sum(len(r.images) for r in batch), int(inputs["attention_mask"].sum()))
 
@@ -273,8 +298,9 @@ class TransformersJudge(Judge):
         import torch
         prepared = self._prepared(batch)
         if isinstance(prepared, prefixes.PreparedBatch):
+            encoded = self.vision_cache.encoded
             logits, state = self._runner.first_logits(prepared, self.model.device, self.model.dtype)
-            self._count(prepared.n_images, prepared.prefill_tokens)
+            self._count(self._encoded(prepared, encoded), prepared.prefill_tokens)
             return logits, prepared.texts, state
         inputs, texts = prepared
         inputs = self._to_device(inputs)
@@ -301,11 +327,12 @@ class TransformersJudge(Judge):
         if isinstance(prepared, prefixes.PreparedBatch):
             plans = [self._plan(r, text) for r, text in zip(batch, prepared.texts)]
             control = RowControl(plans, 0, self.eos_ids, self.tokenizer, self.vocab_size)
+            encoded = self.vision_cache.encoded
             with torch.inference_mode():
                 first, state = self._runner.first_logits(prepared, self.model.device, self.model.dtype)
                 sequences = self._runner.decode(first, state, control, max(p.max_new_tokens for p in plans),
                                                 self.pad_id)
-            self._count(prepared.n_images, prepared.prefill_tokens)
+            self._count(self._encoded(prepared, encoded), prepared.prefill_tokens)
         else:
             inputs, texts = prepared
             inputs = self._to_device(inputs)
@@ -371,6 +398,7 @@ class TransformersJudge(Judge):
         return {**super().manifest(), "requested_revision": self.requested_revision,
                 "batch_size": "auto" if self.auto_batch else self.rows, "chunk_size": self.batch_size,
                 "prefix_reuse": self.prefix_reuse, "attn_implementation": self.attn_implementation,
+                "vision_cache_mb": self.vision_cache.max_bytes / 2**20 if self.vision_cache.enabled else 0,
                 "libraries": loading.library_versions(),
                 "option_tokens": "an option is the next word after the prompt: after a space unless "
                                  "the prompt ends in whitespace"}

@@ -1,0 +1,152 @@
+"""Vision-tower outputs kept across judge calls, so that an image is encoded once.
+
+A method asks about one image in several judge calls: TerraVis in three stages (eligibility,
+the 18 checks, evidence for the positives), FAGER in one call per QA chunk. Shared-prefix
+batching runs the vision tower once per call; this store makes it once per image. It works
+for the Qwen-VL family, whose inner model encodes images in
+`get_image_features(pixel_values, image_grid_thw)`: while a prefix forward runs, that method
+is replaced on the instance by one that looks each image up by the digest of its pixels and
+runs the tower on the images it has not seen only. The tower attends within each image, so
+an image's features do not depend on the images encoded beside it (up to float rounding).
+
+Entries are tensors on the model's device, kept least-recently-used first out within a byte
+budget (a Qwen3-VL-8B image at 1024² holds ~32 MB: 1,024 tokens x 4,096 x 4 feature sets x
+bf16). Other families (LLaVA) encode per call as before.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+if TYPE_CHECKING:
+    import torch
+
+#: Default byte budget of the store (0 turns it off).
+DEFAULT_MB = 2048
+
+
+def supports(model: Any) -> bool:
+    """A Qwen-VL style model: an inner model with `get_image_features` and a `visual` tower
+    that merges patches (its image inputs carry `image_grid_thw`)."""
+    inner = getattr(model, "model", None)
+    visual = getattr(inner, "visual", None)
+    return callable(getattr(inner, "get_image_features", None)) and hasattr(visual, "spatial_merge_size")
+
+
+class VisionCache:
+    """Per-image vision features of one model, by pixel digest, within `max_mb` megabytes."""
+
+    def __init__(self, model: Any, max_mb: float = DEFAULT_MB) -> None:
+        if max_mb < 0:
+            raise ValueError(f"vision cache size must be >= 0 MB, got {max_mb}")
+        self.enabled = max_mb > 0 and supports(model)
+        self._inner = getattr(model, "model", None)
+        self.max_bytes = int(max_mb * 2**20)
+        self._store: OrderedDict[str, tuple[Any, list[Any]]] = OrderedDict()
+        self._bytes = 0
+        self._output_type: type | None = None
+        self._split_deepstack = True  # whether this transformers version splits deepstack features per image
+        self.encoded = 0              # images run through the tower
+        self.hits = 0                 # images served from the store
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    @property
+    def bytes(self) -> int:
+        return self._bytes
+
+    def clear(self) -> None:
+        self._store.clear()
+        self._bytes = 0
+
+    @contextmanager
+    def serving(self, keys: Sequence[str]) -> Iterator[None]:
+        """Within the block, the model's image encoder serves the images `keys` name (in the
+        order of the forward's pixel_values) from the store, encoding only the others."""
+        inner = self._inner
+        original = inner.get_image_features
+
+        def get_image_features(pixel_values, image_grid_thw=None, **kwargs):
+            return self._features(original, list(keys), pixel_values, image_grid_thw, kwargs)
+
+        inner.get_image_features = get_image_features
+        try:
+            yield
+        finally:
+            del inner.get_image_features  # the class's method again
+
+    # -- one forward's images ----------------------------------------------------------------
+    def _features(self, encode: Any, keys: list[str], pixel_values: torch.Tensor, grid: torch.Tensor,
+                  kwargs: dict) -> Any:
+        import torch
+        if grid is None or len(keys) != int(grid.shape[0]):
+            raise RuntimeError(f"vision cache: {len(keys)} image keys for "
+                               f"{None if grid is None else int(grid.shape[0])} images in the forward")
+        patches = grid.prod(-1).tolist()
+        starts = [0]
+        for n in patches:
+            starts.append(starts[-1] + n)
+        todo: list[int] = []  # the first place of each image the store lacks
+        for i, key in enumerate(keys):
+            if key not in self._store and all(keys[j] != key for j in todo):
+                todo.append(i)
+        fresh: dict[str, tuple[Any, list[Any]]] = {}
+        if todo:
+            pixels = torch.cat([pixel_values[starts[i]:starts[i + 1]] for i in todo])
+            out = encode(pixels, grid[todo], **kwargs)
+            self._output_type = type(out)
+            embeds = list(out.pooler_output)
+            deep = self._per_image_deepstack(getattr(out, "deepstack_features", None), embeds)
+            for j, i in enumerate(todo):  # copies: a view would keep the whole batch's tensor alive
+                fresh[keys[i]] = (embeds[j].clone(), [layer[j].clone() for layer in deep])
+            self.encoded += len(todo)
+        self.hits += len(keys) - len(todo)
+        chosen = [fresh[k] if k in fresh else self._touch(k) for k in keys]
+        for key, value in fresh.items():
+            self._put(key, value)
+        return self._output(chosen)
+
+    def _per_image_deepstack(self, deep: Any, embeds: list[Any]) -> list[list[Any]]:
+        """Deepstack features per layer, per image (transformers 5.17 returns them concatenated)."""
+        if not deep:
+            return []
+        if isinstance(deep[0], (tuple, list)):
+            self._split_deepstack = True
+            return [list(layer) for layer in deep]
+        import torch
+        self._split_deepstack = False
+        sizes = [int(e.shape[0]) for e in embeds]
+        return [list(torch.split(layer, sizes)) for layer in deep]
+
+    def _output(self, chosen: list[tuple[Any, list[Any]]]) -> Any:
+        """The encoder's output object for these images, shaped as this version returns it."""
+        import torch
+        embeds = tuple(e for e, _ in chosen)
+        layers = len(chosen[0][1]) if chosen else 0
+        fields: dict[str, Any] = {"pooler_output": embeds}
+        if layers:
+            per_layer = [tuple(d[layer] for _, d in chosen) for layer in range(layers)]
+            fields["deepstack_features"] = per_layer if self._split_deepstack else [torch.cat(p) for p in per_layer]
+        return self._output_type(**fields)
+
+    # -- the store ---------------------------------------------------------------------------
+    def _touch(self, key: str) -> tuple[Any, list[Any]]:
+        self._store.move_to_end(key)
+        return self._store[key]
+
+    def _put(self, key: str, value: tuple[Any, list[Any]]) -> None:
+        size = _nbytes(value)
+        if size > self.max_bytes:
+            return
+        self._store[key] = value
+        self._bytes += size
+        while self._bytes > self.max_bytes:
+            _, old = self._store.popitem(last=False)
+            self._bytes -= _nbytes(old)
+
+
+def _nbytes(value: tuple[Any, list[Any]]) -> int:
+    embeds, deep = value
+    return sum(int(t.numel()) * t.element_size() for t in (embeds, *deep))
