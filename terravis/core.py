@@ -18,7 +18,7 @@ from .prompts import PromptPack, load_pack
 from .records import ImageRecord
 from .scoring import mean_score, na_rate, violation_breakdown
 from .variants import run_rating
-from .workflow import Item, Workflow, WorkflowConfig, reference_records
+from .workflow import BLOCK_IMAGES, Item, Workflow, WorkflowConfig, reference_records
 
 VARIANTS = ("workflow", "holistic", "gptscore")
 
@@ -41,7 +41,7 @@ class TerraVis:
                  pack: PromptPack | Mapping[str, Any] | str | os.PathLike | None = None, *,
                  decision: Literal["choice", "generate"] = "choice",
                  eligibility_reasons: Literal["na", "all", "none"] = "na", severity_reasons: bool = False,
-                 max_retries: int = 1, retry_temperature: float = 0.7) -> None:
+                 max_retries: int = 1, retry_temperature: float = 0.7, block_images: int = BLOCK_IMAGES) -> None:
         if not isinstance(judge, Judge):
             raise TypeError(f"TerraVis needs a vlmjudge Judge (see vlmjudge.load_judge), got {type(judge).__name__}")
         if variant not in VARIANTS:
@@ -52,6 +52,9 @@ class TerraVis:
         self.config = WorkflowConfig(lam=lam, alpha=alpha, decision=decision,
                                      eligibility_reasons=eligibility_reasons, severity_reasons=severity_reasons,
                                      max_retries=max_retries, retry_temperature=retry_temperature)
+        if block_images < 1:
+            raise ValueError(f"block_images must be >= 1, got {block_images}")
+        self.block_images = block_images  # images per pass through the stages (see workflow.BLOCK_IMAGES)
         self.last_counts: dict[str, int] = {}
 
     @property
@@ -68,7 +71,7 @@ class TerraVis:
         items = make_items(images, ids, meta)
         counts: Counter = Counter()
         if self.variant == "workflow":
-            flow = Workflow(self.judge, self.pack, self.config)
+            flow = Workflow(self.judge, self.pack, self.config, self.block_images)
             records = flow.run(items)
             counts = flow.counts
         else:

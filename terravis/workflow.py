@@ -1,10 +1,11 @@
-"""The TerraVis workflow over a judge, stage-batched across all images.
+"""The TerraVis workflow over a judge, stage-batched across images.
 
 Eligibility for every image, then the 18 checks for the eligible ones, then evidence and
-severity for the positive checks only: each stage is one batched judge call (requests of
-one image adjacent, so a backend reuses the image prefix), and text is generated only
-where a decision calls for it. `reference_records` is the slow path it must agree with:
-the full constrained answer of every question, generated, one image at a time.
+severity for the positive checks only, over blocks of images: each stage is one batched
+judge call per block (requests of one image adjacent, so a backend reuses the image
+prefix), and text is generated only where a decision calls for it. `reference_records` is
+the slow path it must agree with: the full constrained answer of every question,
+generated, one image at a time.
 """
 from __future__ import annotations
 
@@ -148,15 +149,32 @@ def _text(answer: Answer) -> str | None:
 
 
 # -- the stage-batched workflow -------------------------------------------------------------
-class Workflow:
-    """Runs the staged workflow for many images; `counts` holds the requests asked per stage
-    (first attempts) and, separately, the retries."""
+#: Images taken through all stages together. A block is large enough for stage calls to batch
+#: across images, and small enough that an image's later stages come while a backend still
+#: holds its vision features (the transformers backend's default 2 GiB keeps ~64 images of
+#: Qwen3-VL-8B at 1024^2), so each image is encoded once however many images a run has.
+BLOCK_IMAGES = 32
 
-    def __init__(self, judge: Judge, pack: PromptPack, config: WorkflowConfig) -> None:
+
+class Workflow:
+    """Runs the staged workflow for many images, a block of images at a time; `counts` holds
+    the requests asked per stage (first attempts) and, separately, the retries."""
+
+    def __init__(self, judge: Judge, pack: PromptPack, config: WorkflowConfig,
+                 block_images: int = BLOCK_IMAGES) -> None:
+        if block_images < 1:
+            raise ValueError(f"block_images must be >= 1, got {block_images}")
         self.judge, self.pack, self.cfg = judge, pack, config
+        self.block_images = block_images
         self.counts: Counter = Counter()
 
     def run(self, items: Sequence[Item]) -> list[ImageRecord]:
+        records: list[ImageRecord] = []
+        for start in range(0, len(items), self.block_images):
+            records += self._run_block(items[start:start + self.block_images])
+        return records
+
+    def _run_block(self, items: Sequence[Item]) -> list[ImageRecord]:
         records = [ImageRecord(image_id=it.image_id, variant="workflow", lam=self.cfg.lam, alpha=self.cfg.alpha,
                                meta=dict(it.meta)) for it in items]
         self._eligibility(items, records)

@@ -42,9 +42,36 @@ def test_optimized_records_equal_reference_records(shifted):
     positives = [c for r in optimized for c in r.checks if c.detected]
     assert positives and all(c.evidence_parse_ok is not None for c in positives)
     assert any(c.evidence for c in positives) and {c.severity for c in positives} <= {"major", "minor"}
-    # one vision-tower run per image and stage that needs it, against 19 per image in the reference
-    assert opt_judge.stats.images_encoded == expected_encodes(optimized, pack.severity_sees_image)
+    # one vision-tower run per image (the vision cache serves its later stages), against 19 per
+    # image in the reference; with the cache off, one per image and stage that needs it
+    assert opt_judge.stats.images_encoded == len(images)
     assert ref_judge.stats.images_encoded == 19 * len(images)
+    per_stage = judge_on(model, processor, vision_cache_mb=0)
+    again = TerraVis(per_stage, pack=pack).score(images)
+    assert [record_view(r) for r in again] == [record_view(r) for r in reference]
+    assert per_stage.stats.images_encoded == expected_encodes(again, pack.severity_sees_image) > len(images)
+
+
+def test_blocks_of_images_give_the_same_records_and_encode_each_image_once(shifted):
+    from terravis.core import make_items
+    from terravis.workflow import Workflow, WorkflowConfig
+    model, processor, images = shifted
+    pack = bench_pack()
+    whole_judge, block_judge = judge_on(model, processor), judge_on(model, processor)
+    whole = Workflow(whole_judge, pack, WorkflowConfig()).run(make_items(images))
+    flow = Workflow(block_judge, pack, WorkflowConfig(), block_images=2)
+    blocks = flow.run(make_items(images))
+    assert [record_view(r) for r in blocks] == [record_view(r) for r in whole]
+    assert [r.image_id for r in blocks] == [r.image_id for r in whole]
+    assert block_judge.stats.images_encoded == len(images)
+    assert flow.counts["detection"] == 18 * len(images)
+    with pytest.raises(ValueError, match="block_images"):
+        Workflow(block_judge, pack, WorkflowConfig(), block_images=0)
+    from terravis import TerraVis
+    tv = TerraVis(judge_on(model, processor), pack=pack, block_images=1)
+    assert [record_view(r) for r in tv.score(images)] == [record_view(r) for r in whole]
+    with pytest.raises(ValueError, match="block_images"):
+        TerraVis(block_judge, block_images=0)
 
 
 def test_prefill_is_shared_prefixes_plus_suffixes(shifted):
