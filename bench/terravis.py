@@ -13,7 +13,8 @@ Paths, all on the same images and model, in this process:
 The three steps between them are the ratios printed for prefix reuse, one-token decisions
 (with generation only where a decision calls for it) and cross-image batching; their product
 is the speedup. On a subset (`--ablation-images`) it also runs the optimized path with prefix
-reuse off and with decisions generated instead of read. Every path must give the same records
+reuse off, with the vision cache off (each stage encodes its images again: images x stages)
+and with decisions generated instead of read. Every path must give the same records
 (decisions, evidence, severities, scores) before anything is printed. The last line is
 `speedup: <optimized / reference images per second>`.
 """
@@ -184,9 +185,11 @@ def run(model: Any, processor: Any, images: Sequence[Any], *, batch_size: int | 
     if sub:
         judges = {"optimized (subset)": judge_on(model, processor, **opt_kw),
                   "optimized, prefix reuse off (subset)": judge_on(model, processor, prefix_reuse=False, **opt_kw),
+                  "optimized, vision cache off (subset)": judge_on(model, processor, vision_cache_mb=0, **opt_kw),
                   "optimized, decisions generated (subset)": judge_on(model, processor, **opt_kw)}
         calls = {"optimized (subset)": lambda j: optimized(j, sub),
                  "optimized, prefix reuse off (subset)": lambda j: optimized(j, sub),
+                 "optimized, vision cache off (subset)": lambda j: optimized(j, sub),
                  "optimized, decisions generated (subset)": lambda j: optimized(j, sub, decision="generate")}
         for name, judge in judges.items():
             ablations[name] = measure(name, len(sub), [judge], lambda: calls[name](judge), cuda)
@@ -194,9 +197,15 @@ def run(model: Any, processor: Any, images: Sequence[Any], *, batch_size: int | 
             assert_same(name, records, base[:len(sub)])
 
     opt_m, opt_records = results["optimized"]
-    want = expected_encodes(opt_records, pack.severity_sees_image)
-    if opt_m.images_encoded != want:
-        raise AssertionError(f"optimized path encoded {opt_m.images_encoded} images; images x stages = {want}")
+    stage_encodes = expected_encodes(opt_records, pack.severity_sees_image)
+    once = n if opt_judge.vision_cache.enabled else stage_encodes  # eligibility sees every image
+    if opt_m.images_encoded != once:
+        raise AssertionError(f"optimized path encoded {opt_m.images_encoded} images, not {once}")
+    if "optimized, vision cache off (subset)" in ablations:
+        off, off_records = ablations["optimized, vision cache off (subset)"]
+        if off.images_encoded != expected_encodes(off_records, pack.severity_sees_image):
+            raise AssertionError(f"with the vision cache off, {off.images_encoded} images were encoded, "
+                                 "not images x stages that need the image")
     rate = positive_rate(opt_records)
     measures = [m for m, _ in results.values()] + [m for m, _ in ablations.values()]
     rates = {m.name: positive_rate(r) for m, r in list(results.values()) + list(ablations.values())}
@@ -207,8 +216,10 @@ def run(model: Any, processor: Any, images: Sequence[Any], *, batch_size: int | 
     print(f"images: {n} at {images[0].width}x{images[0].height}; eligible: "
           f"{sum(bool(r.checks) for r in opt_records)}; positive rate of the checks: {rate:.3f}", file=out)
     print(table(measures, [("positive rate", lambda m: f"{rates[m.name]:.3f}")]), file=out)
-    print(f"images encoded (optimized): {opt_m.images_encoded} = images x stages that need the image ({want})",
-          file=out)
+    print(f"images encoded (optimized): {opt_m.images_encoded}: each image once "
+          f"(images x stages that need the image: {stage_encodes}; the vision cache serves the later stages)"
+          if opt_judge.vision_cache.enabled else
+          f"images encoded (optimized): {opt_m.images_encoded} = images x stages that need the image", file=out)
 
     def ratio(a: str, b: str, pool=results) -> float:
         return pool[b][0].images_per_s / pool[a][0].images_per_s
@@ -222,6 +233,8 @@ def run(model: Any, processor: Any, images: Sequence[Any], *, batch_size: int | 
     if ablations:
         print(f"prefix reuse within the optimized path (subset): "
               f"{ratio('optimized, prefix reuse off (subset)', 'optimized (subset)', ablations):.2f}x", file=out)
+        print(f"vision cache within the optimized path (subset): "
+              f"{ratio('optimized, vision cache off (subset)', 'optimized (subset)', ablations):.2f}x", file=out)
         print(f"read vs generated one-token decisions (subset): "
               f"{ratio('optimized, decisions generated (subset)', 'optimized (subset)', ablations):.2f}x", file=out)
     if reference:
