@@ -41,6 +41,9 @@ class Prompt:
     image_key: tuple
     images_end: int
     sizes: tuple[tuple[int, int], ...] = ()   # (height, width) of each image
+    # pixel digests by image identity, shared by the prompts of one call (and only that call:
+    # an identity such as id(image) means nothing once the call is over)
+    digests: dict[tuple, str] = field(default_factory=dict, repr=False)
 
     @property
     def pixels(self) -> int:

@@ -118,7 +118,6 @@ class TransformersJudge(Judge):
         # vision outputs kept across calls (shared-prefix path, Qwen-VL family): an image asked
         # about in several stages goes through the tower once
         self.vision_cache = vision_store.VisionCache(model, vision_cache_mb if prefix_reuse else 0)
-        self._digests: dict[tuple, str] = {}
         self._runner = prefixes.PrefixRunner(model, self.vision_cache)
         config = model.config
         self._image_token_ids = {t for t in (getattr(config, "image_token_id", None),
@@ -160,7 +159,8 @@ class TransformersJudge(Judge):
 
     def _run_in_batches(self, op: str, requests: list[Request], options: list[str] | None) -> list:
         """Plan batches (grouped, sorted by size), prefetch each next one, restore the order."""
-        self._prompts = {id(r): self._prompt(r) for r in requests}
+        digests: dict[tuple, str] = {}  # one memo for the call's prompts (see `Prompt.digests`)
+        self._prompts = {id(r): self._prompt(r, digests) for r in requests}
         try:
             batches = self._batches(requests)
             out: list = [None] * len(requests)
@@ -173,7 +173,7 @@ class TransformersJudge(Judge):
         finally:
             if self._prefetcher is not None:
                 self._prefetcher.clear()
-            self._prompts, self._digests = {}, {}
+            self._prompts = {}
 
     def _batches(self, requests: list[Request]) -> list[list[int]]:
         prompts = [self._prompts[id(r)] for r in requests]
@@ -198,10 +198,13 @@ class TransformersJudge(Judge):
             self._prefetcher = batching.Prefetcher(self._prepare, self.processor)
         return self._prefetcher
 
-    def _prompt(self, request: Request) -> prefixes.Prompt:
+    def _prompt(self, request: Request, digests: dict[tuple, str] | None = None) -> prefixes.Prompt:
         text = self.prompt_text(request)
         ids = self.tokenizer(text)["input_ids"]
-        return prefixes.make_prompt(text, ids, request.images, request.pil_images(), self._image_token_ids)
+        prompt = prefixes.make_prompt(text, ids, request.images, request.pil_images(), self._image_token_ids)
+        if digests is not None:
+            prompt.digests = digests
+        return prompt
 
     def _forward_or_split(self, op: str, batch: list[Request], options: list[str] | None) -> list:
         """Run a batch; on out-of-memory halve it and retry each half (a lone request fails alone)."""
@@ -251,7 +254,7 @@ class TransformersJudge(Judge):
                 pils = [r.pil_images() for r in batch]
                 prepared = prefixes.prepare(processor, prompts, pils, units, self.pad_id)
                 if self.vision_cache.enabled:
-                    prepared.image_keys = [self._digest(key, pil) for u in units
+                    prepared.image_keys = [_digest(prompts[u.rows[0]].digests, key, pil) for u in units
                                            for key, pil in zip(prompts[u.rows[0]].image_key, pils[u.rows[0]])]
                 return prepared
         texts = [p.text for p in prompts]
@@ -260,13 +263,6 @@ class TransformersJudge(Judge):
         if images:
             kwargs["images"] = images
         return processor(**kwargs), texts
-
-    def _digest(self, key: tuple, pil: Any) -> str:
-        """The pixel digest of an image, once per image object (or path) in a call."""
-        if key not in self._digests:
-            from ..images import image_bytes_digest
-            self._digests[key] = image_bytes_digest(pil)
-        return self._digests[key]
 
     def _prepared(self, batch: list[Request]) -> Any:
         ready = self._prefetcher.take(batch) if self._prefetcher is not None else None
@@ -412,6 +408,14 @@ def is_out_of_memory(exc: BaseException) -> bool:
     if oom_types and isinstance(exc, oom_types):
         return True
     return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+def _digest(memo: dict[tuple, str], key: tuple, pil: Any) -> str:
+    """The pixel digest of an image, once per image object (or path) in a call."""
+    if key not in memo:
+        from ..images import image_bytes_digest
+        memo[key] = image_bytes_digest(pil)
+    return memo[key]
 
 
 def _release_cuda_memory() -> None:
