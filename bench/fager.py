@@ -31,7 +31,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     prompts = [f"a red bicycle leaning on a brick wall, view {i}" for i in range(len(images))]
     sets = qa_sets(prompts)
     batched_judge, one_judge = judge_on(model, processor), judge_on(model, processor)
-    Fager(one_judge, feedback=False).score(images[:1], prompts[:1], qa_sets=sets[:1], ids=["0"])  # warm-up
+    # warm-up on another image: the vision cache would otherwise hold images[0]
+    Fager(one_judge, feedback=False).score(bench_images(1, args.size, seed=99), prompts[:1], qa_sets=sets[:1],
+                                           ids=["warm-up"])
     compare(len(images),
             lambda: Fager(batched_judge, feedback=False).score(images, prompts, qa_sets=sets,
                                                                 ids=[str(i) for i in range(len(images))]),
