@@ -234,8 +234,8 @@ class PrefixRunner:
         vision = {k: (v.to(device, dtype) if v.is_floating_point() else v.to(device)) for k, v in batch.vision.items()}
         positions, nxt = self._prefix_positions(prefix, vision)
         cache = self._cache_cls(config=self.model.config)
-        cached = self.vision is not None and self.vision.enabled and bool(batch.image_keys)
-        with self.vision.serving(batch.image_keys) if cached else nullcontext():
+        # image keys are set only where the judge has an enabled vision cache
+        with self.vision.serving(batch.image_keys) if batch.image_keys else nullcontext():
             self.model(**prefix, **vision, position_ids=positions, use_cache=True, logits_to_keep=1,
                        **{self.cache_kw: cache})
         row_unit = batch.row_unit.to(device)

@@ -57,10 +57,6 @@ class VisionCache:
     def bytes(self) -> int:
         return self._bytes
 
-    def clear(self) -> None:
-        self._store.clear()
-        self._bytes = 0
-
     @contextmanager
     def serving(self, keys: Sequence[str]) -> Iterator[None]:
         """Within the block, the model's image encoder serves the images `keys` name (in the
