@@ -2,7 +2,6 @@
 multi-process mode each process scores its own shard and process 0 only aggregates."""
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ from fager import read_qa_csv
 from fager.replay import rescore_details
 
 from fagent_helpers import keyed_replay, noise, released, released_answers
+from ranks import run_ranks
 
 evaluate = pytest.importorskip("evaluate")
 METRIC_DIR = Path(__file__).resolve().parents[2] / "metrics" / "fager"
@@ -54,21 +54,12 @@ def test_images_are_scored_on_add_and_two_processes_equal_one(abo_five, tmp_path
     modules = {rank: evaluate.load(str(METRIC_DIR), judge=judges[rank], num_process=2, process_id=rank,
                                    experiment_id="fager-mp", cache_dir=str(tmp_path / "shared"), timeout=60)
                for rank in SHARDS}
-    results, errors = {}, []
 
-    def run(rank):
-        try:
-            modules[rank].add_batch(**{k: v[SHARDS[rank]] for k, v in columns.items()})
-            results[rank] = modules[rank].compute()
-        except Exception as exc:  # surfaced by the assertion below
-            errors.append(exc)
+    def step(rank):
+        modules[rank].add_batch(**{k: v[SHARDS[rank]] for k, v in columns.items()})
+        return modules[rank].compute()
 
-    threads = [threading.Thread(target=run, args=(rank,)) for rank in SHARDS]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not errors, errors
+    results = run_ranks(SHARDS, step)
     assert results[1] is None  # only process 0 aggregates
     assert results[0] == expected
     for rank, shard in SHARDS.items():  # each process asked only about its own shard

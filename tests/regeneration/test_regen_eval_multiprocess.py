@@ -3,7 +3,6 @@ evaluate's multi-process mode each process scores its own shard and process 0 on
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +10,8 @@ import pytest
 from PIL import Image
 
 from regeneration.asking import META_KEYS
+
+from ranks import run_ranks
 
 evaluate = pytest.importorskip("evaluate")
 METRICS_DIR = Path(__file__).resolve().parents[2] / "metrics" / "regeneration"
@@ -87,21 +88,12 @@ def test_pairs_are_scored_on_add_and_two_processes_equal_one(encoder_dirs, score
     judges = {rank: replay(shard_answers) for rank in shards}
     modules = {rank: load(encoder_dirs, tmp_path / "shared", judge=judges[rank], num_process=2, process_id=rank,
                           experiment_id="regen-mp", timeout=60) for rank in shards}
-    results, errors = {}, []
 
-    def run(rank):
-        try:
-            modules[rank].add_batch(predictions=gens[shards[rank]], references=refs[shards[rank]])
-            results[rank] = modules[rank].compute(per_pair=True)
-        except Exception as exc:  # surfaced by the assertion below
-            errors.append(exc)
+    def step(rank):
+        modules[rank].add_batch(predictions=gens[shards[rank]], references=refs[shards[rank]])
+        return modules[rank].compute(per_pair=True)
 
-    threads = [threading.Thread(target=run, args=(rank,)) for rank in shards]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not errors, errors
+    results = run_ranks(shards, step)
     assert results[1] is None  # only process 0 aggregates
     assert results[0] == pytest.approx(expected, abs=1e-5)
     for rank, shard in shards.items():  # each process scored only its own shard

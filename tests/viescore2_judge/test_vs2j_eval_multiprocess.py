@@ -1,11 +1,12 @@
 """metrics/viescore2 (config `default`) judges images as they are added, so in evaluate's
 multi-process mode each process judges its own shard and process 0 only aggregates."""
 import json
-import threading
 from pathlib import Path
 
 import pytest
 from PIL import Image
+
+from ranks import run_ranks
 
 FOLDER = Path(__file__).resolve().parents[2] / "metrics" / "viescore2"
 evaluate = pytest.importorskip("evaluate")
@@ -58,23 +59,14 @@ def test_images_are_judged_on_add_and_two_processes_equal_one(tmp_path, monkeypa
 
     modules = {rank: load(answers, tmp_path / "shared", num_process=2, process_id=rank, experiment_id="vs2-mp",
                           timeout=60) for rank in SHARDS}
-    results, errors = {}, []
 
-    def run(rank):
-        try:
-            shard = SHARDS[rank]
-            cond = [[images[0]] if p == "c" else [] for p in PROMPTS[shard]]
-            modules[rank].add_batch(images=images[shard], prompts=PROMPTS[shard], conditioning=cond)
-            results[rank] = modules[rank].compute()
-        except Exception as exc:  # surfaced by the assertion below
-            errors.append(exc)
+    def step(rank):
+        shard = SHARDS[rank]
+        cond = [[images[0]] if p == "c" else [] for p in PROMPTS[shard]]
+        modules[rank].add_batch(images=images[shard], prompts=PROMPTS[shard], conditioning=cond)
+        return modules[rank].compute()
 
-    threads = [threading.Thread(target=run, args=(rank,)) for rank in SHARDS]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not errors, errors
+    results = run_ranks(SHARDS, step)
     assert results[1] is None  # only process 0 aggregates
     assert [r["id"] for r in results[0]["records"]] == ["0:0", "0:1", "1:0", "1:1", "1:2"]
     assert without_ids(results[0]) == without_ids(expected)  # the same replayed answers, read alike
