@@ -11,6 +11,7 @@ from PIL import Image
 
 from regeneration.asking import META_KEYS
 
+from nested_close import assert_nested_close
 from ranks import run_ranks
 
 evaluate = pytest.importorskip("evaluate")
@@ -95,7 +96,7 @@ def test_pairs_are_scored_on_add_and_two_processes_equal_one(encoder_dirs, score
 
     results = run_ranks(shards, step)
     assert results[1] is None  # only process 0 aggregates
-    assert results[0] == pytest.approx(expected, abs=1e-5)
+    assert_nested_close(results[0], expected, abs_tol=1e-5)
     for rank, shard in shards.items():  # each process scored only its own shard
         n = shard.stop - shard.start
         assert modules[rank]._scorer.pairs == n and judges[rank].stats.model_calls == 2 * n

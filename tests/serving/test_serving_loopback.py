@@ -3,6 +3,7 @@ import json
 import urllib.request
 
 import pytest
+from nested_close import assert_nested_close
 from serving_support import (
     MODEL,
     client_kwargs,
@@ -33,7 +34,7 @@ def test_injected_faults_change_nothing_in_the_results():
         got = [a.to_json() for a in client.generate(requests)]
         probs = client.choice_probs(requests, ["Yes", "No"])
     assert got == expected
-    assert probs == pytest.approx(expected_probs, abs=1e-12)
+    assert_nested_close(probs, expected_probs, abs_tol=1e-12)
     assert all(faults.counts[k] >= 1 for k in FAULT_KINDS), faults.counts  # every kind was met...
     assert client.counters["retries"] >= sum(faults.counts.values())  # ...and each cost a retry
     assert client.counters["failed_requests"] == 0 and client.stats.model_calls == 60
