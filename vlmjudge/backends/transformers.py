@@ -124,6 +124,25 @@ class TransformersJudge(Judge):
                                              getattr(config, "image_token_index", None),
                                              getattr(config, "video_token_id", None)) if t is not None}
 
+    # -- pickling ----------------------------------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle the model, processor and settings, never live native or per-call handles: the
+        grammar compiler (xgrammar objects do not pickle), the prefetch thread, the prompts of a
+        call in flight and the stored vision outputs; `__setstate__` rebuilds them empty. The
+        response cache pickles as its path (see `ResponseCache`)."""
+        state = self.__dict__.copy()
+        state.update(_grammars=None, _prefetcher=None, _prompts={})
+        state["_vision_cache_mb"] = self.vision_cache.max_bytes / 2**20
+        state.pop("vision_cache", None)
+        state.pop("_runner", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        vision_mb = state.pop("_vision_cache_mb")
+        self.__dict__.update(state)
+        self.vision_cache = vision_store.VisionCache(self.model, vision_mb)
+        self._runner = prefixes.PrefixRunner(self.model, self.vision_cache)
+
     # -- options ---------------------------------------------------------------------------
     def validate_options(self, options: Sequence[str]) -> None:
         """Every option must be one token both after a space and after whitespace (see module doc)."""
