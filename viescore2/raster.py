@@ -1,10 +1,17 @@
 """Masks, heatmaps and boxes onto the N x N defect grid, for ground truth and for other evaluators.
 
-Every input is area-averaged onto the grid (exact fractional overlaps, so any image size
-works). A cell is a defect when its averaged value is at least ``threshold``
-(``DEFAULT_CELL_THRESHOLD`` = 0.5: at least half of a mask cell covered, or a mean heatmap
-value of 0.5; the paper does not state its value). A defect cell carries a coverage mark
-when its averaged value is at least ``MARK_THRESHOLD`` = 0.9, as in the paper.
+By default a map becomes a grid the way the public release (VIEScoreTwo ``build_sft_data.py``)
+builds its ground truth, so grids and the numbers computed on them match the release:
+
+- values in [0, 1] are written as an 8-bit image (``(v * 255)`` truncated), resized to N x N
+  with Pillow's LANCZOS filter and read back as ``/ 255``;
+- a mask cell is a defect where the resized value is ``> 0.5`` (``MASK_THRESHOLD``), a heatmap
+  cell where it is ``> 0.25`` (``HEATMAP_THRESHOLD``);
+- a defect cell carries a coverage mark where the resized value is ``>= 0.9`` (``MARK_THRESHOLD``);
+- a RichHF map is binarised at 0.5 *before* the resize (``grid_from_richhf``).
+
+``resample="area"`` keeps the project's former rule: an exact area mean over the cells (any
+image size), a defect where the mean is ``>= threshold``. Every threshold is a parameter.
 """
 from __future__ import annotations
 
@@ -14,9 +21,14 @@ import numpy as np
 
 from .grid import DEFAULT_N, Grid
 
-DEFAULT_CELL_THRESHOLD = 0.5
+MASK_THRESHOLD = 0.5
+HEATMAP_THRESHOLD = 0.25
+DEFAULT_CELL_THRESHOLD = MASK_THRESHOLD  # the mask threshold, under its former name
 MARK_THRESHOLD = 0.9
-_EPS = 1e-9  # absorbs rounding in the pooled means, so a fully covered cell reads as 1.0
+BINARIZE_THRESHOLD = 0.5  # RichHF maps: on/off per pixel before the resize
+RESAMPLE = "lanczos"
+RESAMPLES = ("lanczos", "area")
+_EPS = 1e-9  # absorbs rounding in the area means, so a fully covered cell reads as 1.0
 
 
 def _bin_weights(length: int, n: int) -> np.ndarray:
@@ -28,30 +40,65 @@ def _bin_weights(length: int, n: int) -> np.ndarray:
     return overlap / (length / n)
 
 
+def _check_2d(values: np.ndarray) -> None:
+    if values.ndim != 2 or min(values.shape) == 0:
+        raise ValueError(f"expected a non-empty 2-D array, got shape {values.shape}")
+
+
 def pool(values: np.ndarray, n: int = DEFAULT_N) -> np.ndarray:
     """Exact area mean of a 2-D array over an n x n grid of equal cells."""
     values = np.asarray(values, dtype=np.float64)
-    if values.ndim != 2 or min(values.shape) == 0:
-        raise ValueError(f"expected a non-empty 2-D array, got shape {values.shape}")
+    _check_2d(values)
     rows, cols = _bin_weights(values.shape[0], n), _bin_weights(values.shape[1], n)
     return rows @ values @ cols.T
 
 
+def lanczos(values: np.ndarray, n: int = DEFAULT_N) -> np.ndarray:
+    """The release's resize: [0, 1] values as a truncated 8-bit image, LANCZOS to n x n, back to [0, 1]."""
+    from PIL import Image
+    values = np.asarray(values, dtype=np.float64)
+    _check_2d(values)
+    image = Image.fromarray((values * 255).astype(np.uint8), mode="L")
+    return np.asarray(image.resize((n, n), Image.LANCZOS), dtype=np.float64) / 255.0
+
+
+def resize(values: np.ndarray, n: int = DEFAULT_N, resample: str = RESAMPLE) -> np.ndarray:
+    """[0, 1] values onto the n x n grid: ``"lanczos"`` (the release) or ``"area"`` (exact area mean)."""
+    if resample == "lanczos":
+        return lanczos(values, n)
+    if resample == "area":
+        return pool(values, n)
+    raise ValueError(f"resample must be one of {RESAMPLES}, got {resample!r}")
+
+
 def _check_thresholds(threshold: float, mark_threshold: float | None) -> None:
-    if not 0.0 < threshold <= 1.0:
-        raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold must be in [0, 1], got {threshold}")
     if mark_threshold is not None and not 0.0 < mark_threshold <= 1.0:
         raise ValueError(f"mark_threshold must be in (0, 1] or None, got {mark_threshold}")
 
 
-def grid_from_pooled(pooled: np.ndarray, threshold: float = DEFAULT_CELL_THRESHOLD,
-                     mark_threshold: float | None = MARK_THRESHOLD) -> Grid:
-    """Threshold an already pooled (n, n) array into a grid with coverage marks."""
+def grid_from_resized(resized: np.ndarray, threshold: float = MASK_THRESHOLD,
+                      mark_threshold: float | None = MARK_THRESHOLD, resample: str = RESAMPLE) -> Grid:
+    """Threshold an (n, n) array of resized values: ``> threshold`` (lanczos) or ``>= threshold`` (area)."""
     _check_thresholds(threshold, mark_threshold)
-    pooled = np.asarray(pooled, dtype=np.float64)
-    cells = pooled >= threshold - _EPS
-    marks = cells & (pooled >= mark_threshold - _EPS) if mark_threshold is not None else None
+    resized = np.asarray(resized, dtype=np.float64)
+    cells = resized > threshold if resample == "lanczos" else resized >= threshold - _EPS
+    marks = cells & (resized >= mark_threshold - _EPS) if mark_threshold is not None else None
     return Grid.from_array(cells, marks)
+
+
+def grid_from_pooled(pooled: np.ndarray, threshold: float = MASK_THRESHOLD,
+                     mark_threshold: float | None = MARK_THRESHOLD) -> Grid:
+    """Threshold an already area-pooled (n, n) array (the ``area`` rule: ``>= threshold``)."""
+    return grid_from_resized(pooled, threshold, mark_threshold, resample="area")
+
+
+def grid_from_values(values, n: int = DEFAULT_N, threshold: float = MASK_THRESHOLD,
+                     mark_threshold: float | None = MARK_THRESHOLD, resample: str = RESAMPLE) -> Grid:
+    """Grid from any (H, W) array of [0, 1] values: resize, then threshold (no check that it is binary)."""
+    return grid_from_resized(resize(as_heatmap(values, scale_uint8=False), n, resample), threshold,
+                             mark_threshold, resample)
 
 
 def _plane(array, what: str) -> np.ndarray:
@@ -76,11 +123,14 @@ def as_mask(mask) -> np.ndarray:
     return a > 0
 
 
-def as_heatmap(heatmap) -> np.ndarray:
-    """Float (H, W) heatmap in [0, 1]; uint8 input is scaled by 1/255."""
+def as_heatmap(heatmap, scale_uint8: bool = True) -> np.ndarray:
+    """Float (H, W) values in [0, 1]; 8-bit input is divided by 255 (with ``scale_uint8=False``
+    only when its maximum is above 1, as the release reads label images holding 0/1)."""
     a = _plane(heatmap, "heatmap")
     if a.dtype == np.uint8:
-        return a.astype(np.float64) / 255.0
+        if scale_uint8 or a.max(initial=0) > 1:
+            return a.astype(np.float64) / 255.0
+        return a.astype(np.float64)
     a = a.astype(np.float64)
     if np.isnan(a).any():
         raise ValueError("a heatmap must not contain NaN")
@@ -89,16 +139,36 @@ def as_heatmap(heatmap) -> np.ndarray:
     return a
 
 
-def grid_from_mask(mask, n: int = DEFAULT_N, threshold: float = DEFAULT_CELL_THRESHOLD,
-                   mark_threshold: float | None = MARK_THRESHOLD) -> Grid:
-    """Grid from a binary defect mask of any size: cells by covered fraction, marks at >= 0.9."""
-    return grid_from_pooled(pool(as_mask(mask), n), threshold, mark_threshold)
+def grid_from_mask(mask, n: int = DEFAULT_N, threshold: float = MASK_THRESHOLD,
+                   mark_threshold: float | None = MARK_THRESHOLD, resample: str = RESAMPLE) -> Grid:
+    """Grid from a binary defect mask of any size: a defect where the resized mask is > 0.5."""
+    return grid_from_values(as_mask(mask).astype(np.float64), n, threshold, mark_threshold, resample)
 
 
-def grid_from_heatmap(heatmap, n: int = DEFAULT_N, threshold: float = DEFAULT_CELL_THRESHOLD,
-                      mark_threshold: float | None = MARK_THRESHOLD) -> Grid:
-    """Grid from a [0, 1] heatmap of any size: cells by mean value, marks where the mean is >= 0.9."""
-    return grid_from_pooled(pool(as_heatmap(heatmap), n), threshold, mark_threshold)
+def grid_from_heatmap(heatmap, n: int = DEFAULT_N, threshold: float = HEATMAP_THRESHOLD,
+                      mark_threshold: float | None = MARK_THRESHOLD, resample: str = RESAMPLE) -> Grid:
+    """Grid from a [0, 1] heatmap of any size (8-bit maps are divided by 255): a defect where the
+    resized heatmap is > 0.25, a coverage mark where it is >= 0.9."""
+    return grid_from_values(as_heatmap(heatmap), n, threshold, mark_threshold, resample)
+
+
+def grid_from_richhf(heatmap, n: int = DEFAULT_N, major_threshold: float | None = MARK_THRESHOLD,
+                     binarize_at: float = BINARIZE_THRESHOLD, threshold: float = MASK_THRESHOLD,
+                     resample: str = RESAMPLE) -> Grid:
+    """Grid of a RichHF channel map (8-bit or [0, 1]): the map binarised at ``binarize_at`` and resized
+    gives the defect cells (> 0.5); marks are defect cells whose resized raw map is >= ``major_threshold``.
+
+    ``None`` (a sample without the channel's map) is an empty grid, as in the release.
+    """
+    if heatmap is None:
+        return Grid(n=n)
+    raw = as_heatmap(heatmap)
+    problem = grid_from_values((raw > binarize_at).astype(np.float64), n, threshold, None, resample)
+    if major_threshold is None:
+        return problem
+    _check_thresholds(threshold, major_threshold)
+    high = resize(raw, n, resample) >= major_threshold - _EPS
+    return Grid.from_array(problem.to_array(), problem.to_array() & high)
 
 
 def boxes_to_mask(boxes: Sequence[Sequence[float]], size: tuple[int, int], normalized: bool = False) -> np.ndarray:
@@ -122,15 +192,16 @@ def boxes_to_mask(boxes: Sequence[Sequence[float]], size: tuple[int, int], norma
 
 
 def grid_from_boxes(boxes: Sequence[Sequence[float]], size: tuple[int, int], n: int = DEFAULT_N,
-                    threshold: float = DEFAULT_CELL_THRESHOLD, mark_threshold: float | None = MARK_THRESHOLD,
-                    normalized: bool = False) -> Grid:
+                    threshold: float = MASK_THRESHOLD, mark_threshold: float | None = MARK_THRESHOLD,
+                    normalized: bool = False, resample: str = RESAMPLE) -> Grid:
     """Grid from defect boxes on an image of ``size`` (width, height), converted like a mask."""
-    return grid_from_mask(boxes_to_mask(boxes, size, normalized), n, threshold, mark_threshold)
+    return grid_from_mask(boxes_to_mask(boxes, size, normalized), n, threshold, mark_threshold, resample)
 
 
 def grid_from_heatmaps(heatmaps: Sequence, n: int = DEFAULT_N, threshold: float = DEFAULT_CELL_THRESHOLD,
                        mark_threshold: float | None = None) -> Grid:
-    """Another evaluator's heatmaps (e.g. artifact and misalignment): each mean-pooled, combined by max."""
+    """Another evaluator's heatmaps (e.g. artifact and misalignment): each mean-pooled, combined by max
+    (the paper's rule for other evaluators; ``>= threshold`` on the pooled maximum)."""
     if len(heatmaps) == 0:
         raise ValueError("need at least one heatmap")
     pooled = np.max([pool(as_heatmap(h), n) for h in heatmaps], axis=0)

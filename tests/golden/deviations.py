@@ -21,7 +21,20 @@ class Deviation:
 TERRAVIS: list[Deviation] = []
 
 # --- viescore2 ------------------------------------------------------------------------------------
-VIESCORE2: list[Deviation] = []
+def _unreadable_annotation(inp: dict) -> bool:
+    """A ground-truth annotation that cannot be read: a missing file, an unknown kind, bad polygon points."""
+    if inp.get("data_form") == "missing_file" or inp.get("type") not in ("mask", "heatmap", "bbox", "polygon", "svg"):
+        return True
+    points = inp.get("data")
+    return inp.get("type") == "polygon" and isinstance(points, list) and not all(
+        isinstance(p, list) and len(p) == 2 for p in points)
+
+
+VIESCORE2: list[Deviation] = [
+    Deviation("viescore2/gt_grid", _unreadable_annotation,
+              "an annotation that cannot be read (missing file, unknown kind, malformed points) raises "
+              "instead of becoming a clean ground-truth grid"),
+]
 
 # --- fager ----------------------------------------------------------------------------------------
 FAGER: list[Deviation] = []
