@@ -8,10 +8,13 @@
 States are tensors reduced by sum (counts, the score sum) or cat (per-image scores, NaN
 for N/A), so DDP synchronisation needs nothing special. The judge lives in a plain
 wrapper attribute: it is not a child module, so it never enters `state_dict`, `.to()`
-or the optimizer, and copies of the metric share it instead of duplicating a model.
+or the optimizer, and copies of the metric share it instead of duplicating a model. A
+pickled metric carries no judge: unpickled in the same process it shares the original's,
+elsewhere it loads one again from `model=` (or needs `attach_judge`, see `ScorerHandle`).
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 from typing import Any, Mapping, Sequence
@@ -22,7 +25,7 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
 from vlmjudge.judge import Judge
-from vlmjudge.metric_support import ScorerHandle, image_batch, judge_or_load
+from vlmjudge.metric_support import image_batch, judge_or_load, scorer_handle
 
 from .core import TerraVis
 from .prompts import PromptPack
@@ -37,6 +40,11 @@ def make_scorer(judge: Judge | None, model: str | None, backend: str, judge_kwar
     """A TerraVis scorer over a given judge, or over one loaded from `model`."""
     judge = judge_or_load(judge, model, backend, judge_kwargs)
     return TerraVis(judge, variant=variant, lam=lam, alpha=alpha, pack=pack, **dict(scorer_kwargs or {}))
+
+
+def _scorer_with(options: Mapping[str, Any], judge: Judge) -> TerraVis:
+    """A TerraVis scorer with the metric's options over `judge` (picklable as a partial)."""
+    return TerraVis(judge, **options)
 
 
 class TerraVisScore(Metric):
@@ -72,8 +80,8 @@ class TerraVisScore(Metric):
                  alpha: float = 0.5, pack: PromptPack | Mapping[str, Any] | str | os.PathLike | None = None,
                  scorer_kwargs: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._handle = ScorerHandle(make_scorer(judge, model, backend, judge_kwargs, variant, lam, alpha, pack,
-                                               scorer_kwargs))
+        options = {"variant": variant, "lam": lam, "alpha": alpha, "pack": pack, **dict(scorer_kwargs or {})}
+        self._handle = scorer_handle(judge, model, backend, judge_kwargs, functools.partial(_scorer_with, options))
         #: The records of the most recent `update` (plain attribute, not a state: never synced).
         self.last_records: list[ImageRecord] = []
         self.add_state("score_sum", torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
@@ -88,6 +96,11 @@ class TerraVisScore(Metric):
     def scorer(self) -> TerraVis:
         """The TerraVis scorer (and through it `.judge`, whose `stats` count model calls)."""
         return self._handle.scorer
+
+    def attach_judge(self, judge: Judge) -> None:
+        """Score with `judge` from now on (this metric and the copies that share its handle): how
+        a metric built around a ready judge gets one back after unpickling in another process."""
+        self._handle.attach(judge)
 
     def update(self, images: Any) -> None:
         """Score a batch (uint8 or float BCHW tensor, or a list of PIL images/paths) and add it."""

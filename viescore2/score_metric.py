@@ -8,10 +8,13 @@
 States are tensors reduced by sum (counts, score sums) or cat (per-image overall scores, NaN
 where none was read), so DDP needs nothing special. The judge is held in a plain wrapper
 attribute, never a child module: it stays out of `state_dict`, `.to()` and the optimizer,
-and copies of the metric share it.
+and copies of the metric share it. A pickled metric carries no judge: unpickled in the same
+process it shares the original's, elsewhere it loads one again from `model=` (or needs
+`attach_judge`; see `vlmjudge.metric_support.ScorerHandle`).
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Mapping, Sequence
 
@@ -21,7 +24,7 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
 from vlmjudge.judge import Judge
-from vlmjudge.metric_support import ScorerHandle, image_batch, judge_or_load
+from vlmjudge.metric_support import image_batch, judge_or_load, scorer_handle
 
 from .grid import DEFAULT_N
 from .pipeline import VIEScore2, VIEScore2Record
@@ -33,6 +36,11 @@ def make_scorer(judge: Judge | None, model: str | None, backend: str, judge_kwar
                 **config: Any) -> VIEScore2:
     """A VIEScore2 scorer over a given judge, or over one loaded from `model`."""
     judge = judge_or_load(judge, model, backend, judge_kwargs)
+    return VIEScore2(judge, **config)
+
+
+def _scorer_with(config: Mapping[str, Any], judge: Judge) -> VIEScore2:
+    """A VIEScore2 scorer with the metric's options over `judge` (picklable as a partial)."""
     return VIEScore2(judge, **config)
 
 
@@ -68,11 +76,10 @@ class VIEScore2Score(Metric):
                  grid_size: int = DEFAULT_N, pack: Any = None, scorer_kwargs: Mapping[str, Any] | None = None,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        scorer = make_scorer(judge, model, backend, judge_kwargs, fields=fields, grid_size=grid_size, pack=pack,
-                             **dict(scorer_kwargs or {}))
-        if not scorer.fields.score_keys:
-            raise ValueError(f"VIEScore2Score needs scores; fields {scorer.fields.key!r} request none")
-        self._handle = ScorerHandle(scorer)
+        config = {"fields": fields, "grid_size": grid_size, "pack": pack, **dict(scorer_kwargs or {})}
+        self._handle = scorer_handle(judge, model, backend, judge_kwargs, functools.partial(_scorer_with, config))
+        if not self.scorer.fields.score_keys:
+            raise ValueError(f"VIEScore2Score needs scores; fields {self.scorer.fields.key!r} request none")
         #: Records of the most recent `update` (a plain attribute, never synced).
         self.last_records: list[VIEScore2Record] = []
         for name in ("score_sum", "pq_sum", "sc_sum"):
@@ -85,6 +92,11 @@ class VIEScore2Score(Metric):
     def scorer(self) -> VIEScore2:
         """The VIEScore2 scorer (its `.judge.stats` count model calls)."""
         return self._handle.scorer
+
+    def attach_judge(self, judge: Judge) -> None:
+        """Judge with `judge` from now on (this metric and the copies that share its handle): how
+        a metric built around a ready judge gets one back after unpickling in another process."""
+        self._handle.attach(judge)
 
     def update(self, images: Any, prompts: Sequence[str], conditioning: Sequence[Any] | None = None) -> None:
         """Judge a batch (BCHW tensor or list of images) with its prompts and add the records."""
