@@ -47,6 +47,13 @@ def mean_score(scores: Sequence[float | None]) -> float | None:
     return sum(kept) / len(kept) if kept else None
 
 
+def mean_and_count(scores: Sequence[float | None]) -> tuple[float | None, int]:
+    """The mean over scored images (N/A excluded) and how many were scored: the pair a summary
+    table reports; (None, 0) when none was scored."""
+    kept = [s for s in scores if s is not None]
+    return (sum(kept) / len(kept) if kept else None), len(kept)
+
+
 def na_rate(scores: Sequence[float | None]) -> float:
     """Share of images without a score (N/A or failed)."""
     if not scores:
