@@ -31,10 +31,10 @@ def json_request(*, stage: str, item: str, text: str, schema: dict | type[BaseMo
                    meta={"stage": stage, "item": str(item), "round": int(round), "index": int(index)})
 
 
-def run_stage(judge: Any, requests: Sequence[Request],
-              model: type[M] | Sequence[type[M]]) -> list[M | ParseFailure]:
-    """All requests of a stage in one batched `generate` call, each answer validated against `model`
-    (one model for all, or one per request)."""
+def run_stage(judge: Any, requests: Sequence[Request], model: type[M] | Sequence[type[M]], *,
+              reading: str = "release") -> list[M | ParseFailure]:
+    """All requests of a stage in one batched `generate` call, each answer read as `reading` says
+    (`parsing.READINGS`) and validated against `model` (one model for all, or one per request)."""
     if not requests:
         return []
     models = list(model) if isinstance(model, Sequence) else [model] * len(requests)
@@ -43,4 +43,4 @@ def run_stage(judge: Any, requests: Sequence[Request],
     answers = judge.generate(list(requests))
     if len(answers) != len(requests):
         raise RuntimeError(f"the judge returned {len(answers)} answers for {len(requests)} requests")
-    return [parse_answer(a, m, r.meta.get("stage", "?")) for r, a, m in zip(requests, answers, models)]
+    return [parse_answer(a, m, r.meta.get("stage", "?"), reading=reading) for r, a, m in zip(requests, answers, models)]

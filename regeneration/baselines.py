@@ -36,7 +36,7 @@ INTERROGATOR_VOCAB: dict[str, tuple[int, tuple[str, ...]]] = {
 
 
 def direct_prompts(judge: Any, images: Sequence[Any], ids: Sequence[str], *,
-                   pack: PromptPack | Mapping | str | None = None) -> list[InitialPrompt]:
+                   pack: PromptPack | Mapping | str | None = None, reading: str = "release") -> list[InitialPrompt]:
     """The MLLM's prompt written from the image alone, without an IUT."""
     pack = load_pack(pack)
     asks = [json_request(stage="direct_prompt", item=i, images=[to_pil(img, index=n)], system=pack.system,
@@ -44,7 +44,7 @@ def direct_prompts(judge: Any, images: Sequence[Any], ids: Sequence[str], *,
             for n, (i, img) in enumerate(zip(ids, images))]
     return [InitialPrompt(i, None, "direct", [got]) if isinstance(got, ParseFailure)
             else InitialPrompt(i, got.prompt.strip(), "direct")
-            for i, got in zip(ids, run_stage(judge, asks, PromptAnswer))]
+            for i, got in zip(ids, run_stage(judge, asks, PromptAnswer, reading=reading))]
 
 
 def rank_modifiers(clip: Any, images: Sequence[Any],
@@ -68,14 +68,15 @@ def rank_modifiers(clip: Any, images: Sequence[Any],
 
 def interrogator_prompts(judge: Any, clip: Any, images: Sequence[Any], ids: Sequence[str], *,
                          pack: PromptPack | Mapping | str | None = None,
-                         vocab: Mapping[str, tuple[int, Sequence[str]]] = INTERROGATOR_VOCAB) -> list[InitialPrompt]:
+                         vocab: Mapping[str, tuple[int, Sequence[str]]] = INTERROGATOR_VOCAB,
+                         reading: str = "release") -> list[InitialPrompt]:
     """Caption (from the judge) + CLIP-ranked modifiers, comma-joined, as a CLIP interrogator writes it."""
     pack = load_pack(pack)
     pils = [to_pil(img, index=n) for n, img in enumerate(images)]
     asks = [json_request(stage="caption", item=i, images=[img], system=pack.system, schema=Caption,
                          text=pack.render("caption", max_words=pack.limits["caption_words"]))
             for i, img in zip(ids, pils)]
-    captions = run_stage(judge, asks, Caption)
+    captions = run_stage(judge, asks, Caption, reading=reading)
     modifiers = rank_modifiers(clip, pils, vocab)
     out = []
     for i, got, mods in zip(ids, captions, modifiers):

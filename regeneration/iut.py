@@ -68,8 +68,9 @@ def _unique_names(names: list[str]) -> list[str]:
 
 
 def build_iuts(judge: Any, images: Sequence[Any], ids: Sequence[str] | None = None, *,
-               pack: PromptPack | dict | str | None = None, max_objects: int = MAX_OBJECTS) -> list[IUTResult]:
-    """IUTs for many reference images, asked in four batched stages."""
+               pack: PromptPack | dict | str | None = None, max_objects: int = MAX_OBJECTS,
+               reading: str = "release") -> list[IUTResult]:
+    """IUTs for many reference images, asked in four batched stages (answers read as `reading` says)."""
     pack = load_pack(pack)
     if not 0 <= max_objects <= MAX_OBJECTS:
         raise ValueError(f"max_objects must be in 0..{MAX_OBJECTS}, got {max_objects}")
@@ -82,7 +83,7 @@ def build_iuts(judge: Any, images: Sequence[Any], ids: Sequence[str] | None = No
     # Stage 1: description and global features.
     stage1 = run_stage(judge, [json_request(stage="iut_caption", item=i, images=[img], system=system,
                                             text=pack.render("iut_caption"), schema=CaptionStage)
-                               for i, img in zip(ids, pils)], CaptionStage)
+                               for i, img in zip(ids, pils)], CaptionStage, reading=reading)
     results = {i: IUTResult(i, None) for i in ids}
     captions: dict[str, CaptionStage] = {}
     for i, got in zip(ids, stage1):
@@ -98,7 +99,8 @@ def build_iuts(judge: Any, images: Sequence[Any], ids: Sequence[str] | None = No
         stage2 = run_stage(judge, [json_request(stage="iut_objects", item=i, images=[img], system=system,
                                                 text=pack.render("iut_objects", description=captions[i].description,
                                                                  max_objects=max_objects),
-                                                schema=ObjectsStage) for i, img in live], ObjectsStage)
+                                                schema=ObjectsStage) for i, img in live], ObjectsStage,
+                           reading=reading)
         for (i, _), got in zip(live, stage2):
             if isinstance(got, ParseFailure):
                 results[i].failures.append(got)
@@ -117,7 +119,7 @@ def build_iuts(judge: Any, images: Sequence[Any], ids: Sequence[str] | None = No
                                      schema=ATTRIBUTE_MODELS[kind]))
             where.append((i, k))
     kinds = [ATTRIBUTE_MODELS[objects[i][k][1]] for i, k in where]
-    answers = run_stage(judge, asks, kinds)
+    answers = run_stage(judge, asks, kinds, reading=reading)
     attributes: dict[tuple[str, int], dict[str, str]] = {}
     for (i, k), got in zip(where, answers):
         if isinstance(got, ParseFailure):
@@ -133,7 +135,7 @@ def build_iuts(judge: Any, images: Sequence[Any], ids: Sequence[str] | None = No
                                                 text=pack.render("iut_relations", max_relations=MAX_RELATIONS,
                                                                  names=", ".join(n for n, _ in objects[i])),
                                                 schema=relationships_model([n for n, _ in objects[i]]))
-                                   for i, img in multi], RelationsStage)
+                                   for i, img in multi], RelationsStage, reading=reading)
         for (i, _), got in zip(multi, stage4):
             if isinstance(got, ParseFailure):
                 results[i].failures.append(got)
@@ -175,7 +177,7 @@ class InitialPrompt:
 
 
 def initial_prompts(results: Sequence[IUTResult], text_judge: Any = None, *,
-                    pack: PromptPack | dict | str | None = None) -> list[InitialPrompt]:
+                    pack: PromptPack | dict | str | None = None, reading: str = "release") -> list[InitialPrompt]:
     """Render each tree to an initial prompt: written by `text_judge` (text-only requests) when given,
     else by the deterministic `IUT.to_prompt`. A text-judge parse failure falls back to the template
     and is recorded; an item without a tree gets no prompt."""
@@ -189,7 +191,7 @@ def initial_prompts(results: Sequence[IUTResult], text_judge: Any = None, *,
     requests = [json_request(stage="initial_prompt", item=r.item, system=pack.system, schema=PromptAnswer,
                              text=pack.render("initial_prompt", iut=r.iut.to_text(),
                                               max_words=pack.limits["max_words"])) for r in ready]
-    for r, got in zip(ready, run_stage(text_judge, requests, PromptAnswer)):
+    for r, got in zip(ready, run_stage(text_judge, requests, PromptAnswer, reading=reading)):
         if isinstance(got, ParseFailure):
             out[r.item] = InitialPrompt(r.item, r.iut.to_prompt(), "template", [got])
         else:

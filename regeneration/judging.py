@@ -70,7 +70,7 @@ def summarize_ratings(ratings: Sequence[MLLMScores]) -> dict[str, Any]:
 
 def judge_pairs(judge: Any, references: Sequence[Any], generated: Sequence[Any], *, items: Sequence[str] | None = None,
                 pack: PromptPack | dict | str | None = None, content: bool = True, perceptual: bool = True,
-                round: int = 0, indices: Sequence[int] | None = None) -> list[MLLMScores]:
+                round: int = 0, indices: Sequence[int] | None = None, reading: str = "release") -> list[MLLMScores]:
     """Content consistency (reference first, regeneration second) and perceptual quality (the
     regeneration alone: it is a property of that image, and hiding the reference keeps content
     out of it) for many pairs, each criterion one batched stage."""
@@ -89,7 +89,7 @@ def judge_pairs(judge: Any, references: Sequence[Any], generated: Sequence[Any],
         asks = [json_request(stage="content", item=it, round=round, index=k, images=[r, g], system=pack.system,
                              text=pack.render("content"), schema=Rating)
                 for it, k, r, g in zip(items, indices, refs, gens)]
-        for record, got in zip(out, run_stage(judge, asks, Rating)):
+        for record, got in zip(out, run_stage(judge, asks, Rating, reading=reading)):
             if isinstance(got, ParseFailure):
                 record.failures.append(got)
             else:
@@ -98,7 +98,7 @@ def judge_pairs(judge: Any, references: Sequence[Any], generated: Sequence[Any],
         asks = [json_request(stage="perceptual", item=it, round=round, index=k, images=[g], system=pack.system,
                              text=pack.render("perceptual"), schema=Rating)
                 for it, k, g in zip(items, indices, gens)]
-        for record, got in zip(out, run_stage(judge, asks, Rating)):
+        for record, got in zip(out, run_stage(judge, asks, Rating, reading=reading)):
             if isinstance(got, ParseFailure):
                 record.failures.append(got)
             else:
@@ -108,7 +108,8 @@ def judge_pairs(judge: Any, references: Sequence[Any], generated: Sequence[Any],
 
 def judge_text_image(judge: Any, images: Sequence[Any], prompts: Sequence[str], *,
                      items: Sequence[str] | None = None,
-                     pack: PromptPack | dict | str | None = None) -> list[tuple[int | None, ParseFailure | None]]:
+                     pack: PromptPack | dict | str | None = None,
+                     reading: str = "release") -> list[tuple[int | None, ParseFailure | None]]:
     """Baseline (c): rate each image against its text prompt directly, with no regeneration.
 
     Returns (rating 1-5 or None, the parse failure or None) per image.
@@ -121,4 +122,4 @@ def judge_text_image(judge: Any, images: Sequence[Any], prompts: Sequence[str], 
                          text=pack.render("text_image", prompt=p), schema=Rating)
             for i, (it, img, p) in enumerate(zip(items, images, prompts))]
     return [(None, got) if isinstance(got, ParseFailure) else (got.score, None)
-            for got in run_stage(judge, asks, Rating)]
+            for got in run_stage(judge, asks, Rating, reading=reading)]

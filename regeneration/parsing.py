@@ -1,13 +1,19 @@
-"""Tolerant reading of the judge's JSON answers, and token budgets that let constrained JSON close.
+"""Reading the judge's JSON answers, and token budgets that let constrained JSON close.
 
-A backend without grammar support may wrap JSON in prose or code fences, and a small model
-may put raw control characters inside strings; both are read. Anything that still does
-not validate is a `ParseFailure`: counted and reported by the caller, never a score.
+The default reading is the public release's (`reading="release"`): the text from the first `{`
+to the last `}`, parsed as strict JSON, so a replayed or recorded answer reads the same here
+as there. `reading="tolerant"` is this project's earlier, more forgiving reading for backends
+without grammar support: the whole text (code fences stripped) or else the first complete
+object inside the prose, raw control characters allowed in strings.
+
+Either way, any text (degenerate model output included: megabytes, deep nesting, numbers
+longer than Python's int limit) gives a value or a `JSONReadError`, in time linear in its
+length. Anything that still does not validate is a `ParseFailure`: counted and reported by the
+caller, never a score.
 """
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -17,7 +23,15 @@ from vlmjudge.requests import Answer
 
 M = TypeVar("M", bound=BaseModel)
 
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
+#: The ways an answer's JSON can be read (see the module docstring); the first is the default.
+READINGS = ("release", "tolerant")
+_FENCE_OPEN = ("```json", "```JSON", "```Json", "```")
+#: Strings may hold raw control characters (small models write them) in the tolerant reading.
+_LENIENT = json.JSONDecoder(strict=False)
+
+
+class JSONReadError(ValueError):
+    """The answer holds no readable JSON object: the one error the readers here raise."""
 
 
 @dataclass(frozen=True)
@@ -32,31 +46,79 @@ class ParseFailure:
         return {"stage": self.stage, "reason": self.reason, "text": self.text[:500]}
 
 
-def extract_json(text: str) -> Any:
-    """The first JSON object in `text` (code fences and surrounding prose allowed; strict=False
-    accepts raw control characters in strings). Raises ValueError when there is none."""
-    stripped = _FENCE.sub("", text.strip())
+def _guarded(parse, *args: Any) -> Any:
+    """Run a json parse step with every way it can fail on hostile text turned into JSONReadError."""
     try:
-        return json.loads(stripped, strict=False)
-    except json.JSONDecodeError:
+        return parse(*args)
+    except json.JSONDecodeError as exc:
+        raise JSONReadError(f"invalid JSON: {exc.msg} at {exc.pos}") from None
+    except RecursionError:
+        raise JSONReadError("invalid JSON: nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer beyond Python's digit limit
+        raise JSONReadError(f"invalid JSON: {exc}") from None
+
+
+def _strip_fences(text: str) -> str:
+    """Text without a leading ```json / ``` line opener and a trailing ``` (plain string ops: linear)."""
+    text = text.strip()
+    for opener in _FENCE_OPEN:
+        if text.startswith(opener):
+            text = text[len(opener):].lstrip()
+            break
+    if text.endswith("```"):
+        text = text[:-3].rstrip()
+    return text
+
+
+def _read_release(text: str) -> Any:
+    """First `{` to last `}` (the release's greedy `\\{.*\\}` across lines), parsed strictly."""
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end < start:
+        raise JSONReadError("no JSON object in the answer")
+    return _guarded(json.loads, text[start:end + 1])
+
+
+def _read_tolerant(text: str) -> Any:
+    """The whole text as JSON (fences stripped), else the first complete object in it."""
+    stripped = _strip_fences(text)
+    try:
+        return _guarded(_LENIENT.decode, stripped)
+    except JSONReadError:
         start = stripped.find("{")  # not JSON as a whole: the first object inside the prose
     if start < 0:
-        raise ValueError("no JSON object in the answer")
-    decoder = json.JSONDecoder(strict=False)
-    try:
-        value, _ = decoder.raw_decode(stripped[start:])
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"invalid JSON: {exc.msg} at {exc.pos}") from exc
+        raise JSONReadError("no JSON object in the answer")
+    value, _ = _guarded(_LENIENT.raw_decode, stripped, start)
     return value
 
 
-def parse_answer(answer: Answer, model: type[M], stage: str) -> M | ParseFailure:
+def extract_json(text: str, *, reading: str = "release") -> Any:
+    """The JSON object of an answer, read as `reading` says (module docstring).
+
+    Raises JSONReadError (a ValueError) when there is none; never anything else for a str.
+    """
+    if reading not in READINGS:
+        raise ValueError(f"reading must be one of {READINGS}, got {reading!r}")
+    if not isinstance(text, str):
+        raise JSONReadError(f"an answer is text, got {type(text).__name__}")
+    return _read_release(text) if reading == "release" else _read_tolerant(text)
+
+
+def prompt_variants(text: str, *, reading: str = "release") -> Any:
+    """The `prompts` value of a prompt-variants answer as written (`[]` when the key is absent), as
+    the release reads it; the caller checks that it is a list of prompts. Raises JSONReadError."""
+    data = extract_json(text, reading=reading)
+    if not isinstance(data, dict):
+        raise JSONReadError(f"the answer is a JSON {type(data).__name__}, not an object")
+    return data.get("prompts", [])
+
+
+def parse_answer(answer: Answer, model: type[M], stage: str, *, reading: str = "release") -> M | ParseFailure:
     """Validate an answer against `model`; a failed response, a cut-off or bad JSON is a ParseFailure."""
     if not answer.ok:
         return ParseFailure(stage, "the judge returned no answer (backend error)", answer.text)
     try:
-        data = extract_json(answer.text)
-    except ValueError as exc:
+        data = extract_json(answer.text, reading=reading)
+    except JSONReadError as exc:
         reason = str(exc) + (" (the token budget ran out)" if answer.finish_reason == "length" else "")
         return ParseFailure(stage, reason, answer.text)
     try:

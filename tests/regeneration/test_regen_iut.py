@@ -39,12 +39,22 @@ def full_answers(items, objects=OBJECTS):
     return ans
 
 
-def test_extract_json_is_tolerant():
+def test_extract_json_reads_as_the_release_by_default():
     assert extract_json('```json\n{"a": 1}\n```') == {"a": 1}
-    assert extract_json('Sure! {"a": "x\ty"} hope this helps') == {"a": "x\ty"}
-    assert extract_json('{"a": "line\nbreak"}') == {"a": "line\nbreak"}  # raw control char (strict=False)
+    assert extract_json('Sure! {"a": {"b": 2}} hope this helps') == {"a": {"b": 2}}
+    assert extract_json('[{"a": 1}]') == {"a": 1}  # first { to last }
+    for text in ('{"a": "x\ty"}', '{"a": 1} and {"b": 2}', "no braces here"):
+        with pytest.raises(ValueError):
+            extract_json(text)
+
+
+def test_extract_json_tolerant_reading():
+    assert extract_json('```json\n{"a": 1}\n```', reading="tolerant") == {"a": 1}
+    assert extract_json('Sure! {"a": "x\ty"} hope this helps', reading="tolerant") == {"a": "x\ty"}
+    assert extract_json('{"a": "line\nbreak"}', reading="tolerant") == {"a": "line\nbreak"}  # raw control char
+    assert extract_json('{"a": 1} and {"b": 2}', reading="tolerant") == {"a": 1}  # the first object
     with pytest.raises(ValueError, match="no JSON"):
-        extract_json("no braces here")
+        extract_json("no braces here", reading="tolerant")
 
 
 def test_parse_answer_failures_are_reported():
