@@ -23,14 +23,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve_app(app_py: str | os.PathLike, env: dict[str, str] | None = None, timeout_s: float = 180.0):
-    """Run `python app.py` on a free loopback port; yields its URL, stops it afterwards."""
+def serve_app(app_py: str | os.PathLike, env: dict[str, str] | None = None, timeout_s: float = 180.0,
+              python: str = sys.executable):
+    """Run `python app.py` (this interpreter, or another venv's) on a free loopback port; yields its URL."""
     port = free_port()
     full_env = {**os.environ, **(env or {}), "GRADIO_SERVER_NAME": "127.0.0.1",
                 "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False"}
     log = Path(app_py).with_name(f".app-{port}.log")
     with open(log, "w") as log_fh:
-        proc = subprocess.Popen([sys.executable, str(app_py)], env=full_env, stdout=log_fh, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen([python, str(app_py)], env=full_env, stdout=log_fh, stderr=subprocess.STDOUT,
                                 cwd=str(Path(app_py).parent))
     url = f"http://127.0.0.1:{port}/"
     try:

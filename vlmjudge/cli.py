@@ -108,8 +108,14 @@ def _cmd_modules_install(args: argparse.Namespace) -> int:
 
 
 def _cmd_space_push(args: argparse.Namespace) -> int:
-    from .evaluate_modules import push_space
-    uploaded = push_space(args.folder, args.repo, private=args.private)
+    from .spaces import push_space, stage_space
+    if args.stage:
+        staged = stage_space(args.folder, args.stage, wheel=args.wheel)
+        print(f"staged {', '.join(p.name for p in staged)} in {args.stage}")
+        return 0
+    if not args.repo:
+        raise SystemExit("vlmjudge space push: give --repo ORG/NAME to upload, or --stage DIR to write the folder")
+    uploaded = push_space(args.folder, args.repo, wheel=args.wheel, private=args.private)
     print(f"pushed {', '.join(uploaded)} to Space {args.repo}")
     return 0
 
@@ -132,9 +138,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     space = sub.add_parser("space", help="Hub Spaces for the metrics")
     space_sub = space.add_subparsers(dest="space_command", required=True)
-    push = space_sub.add_parser("push", help="upload metrics/<name> as a Gradio Space")
-    push.add_argument("folder")
-    push.add_argument("--repo", required=True, help="ORG/NAME")
+    push = space_sub.add_parser("push", help="upload a metric as a Gradio Space, with the vlmjudge wheel bundled")
+    push.add_argument("folder", help="a metric name (terravis, viescore2, fager, regeneration) or a metric folder")
+    push.add_argument("--repo", default=None, help="the Space to create or update, ORG/NAME")
+    push.add_argument("--stage", default=None, metavar="DIR",
+                      help="write the Space folder into DIR and upload nothing")
+    push.add_argument("--wheel", default=None, metavar="PATH",
+                      help="the vlmjudge wheel to bundle (default: build one from this checkout; "
+                           "required when vlmjudge is installed from a wheel)")
     push.add_argument("--private", action="store_true")
     push.set_defaults(func=_cmd_space_push)
 

@@ -1,4 +1,4 @@
-"""Make `evaluate.load("terravis")` work by bare name, offline, and push metric Spaces.
+"""Make `evaluate.load("terravis")` work by bare name, offline, and stage or push metric Spaces.
 
 evaluate resolves a bare name by asking the Hub for `evaluate-metric/<name>`; when that
 fails (offline, or no such Space), it falls back to the newest copy in its module
@@ -8,6 +8,7 @@ so the fallback finds our scripts from any directory.
 """
 from __future__ import annotations
 
+import importlib.resources
 import os
 from pathlib import Path
 from typing import Any, Iterable
@@ -17,8 +18,12 @@ SPACE_FILES = ("README.md", "app.py", "requirements.txt")
 
 
 def default_metrics_dir() -> Path:
-    """The metrics/ folder next to the installed packages (an editable or source install)."""
-    return Path(__file__).resolve().parent.parent / "metrics"
+    """The metric module folders as installed: `vlmjudge.metric_modules` (the repo's metrics/).
+
+    setup.py maps the repository-root metrics/ folder to that package, so the same lookup finds it in
+    an editable install (the checkout's folder) and in a wheel (site-packages).
+    """
+    return Path(str(importlib.resources.files("vlmjudge.metric_modules")))
 
 
 def metric_folders(metrics_dir: str | os.PathLike | None = None, names: Iterable[str] | None = None) -> list[Path]:
@@ -69,18 +74,7 @@ def space_files(folder: str | os.PathLike) -> list[Path]:
     return [script, *(folder / n for n in SPACE_FILES)]
 
 
-def push_space(folder: str | os.PathLike, repo_id: str, *, api: Any = None, private: bool = False,
-               token: str | None = None) -> list[str]:
-    """Create (or reuse) the Space `repo_id` and upload the metric folder's files to it."""
-    if repo_id.count("/") != 1:
-        raise ValueError(f"--repo must be ORG/NAME, got {repo_id!r}")
-    files = space_files(folder)
-    if api is None:
-        from huggingface_hub import HfApi
-        api = HfApi(token=token)
-    api.create_repo(repo_id, repo_type="space", space_sdk="gradio", private=private, exist_ok=True)
-    uploaded = []
-    for path in files:
-        api.upload_file(path_or_fileobj=str(path), path_in_repo=path.name, repo_id=repo_id, repo_type="space")
-        uploaded.append(path.name)
-    return uploaded
+def push_space(folder: str | os.PathLike, repo_id: str, **kwargs: Any) -> list[str]:
+    """Kept for callers of the first release: the Space push now lives in `vlmjudge.spaces`."""
+    from .spaces import push_space as push
+    return push(folder, repo_id, **kwargs)

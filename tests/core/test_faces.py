@@ -12,7 +12,7 @@ from PIL import Image
 from vlmjudge import load_judge
 from vlmjudge.cli import main as cli_main
 from vlmjudge.demo import build_app, make_scorer_fn
-from vlmjudge.evaluate_modules import push_space
+from vlmjudge.spaces import push_space
 
 import toy_method
 
@@ -89,38 +89,60 @@ class StubHfApi:
         self.calls.append(("upload", path_in_repo, repo_id, repo_type))
 
 
+CARD = "---\ntitle: Toy\nsdk: gradio\nsdk_version: 6.31.0\napp_file: app.py\n---\n# Toy\n"
+
+
 def make_space_folder(tmp_path):
     folder = tmp_path / "toymetric"
     folder.mkdir(parents=True)
-    for name in ("toymetric.py", "README.md", "app.py", "requirements.txt"):
+    for name in ("toymetric.py", "app.py"):
         (folder / name).write_text("x\n")
+    (folder / "README.md").write_text(CARD)
+    (folder / "requirements.txt").write_text("vlmjudge[demo]>=0.1\nevaluate>=0.4\ngradio>=5\n")
     return folder
 
 
-def test_space_push_uploads_the_metric_files(tmp_path):
+def make_wheel(tmp_path):
+    wheel = tmp_path / "vlmjudge-0.1.0-py3-none-any.whl"
+    wheel.write_bytes(b"not a real wheel: staging only copies it")
+    return wheel
+
+
+def test_space_push_uploads_the_staged_folder(tmp_path):
     api = StubHfApi()
-    uploaded = push_space(make_space_folder(tmp_path), "org/toy-space", api=api)
-    assert uploaded == ["toymetric.py", "README.md", "app.py", "requirements.txt"]
+    uploaded = push_space(make_space_folder(tmp_path), "org/toy-space", api=api, wheel=make_wheel(tmp_path))
+    assert uploaded == ["toymetric.py", "README.md", "app.py", "vlmjudge-0.1.0-py3-none-any.whl", "requirements.txt"]
     assert api.calls[0] == ("create_repo", "org/toy-space", "space", "gradio")
     assert [c[1] for c in api.calls[1:]] == uploaded
     assert {c[3] for c in api.calls[1:]} == {"space"}
 
 
-def test_space_push_refuses_incomplete_folder_and_bad_repo(tmp_path):
+def test_staged_requirements_install_the_wheel_and_pin_the_cards_gradio(tmp_path):
+    from vlmjudge.spaces import stage_space
+    staged = stage_space(make_space_folder(tmp_path), tmp_path / "stage", wheel=make_wheel(tmp_path))
+    lines = (tmp_path / "stage" / "requirements.txt").read_text().splitlines()
+    assert lines == ["./vlmjudge-0.1.0-py3-none-any.whl[demo]", "gradio==6.31.0", "evaluate>=0.4"]
+    assert {p.name for p in staged} >= {"app.py", "README.md", "vlmjudge-0.1.0-py3-none-any.whl"}
+
+
+def test_space_push_refuses_incomplete_folder_bad_repo_and_a_non_wheel(tmp_path):
     folder = make_space_folder(tmp_path)
     (folder / "app.py").unlink()
     with pytest.raises(FileNotFoundError, match="app.py"):
-        push_space(folder, "org/x", api=StubHfApi())
+        push_space(folder, "org/x", api=StubHfApi(), wheel=make_wheel(tmp_path))
     with pytest.raises(ValueError, match="ORG/NAME"):
         push_space(make_space_folder(tmp_path / "b"), "noslash", api=StubHfApi())
+    with pytest.raises(FileNotFoundError, match="vlmjudge-\\*.whl"):
+        push_space(make_space_folder(tmp_path / "c"), "org/x", api=StubHfApi(), wheel=tmp_path / "c" / "toymetric" / "app.py")
 
 
 def test_space_push_cli_uses_hfapi(tmp_path, monkeypatch):
     import huggingface_hub
     api = StubHfApi()
     monkeypatch.setattr(huggingface_hub, "HfApi", lambda token=None: api)
-    assert cli_main(["space", "push", str(make_space_folder(tmp_path)), "--repo", "org/toy"]) == 0
-    assert len(api.calls) == 5
+    assert cli_main(["space", "push", str(make_space_folder(tmp_path)), "--repo", "org/toy",
+                     "--wheel", str(make_wheel(tmp_path))]) == 0
+    assert len(api.calls) == 6
 
 
 def test_cli_help_lists_core_commands(capsys):

@@ -1,0 +1,1 @@
+"""The evaluate module folders (`metrics/<name>/`), installed as `vlmjudge.metric_modules`."""
