@@ -12,7 +12,7 @@ import csv
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,6 +92,30 @@ def summarize(name: str, results: list[ItemResult], direct: list[float | None] |
             "mllm_perceptual": _mean([(r.mllm or {}).get("perceptual_norm") for r in ok]),
             "direct_text_image": _mean(direct) if direct is not None else None,
             "parse_failures": sum(r.parse_failures for r in results)}
+
+
+def release_summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The public release's benchmark summary of per-image records in its own format (`clip_score`,
+    `dinov2_score` cosines and `gpt4v_scores` {aesthetic, semantic, average}), so that a run of the
+    release can be tabulated beside this project's.
+
+    `average_scores` holds means over images: clip, dinov2, the aesthetic and semantic ratings as
+    the release reads them (`int()`, so 4.5 counts 4 and "5" counts 5) and their average (`float()`).
+    No records is a ValueError, as in the release.
+    """
+    if not results:
+        raise ValueError("no results to summarize")
+    columns: dict[str, list[float]] = {"clip": [], "dinov2": [], "gpt4v_aesthetic": [], "gpt4v_semantic": [],
+                                       "gpt4v_avg": []}
+    for record in results:
+        ratings = record["gpt4v_scores"]
+        columns["clip"].append(float(record["clip_score"]))
+        columns["dinov2"].append(float(record["dinov2_score"]))
+        columns["gpt4v_aesthetic"].append(int(ratings["aesthetic"]))
+        columns["gpt4v_semantic"].append(int(ratings["semantic"]))
+        columns["gpt4v_avg"].append(float(ratings["average"]))
+    return {"total_images": len(results),
+            "average_scores": {name: sum(values) / len(values) for name, values in columns.items()}}
 
 
 def round_means(results: list[ItemResult]) -> list[dict[str, Any]]:

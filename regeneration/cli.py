@@ -20,7 +20,9 @@ from typing import Any
 from vlmjudge.cli import add_judge_flags, judge_from_args
 
 from .benchmark import IMAGE_SUFFIXES, load_prompts, load_references, run_benchmark
+from .config import DEFAULT_SELECTION, INTERROGATOR_RUNS, SELECTION_PRESETS
 from .loop import DEFAULT_ASPECTS, PROMPT_MODES, LoopConfig, RegenerationLoop
+from .parsing import READINGS
 from .similarity import (
     DEFAULT_CLIP_MODEL,
     DEFAULT_DINO_MODEL,
@@ -77,10 +79,20 @@ def _loop_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--variants", type=int, default=3, help="N prompts per round (default 3)")
     g.add_argument("--aspects", default=",".join(DEFAULT_ASPECTS),
                    help=f"revision queue, one aspect per round (default {','.join(DEFAULT_ASPECTS)})")
-    g.add_argument("--weights", default="clip=0.5,dino=0.5",
-                   help="selection mix over clip, dino, mllm (default clip=0.5,dino=0.5)")
+    g.add_argument("--selection", choices=sorted(SELECTION_PRESETS), default=None,
+                   help="selection preset: release = 0.5 CLIP + 0.5 DINO (default, the public code), paper = CLIP, "
+                        "DINO and the MLLM's content rating, a third each (the paper selects with all three)")
+    g.add_argument("--weights", default=None,
+                   help="an explicit selection mix over clip, dino, mllm, e.g. clip=0.5,dino=0.5 (instead of --selection)")
     g.add_argument("--prompt-mode", choices=[m for m in PROMPT_MODES if m != "user"], default="iut",
-                   help="initial prompt: iut (default), direct (MLLM without IUT), interrogator (caption + CLIP)")
+                   help="initial prompt: iut (default), direct (MLLM without IUT; feedback still sees the IUT), "
+                        "interrogator (caption + CLIP)")
+    g.add_argument("--interrogator", choices=INTERROGATOR_RUNS, default="single",
+                   help="interrogator baseline: single = its prompt as written, one image (default, the paper); "
+                        "loop = through the T-round loop")
+    g.add_argument("--json-reading", choices=READINGS, default=READINGS[0],
+                   help="how answers are read: release = first { to last }, strict JSON (default); tolerant = "
+                        "the first complete object, raw control characters allowed")
     g.add_argument("--final", choices=("last", "best"), default="last",
                    help="the regeneration is the last round's pick (default, the paper) or the best of all rounds")
     g.add_argument("--no-final-mllm", action="store_true", help="skip MLLM content/perceptual ratings at the end")
@@ -115,10 +127,15 @@ def parse_weights(text: str) -> dict[str, float]:
 
 
 def _config(args: argparse.Namespace) -> LoopConfig:
-    return LoopConfig.make(weights=parse_weights(args.weights), rounds=args.rounds, variants=args.variants,
+    if args.weights is not None and args.selection is not None:
+        raise ValueError("give --selection or --weights, not both")
+    weights = parse_weights(args.weights) if args.weights is not None else None
+    selection = args.selection or (DEFAULT_SELECTION if weights is None else None)
+    return LoopConfig.make(weights=weights, selection=selection, rounds=args.rounds, variants=args.variants,
                            aspects=[a.strip() for a in args.aspects.split(",") if a.strip()],
                            prompt_mode=args.prompt_mode, final=args.final, final_mllm=not args.no_final_mllm,
-                           seed=args.seed, generator_batch=args.generator_batch)
+                           seed=args.seed, generator_batch=args.generator_batch, interrogator=args.interrogator,
+                           json_reading=args.json_reading)
 
 
 def _generator(spec: str, args: argparse.Namespace) -> Any:

@@ -5,9 +5,15 @@ Round t (1..T) focuses on aspect `aspects[(t-1) % len(aspects)]` (default: overa
 colour, detailed content). Round 1 tries N rewordings of the initial prompt; round t > 1
 tries N revisions of the previous round's best prompt that change only round t's aspect,
 guided by feedback comparing that best image with the reference and the IUT. Each round
-keeps the candidate with the highest weighted mix (0.5 CLIP % + 0.5 DINO % by default, an
-MLLM content weight optional); the last round's pick is the regeneration (the paper), or
-the best over all rounds with `final="best"`.
+keeps the candidate with the highest weighted mix (the release's 0.5 CLIP % + 0.5 DINO % by
+default; `LoopConfig.make(selection="paper")` adds the MLLM, as the paper selects); the last
+round's pick is the regeneration (the paper), or the best over all rounds with `final="best"`.
+
+Prompt modes change only where round 1 starts: the IUT's prompt (default), "direct" (the
+MLLM's prompt from the image alone, Table 3; feedback and revision still see the IUT),
+"interrogator" (caption + CLIP-ranked modifiers; single-shot by default, as the paper's
+baseline: that prompt, as written, makes one image, which is compared with the reference)
+or "user".
 
 Every stage runs over all references in one batched call, and everything is saved in a
 `RunFolder` as it comes: a rerun skips saved prompts, images and scores.
@@ -24,6 +30,16 @@ from vlmjudge.images import to_pil
 
 from .asking import json_request, run_stage
 from .baselines import direct_prompts, interrogator_prompts
+from .config import (  # noqa: F401  (re-exported: regeneration.loop.LoopConfig, combine, select stay importable)
+    DEFAULT_ASPECTS,
+    LOOP_VERSION,
+    PROMPT_MODES,
+    SELECTION_PRESETS,
+    LoopConfig,
+    combine,
+    final_pick,
+    select,
+)
 from .iut import InitialPrompt, IUTResult, build_iuts, initial_prompts
 from .judging import MLLMScores, judge_pairs
 from .parsing import ParseFailure
@@ -34,100 +50,9 @@ from .similarity import SimilarityScorer
 
 log = logging.getLogger(__name__)
 
-DEFAULT_ASPECTS = ("overall", "style", "color", "detail")
-PROMPT_MODES = ("iut", "direct", "interrogator", "user")
 #: Settings a resumed run must share with the saved one (rounds may grow; final scoring may change).
-_RESUME_KEYS = ("variants", "aspects", "weights", "prompt_mode", "seed", "max_objects", "pack", "generator")
-
-
-@dataclass(frozen=True)
-class LoopConfig:
-    """How a regeneration run searches: rounds T, variants N, aspect queue, selection weights, seeds."""
-
-    rounds: int = 4
-    variants: int = 3
-    aspects: tuple[str, ...] = DEFAULT_ASPECTS
-    weights: tuple[tuple[str, float], ...] = (("clip", 0.5), ("dino", 0.5), ("mllm", 0.0))
-    prompt_mode: str = "iut"
-    final: str = "last"
-    final_mllm: bool = True
-    seed: int = 0
-    generator_batch: int = 8
-    max_objects: int = 5
-
-    def __post_init__(self) -> None:
-        if self.rounds < 1:
-            raise ValueError(f"rounds must be >= 1, got {self.rounds}")
-        if self.variants < 1:
-            raise ValueError(f"variants must be >= 1, got {self.variants}")
-        if not self.aspects:
-            raise ValueError("the aspect queue is empty")
-        if self.prompt_mode not in PROMPT_MODES:
-            raise ValueError(f"prompt_mode must be one of {PROMPT_MODES}, got {self.prompt_mode!r}")
-        if self.final not in ("last", "best"):
-            raise ValueError(f"final must be 'last' or 'best', got {self.final!r}")
-        w = self.weight_map
-        unknown = set(w) - {"clip", "dino", "mllm"}
-        if unknown:
-            raise ValueError(f"unknown selection weights {sorted(unknown)}; use clip, dino, mllm")
-        if any(v < 0 for v in w.values()) or sum(w.values()) <= 0:
-            raise ValueError(f"selection weights must be >= 0 with a positive sum, got {w}")
-        if self.generator_batch < 1:
-            raise ValueError("generator_batch must be >= 1")
-
-    @classmethod
-    def make(cls, weights: Mapping[str, float] | None = None, **kwargs: Any) -> LoopConfig:
-        """Build from a weights dict (missing keys are 0 when any is given)."""
-        if weights is not None:
-            full = {"clip": 0.0, "dino": 0.0, "mllm": 0.0, **weights}
-            kwargs["weights"] = tuple(sorted(full.items()))
-        if "aspects" in kwargs:
-            kwargs["aspects"] = tuple(kwargs["aspects"])
-        return cls(**kwargs)
-
-    @property
-    def weight_map(self) -> dict[str, float]:
-        return dict(self.weights)
-
-    def aspect(self, round: int) -> str:
-        return self.aspects[(round - 1) % len(self.aspects)]
-
-    def seed_for(self, round: int, index: int) -> int:
-        """Seeds differ per candidate and round and repeat across references and models."""
-        return self.seed + (round - 1) * self.variants + index
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["aspects"] = list(self.aspects)
-        data["weights"] = self.weight_map
-        return data
-
-
-def combine(scores: Mapping[str, float | None], weights: Mapping[str, float]) -> float | None:
-    """The selection score: sum of weight x score over weighted criteria (MLLM on 0-100); None if a
-    weighted criterion is missing."""
-    total = 0.0
-    for name, w in weights.items():
-        if w == 0:
-            continue
-        value = scores.get(name)
-        if value is None:
-            return None
-        total += w * value
-    return total
-
-
-def select(candidates: Sequence[Mapping[str, float | None]], weights: Mapping[str, float]) -> tuple[int, list]:
-    """Index of the best candidate (first on ties) and every candidate's combined score. Candidates
-    whose MLLM judgement failed rank below all others; if all failed, CLIP/DINO alone decide."""
-    combined = [combine(c, weights) for c in candidates]
-    if all(v is None for v in combined):
-        fallback = {k: v for k, v in weights.items() if k != "mllm"}
-        if sum(fallback.values()) <= 0:
-            raise ValueError("every candidate lacks its MLLM score and no CLIP/DINO weight is set")
-        combined = [combine(c, fallback) for c in candidates]
-    best = max(range(len(combined)), key=lambda i: (combined[i] is not None, combined[i] or 0.0, -i))
-    return best, combined
+_RESUME_KEYS = ("loop_version", "variants", "aspects", "weights", "prompt_mode", "interrogator", "json_reading",
+                "seed", "max_objects", "pack", "generator")
 
 
 @dataclass
@@ -182,7 +107,8 @@ class RegenerationLoop:
 
     # -- settings ----------------------------------------------------------------------
     def _settings(self) -> dict[str, Any]:
-        return {**self.config.to_json(), "pack": {"version": self.pack.version, "hash": self.pack.fingerprint()},
+        return {**self.config.to_json(), "loop_version": LOOP_VERSION,
+                "pack": {"version": self.pack.version, "hash": self.pack.fingerprint()},
                 "generator": generator_name(self.generator), "similarity": self.similarity.manifest(),
                 "judge": _manifest(self.judge), "text_judge": _manifest(self.text_judge)}
 
@@ -213,13 +139,16 @@ class RegenerationLoop:
         self._store = RunFolder(shared_dir) if shared_dir else self.folder
         initial = self._understand(refs, self._store, user_prompts)
         alive = [i for i in refs if initial[i].prompt]
+        rounds = self.config.effective_rounds
+        if self.config.prompt_mode == "direct" and rounds > 1 and alive:
+            self._iuts(alive, refs, self._store)  # "Direct" changes only the initial prompt: feedback sees the IUT
         ref_features = self.similarity.embed([refs[i] for i in alive]) if alive else {}
         ref_index = {item: n for n, item in enumerate(alive)}
-        for t in range(1, self.config.rounds + 1):
+        for t in range(1, rounds + 1):
             self._prompts(t, alive, initial)
             self._generate(t, alive)
             self._score(t, alive, refs, ref_features, ref_index)
-            if t < self.config.rounds:
+            if t < rounds:
                 self._feedback(t, alive, refs, initial)
         return self._finish(refs, alive)
 
@@ -237,13 +166,15 @@ class RegenerationLoop:
                     raise ValueError(f"prompt_mode 'user' needs a prompt for {missing}")
                 fresh = [InitialPrompt(i, str(user_prompts[i]), "user") for i in todo]
             elif mode == "direct":
-                fresh = direct_prompts(self.judge, images, todo, pack=self.pack)
+                fresh = direct_prompts(self.judge, images, todo, pack=self.pack, reading=self.config.json_reading)
             elif mode == "interrogator":
                 if self.interrogator_clip is None:
                     raise ValueError("the interrogator baseline needs a CLIP encoder")
-                fresh = interrogator_prompts(self.judge, self.interrogator_clip, images, todo, pack=self.pack)
+                fresh = interrogator_prompts(self.judge, self.interrogator_clip, images, todo, pack=self.pack,
+                                             reading=self.config.json_reading)
             else:
-                fresh = initial_prompts(self._iuts(todo, refs, store), self.text_judge, pack=self.pack)
+                fresh = initial_prompts(self._iuts(todo, refs, store), self.text_judge, pack=self.pack,
+                                        reading=self.config.json_reading)
             for p in fresh:
                 RunFolder.write_json(paths[p.item], p.to_json())
                 self.folder.log("initial", item=p.item, prompt=p.prompt, source=p.source,
@@ -257,7 +188,7 @@ class RegenerationLoop:
         missing = [i for i in todo if i not in saved]
         if missing:
             for r in build_iuts(self.judge, [refs[i] for i in missing], missing, pack=self.pack,
-                                max_objects=self.config.max_objects):
+                                max_objects=self.config.max_objects, reading=self.config.json_reading):
                 RunFolder.write_json(store.item(r.item) / "iut.json", r.to_json())
                 store.log("iut", item=r.item, valid=r.valid, failures=len(r.failures))
                 saved[r.item] = r
@@ -273,6 +204,15 @@ class RegenerationLoop:
         n, aspect = self.config.variants, self.config.aspect(t)
         todo = [i for i in alive if not (self.folder.round_dir(i, t) / "prompts.json").is_file()]
         if not todo:
+            return
+        if self.config.single_shot:  # the baseline's prompt as written: one image, no rewording
+            for i in todo:
+                RunFolder.write_json(self.folder.round_dir(i, t) / "prompts.json",
+                                     {"round": t, "aspect": aspect, "base": initial[i].prompt,
+                                      "prompts": [initial[i].prompt], "seeds": [self.config.seed_for(t, 0)],
+                                      "source": "as_written", "failures": []})
+                self.folder.log("prompts", item=i, round=t, aspect=aspect, prompts=[initial[i].prompt],
+                                source="as_written")
             return
         bases, asks = {}, []
         words = self.pack.limits["max_words"]
@@ -291,7 +231,7 @@ class RegenerationLoop:
                 stage = "revision"
             asks.append(json_request(stage=stage, item=i, round=t, text=text, system=self.pack.system,
                                      schema=prompt_list_schema(n)))
-        for i, got in zip(todo, run_stage(self.text_judge, asks, PromptList)):
+        for i, got in zip(todo, run_stage(self.text_judge, asks, PromptList, reading=self.config.json_reading)):
             failures: list[dict] = []
             if isinstance(got, ParseFailure):
                 prompts, source = [bases[i]] * n, "repeat_base"
@@ -332,9 +272,8 @@ class RegenerationLoop:
         todo = [i for i in alive if not (self.folder.round_dir(i, t) / "scores.json").is_file()]
         if not todo:
             return
-        n = self.config.variants
         specs = {i: RunFolder.read_json(self.folder.round_dir(i, t) / "prompts.json") for i in todo}
-        pairs = [(i, k) for i in todo for k in range(n)]
+        pairs = [(i, k) for i in todo for k in range(len(specs[i]["prompts"]))]
         images = [RunFolder.load_image(self.folder.candidate(i, t, k)) for i, k in pairs]
         gen_features = self.similarity.embed(images)
         rows = torch.tensor([ref_index[i] for i, _ in pairs])
@@ -343,7 +282,8 @@ class RegenerationLoop:
         mllm: list[MLLMScores | None] = [None] * len(pairs)
         if weights.get("mllm", 0) > 0:
             mllm = judge_pairs(self.judge, [refs[i] for i, _ in pairs], images, items=[i for i, _ in pairs],
-                               indices=[k for _, k in pairs], round=t, pack=self.pack, perceptual=False)
+                               indices=[k for _, k in pairs], round=t, pack=self.pack, perceptual=False,
+                               reading=self.config.json_reading)
         for i in todo:
             cands = []
             for n_pair, (item, k) in enumerate(pairs):
@@ -377,7 +317,7 @@ class RegenerationLoop:
             asks.append(json_request(stage="feedback", item=i, round=t, images=[refs[i], image], system=self.pack.system,
                                      text=self.pack.render("feedback", prompt=bests[i]["prompt"], iut=self._iut_text(i),
                                                            aspect=self.pack.aspect(aspect)), schema=Feedback))
-        for i, got in zip(todo, run_stage(self.judge, asks, Feedback)):
+        for i, got in zip(todo, run_stage(self.judge, asks, Feedback, reading=self.config.json_reading)):
             if isinstance(got, ParseFailure):
                 data = {"round": t, "aspect": aspect, "text": None, "failures": [got.to_json()]}
             else:
@@ -393,7 +333,7 @@ class RegenerationLoop:
         pending = []
         for i in refs:
             saved = RunFolder.read_json(self.folder.item(i) / "result.json")
-            if saved is not None and saved.get("rounds") and len(saved["rounds"]) == self.config.rounds:
+            if saved is not None and saved.get("rounds") and len(saved["rounds"]) == self.config.effective_rounds:
                 results[i] = ItemResult.from_json(saved)
             elif i not in alive:
                 results[i] = ItemResult(i, "failed", parse_failures=self._failures(i),
@@ -405,7 +345,8 @@ class RegenerationLoop:
         if pending and self.config.final_mllm and self.judge is not None:
             images = [RunFolder.load_image(self.folder.root / chosen[i][1]["image"]) for i in pending]
             for i, m in zip(pending, judge_pairs(self.judge, [refs[i] for i in pending], images, items=pending,
-                                                 round=self.config.rounds + 1, pack=self.pack)):
+                                                 round=self.config.effective_rounds + 1, pack=self.pack,
+                                                 reading=self.config.json_reading)):
                 judged[i] = m
         for i in pending:
             (t, best), progress = chosen[i], self._progress(i)
@@ -419,18 +360,16 @@ class RegenerationLoop:
         return [results[i] for i in refs]
 
     def _choose(self, item: str) -> tuple[int, dict[str, Any]]:
-        rounds = range(1, self.config.rounds + 1)
-        picks = []
-        for t in rounds:
+        winners = []
+        for t in range(1, self.config.effective_rounds + 1):
             scores = RunFolder.read_json(self.folder.round_dir(item, t) / "scores.json")
-            picks.append((t, scores["candidates"][scores["best"]]))
-        if self.config.final == "last":
-            return picks[-1]
-        return max(picks, key=lambda p: (p[1]["combined"] is not None, p[1]["combined"] or 0.0))
+            winners.append(scores["candidates"][scores["best"]])
+        pick = final_pick(winners, self.config.final)
+        return pick + 1, winners[pick]
 
     def _progress(self, item: str) -> list[dict[str, Any]]:
         out = []
-        for t in range(1, self.config.rounds + 1):
+        for t in range(1, self.config.effective_rounds + 1):
             scores = RunFolder.read_json(self.folder.round_dir(item, t) / "scores.json")
             best = scores["candidates"][scores["best"]]
             out.append({"round": t, "aspect": scores["aspect"], "index": best["index"], "clip": best["clip"],

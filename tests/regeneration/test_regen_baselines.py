@@ -84,7 +84,7 @@ def test_loop_runs_each_prompt_mode(tmp_path, scorer, mode):
                ("direct_prompt", "ref0", 0, 0): json.dumps({"prompt": "direct words"}),
                ("caption", "ref0", 0, 0): json.dumps({"caption": "a block"})}
     judge = replay(answers)
-    config = LoopConfig(rounds=1, variants=2, prompt_mode=mode, final_mllm=False)
+    config = LoopConfig(rounds=1, variants=2, prompt_mode=mode, final_mllm=False, interrogator="loop")
     loop = RegenerationLoop(judge, ToyGenerator(refs), scorer, str(tmp_path / mode), config=config)
     (result,) = loop.run(refs, user_prompts={"ref0": "user words"})
     assert result.status == "ok" and result.prompt in ("p one", "p two")
