@@ -14,7 +14,7 @@ from fager.abtest import ABReport, ab_test
 from fager.agents import AgentOutput, FagerAgents
 from fager.baseline import VQAScoreBaseline, baseline_ab_test
 from fager.pack import PromptPack, load_pack
-from fager.parsing import AnswerParseError, parse_answer
+from fager.parsing import AnswerParseError, normalize_answer, parse_answer, read_answer_list
 from fager.pipeline import Fager, QABuild, QABuildError
 from fager.qa_store import (
     AgentModels, QAFormatError, QARecord, QASetKey, QAStore, format_qa_csv, parse_qa_csv, read_qa_csv,
@@ -24,30 +24,31 @@ from fager.references import CallableReferences, FolderReferences, MappingRefere
 from fager.refine import RefineReport, refine
 from fager.replay import (
     ReplayFormatError, details_scores, format_summary, read_details, read_summary, rescore, rescore_details,
-    summary_scores, write_summary, write_verdicts,
+    summary_scores, verdict_to_record, write_summary, write_verdicts,
 )
 from fager.schema import (
     CATEGORIES, LEVELS, AnswerCounts, CategoryFacts, FactChange, Gating, LevelRubric, LevelScores, ParseFailure,
     QAItem, QAItems, QASet, QuestionAnswer, QuestionResult, ReferenceExtraction, Rubric, Verdict, Verification,
 )
 from fager.scoring import (
-    ANSWER_POINTS, DEFAULT_POLICY, GatingPolicy, answer_points, decide, mean_score, score_answers,
-    should_keep, should_regenerate,
+    ANSWER_POINTS, DEFAULT_POLICY, SCORING_VERSION, GatingPolicy, answer_points, decide, mean_score, score_answer,
+    score_answers, should_keep, should_regenerate,
 )
 
 __all__ = [
-    "ABReport", "ab_test", "AnswerParseError", "parse_answer",
+    "ABReport", "ab_test", "AnswerParseError", "normalize_answer", "parse_answer", "read_answer_list",
     "AgentOutput", "FagerAgents", "VQAScoreBaseline", "baseline_ab_test", "PromptPack", "load_pack", "Fager",
     "QABuild", "QABuildError", "CallableReferences", "FolderReferences", "MappingReferences", "NoReferences",
     "as_provider", "RefineReport", "refine", "FagerScore",
     "AgentModels", "QAFormatError", "QARecord", "QASetKey", "QAStore", "format_qa_csv", "parse_qa_csv",
     "read_qa_csv", "write_qa_csv",
     "ReplayFormatError", "details_scores", "format_summary", "read_details", "read_summary", "rescore",
-    "rescore_details", "summary_scores", "write_summary", "write_verdicts",
+    "rescore_details", "summary_scores", "verdict_to_record", "write_summary", "write_verdicts",
     "CATEGORIES", "LEVELS", "AnswerCounts", "CategoryFacts", "FactChange", "Gating", "LevelRubric", "LevelScores",
     "ParseFailure", "QAItem", "QAItems", "QASet", "QuestionAnswer", "QuestionResult", "ReferenceExtraction",
     "Rubric", "Verdict", "Verification",
-    "ANSWER_POINTS", "DEFAULT_POLICY", "GatingPolicy", "answer_points", "decide", "mean_score", "score_answers",
+    "ANSWER_POINTS", "DEFAULT_POLICY", "SCORING_VERSION", "GatingPolicy", "answer_points", "decide", "mean_score",
+    "score_answer", "score_answers",
     "should_keep", "should_regenerate",
 ]
 

@@ -11,8 +11,6 @@ carries `meta = {"item_id", "question_id", "stage"}` so answers can be replayed 
 """
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -23,13 +21,13 @@ from vlmjudge.requests import Answer, Constraint, Decoding, Request
 
 from fager.agents_schema import model_schema, qa_schema, verification_schema
 from fager.pack import PromptPack, load_pack
+from fager.parsing import AnswerParseError, load_json, strip_fence
 from fager.schema import (
     MAX_QA_ITEMS, FactEntry, QAItem, QAItems, QuestionAnswer, QuestionResult, ReferenceExtraction, Rubric,
     Verification,
 )
 
 M = TypeVar("M", bound=BaseModel)
-_FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*|\s*```\s*$")
 
 #: question_id of each agent's request (extraction adds ":<reference number>").
 STAGE_IDS = {"proposal": "proposal", "extraction": "extraction", "verification": "verification",
@@ -81,16 +79,16 @@ class AgentOutput(Generic[M]):
 
 def read_output(text: str, model: type[M]) -> M:
     """The JSON object in `text` validated as `model`; AgentError when there is none."""
-    if not text or not text.strip():
+    if not isinstance(text, str) or not text.strip():
         raise AgentError("empty output")
-    body = _FENCE.sub("", text.strip())
+    body = strip_fence(text)
     start, end = body.find("{"), body.rfind("}")
     if start == -1 or end < start:
         raise AgentError(f"no JSON object in {_preview(text)}")
     try:
-        data = json.loads(body[start:end + 1], strict=False)
-    except json.JSONDecodeError as error:
-        raise AgentError(f"invalid JSON ({error.msg}) in {_preview(text)}") from None
+        data = load_json(body[start:end + 1])
+    except AnswerParseError as error:  # bad JSON, nesting deeper than the stack, oversized integers
+        raise AgentError(str(error)) from None
     try:
         return model.model_validate(data)
     except ValidationError as error:

@@ -96,7 +96,7 @@ def run_abtest(args: argparse.Namespace) -> int:
         if ".csv" in (args.factual.suffix.lower(), args.generated.suffix.lower()):
             factual = {k: round(v, 2) for k, v in factual.items()}
             generated = {k: round(v, 2) for k, v in generated.items()}
-        report = ab_test(factual, generated, tie=args.tie)
+        report = ab_test(factual, generated, tie=args.tie, strict=True)
     except _INPUT_ERRORS as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

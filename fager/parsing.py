@@ -1,54 +1,189 @@
-"""Tolerant reading of the evaluation agent's answers; what cannot be read is an error, never a guess."""
+"""Reading the evaluation agent's answers; what cannot be read is an error, never a guess.
+
+Two shapes of reply are read:
+
+- one question's reply (`parse_answer`): a JSON object with an `answer` key, or text that
+  starts with yes/no/unknown (optionally after `Answer:` and markdown emphasis);
+- the released evaluator's batched reply (`read_answer_list`): `{"answers": [{"id",
+  "answer", "rationale"}, ...]}`, read as the FAGER release reads it (fences and
+  surrounding prose tolerated, entries ordered by `int(id)`).
+
+The value of an `answer` field is normalised as the release does (`normalize_answer`):
+`str(value).strip().lower()`, and any word other than yes/no/unknown is `unknown`. A reply
+with no answer at all (no JSON answer, no leading word) is an `AnswerParseError`, which the
+scorer counts as a parse failure and leaves out of every mean.
+
+Every reader here is linear in the length of its input and raises nothing but
+`AnswerParseError` on any string: no regular expression can backtrack, deep nesting and
+oversized integers in JSON are parse failures, not RecursionError or ValueError.
+"""
 from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
-from pydantic import ValidationError
+from fager.schema import ANSWERS, MAX_RATIONALE, QuestionAnswer
 
-from fager.schema import MAX_RATIONALE, QuestionAnswer
-
-_FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*|\s*```\s*$")
-_LEADING_LABEL = re.compile(
-    r"^[\s*_\"'`]*(?:answer\s*[:=\-]\s*)?[*_\"'`]*(yes|no|unknown)[*_\"'`]*(?![\w])[\s.,:;!\-\u2013\u2014]*(.*)$",
-    re.IGNORECASE | re.DOTALL,
-)
-_RATIONALE_LABEL = re.compile(r"^(?:rationale|reason|because)\s*[:=\-]?\s*", re.IGNORECASE)
+#: Runs skipped around a leading answer word. Each is one character class under `*`, matched at
+#: the start only, so it cannot backtrack: linear time on any input.
+_SPACE_OR_DECORATION = re.compile(r"[\s*_\"'`]*")  # spaces, markdown emphasis, quotes
+_DECORATION = re.compile(r"[*_\"'`]*")
+_SPACE_OR_SEPARATOR = re.compile(r"[\s.,:;!\-\u2013\u2014]*")  # between the word and its rationale
+_LABELS = ("rationale", "reason", "because")
 
 
 class AnswerParseError(ValueError):
     """The text holds no readable yes/no/unknown answer."""
 
 
+def normalize_answer(value: Any) -> str:
+    """yes / no / unknown from an `answer` field's value, as the FAGER release normalises it.
+
+    `str(value).strip().lower()`; anything else (a sentence, "Yes.", "maybe", a number, null)
+    is "unknown", the release's score of 0.5.
+    """
+    word = str(value).strip().lower()
+    return word if word in ANSWERS else "unknown"
+
+
 def parse_answer(text: str | None) -> QuestionAnswer:
     """Read a JSON object or a leading yes/no/unknown from model output; raise AnswerParseError otherwise."""
-    if text is None or not text.strip():
+    if not isinstance(text, str) or not text.strip():
         raise AnswerParseError("empty answer")
-    body = _FENCE.sub("", text.strip())
+    body = strip_fence(text)
     start, end = body.find("{"), body.rfind("}")
     if start != -1 and end > start:
         return _from_json(body[start:end + 1])
-    match = _LEADING_LABEL.match(body)
-    if match is None:
-        raise AnswerParseError(f"no yes/no/unknown answer in {_preview(text)}")
-    rationale = _RATIONALE_LABEL.sub("", match.group(2).strip())
-    return QuestionAnswer(answer=match.group(1).lower(), rationale=rationale[:MAX_RATIONALE])
+    return _from_leading_word(body, text)
+
+
+def strip_fence(text: str) -> str:
+    """The text without surrounding whitespace and a markdown code fence (```lang ... ```)."""
+    body = text.strip()
+    if body.startswith("```"):
+        rest = body[3:]
+        name_end = 0
+        while name_end < len(rest) and rest[name_end].isascii() and rest[name_end].isalpha():
+            name_end += 1
+        body = rest[name_end:].lstrip()
+    if body.endswith("```"):
+        body = body[:-3].rstrip()
+    return body
+
+
+def _from_leading_word(body: str, text: str) -> QuestionAnswer:
+    """`[Answer:] yes|no|unknown [punctuation] [Rationale:] rest`, emphasis and quotes allowed."""
+    rest = _skip(body, _SPACE_OR_DECORATION)
+    if rest[:6].lower() == "answer":
+        after = rest[6:].lstrip()
+        if after[:1] in (":", "=", "-"):
+            rest = _skip(after[1:].lstrip(), _DECORATION)
+    for word in ANSWERS:
+        head, tail = rest[:len(word)], rest[len(word):]
+        if head.lower() == word and not (tail[:1].isalnum() or tail[:1] == "_"):
+            tail = _skip(_skip(tail, _DECORATION), _SPACE_OR_SEPARATOR)
+            return QuestionAnswer(answer=word, rationale=_strip_label(tail.strip())[:MAX_RATIONALE])
+    raise AnswerParseError(f"no yes/no/unknown answer in {_preview(text)}")
+
+
+def _skip(text: str, run: re.Pattern) -> str:
+    """The text after the run of `run`'s characters at its start."""
+    return text[run.match(text).end():]
+
+
+def _strip_label(rationale: str) -> str:
+    """The rationale without a leading `Rationale:` / `Reason:` / `Because` label."""
+    lowered = rationale[:10].lower()
+    for label in _LABELS:
+        if lowered.startswith(label):
+            rest = rationale[len(label):].lstrip()
+            if rest[:1] in (":", "=", "-"):
+                rest = rest[1:]
+            return rest.lstrip()
+    return rationale
+
+
+def load_json(text: str, *, strict: bool = False) -> Any:
+    """`json.loads` that fails only with AnswerParseError (bad JSON, deep nesting, huge integers).
+
+    `strict=False` (the default) accepts raw control characters such as tabs inside strings.
+    """
+    try:
+        return json.loads(text, strict=strict)
+    except json.JSONDecodeError as error:
+        raise AnswerParseError(f"invalid JSON ({error.msg}) in {_preview(text)}") from None
+    except (ValueError, RecursionError) as error:  # int digit limit; nesting deeper than the stack
+        raise AnswerParseError(f"unreadable JSON ({type(error).__name__}) in {_preview(text)}") from None
 
 
 def _from_json(fragment: str) -> QuestionAnswer:
-    try:
-        data = json.loads(fragment, strict=False)
-    except json.JSONDecodeError as error:
-        raise AnswerParseError(f"invalid JSON answer ({error.msg}) in {_preview(fragment)}") from None
+    data = load_json(fragment)
     if not isinstance(data, dict) or "answer" not in data:
         raise AnswerParseError(f"JSON answer without an 'answer' key: {_preview(fragment)}")
     rationale = data.get("rationale", "")
+    if rationale is None:
+        rationale = ""
     if not isinstance(rationale, str):
         raise AnswerParseError(f"JSON answer with a non-string rationale: {_preview(fragment)}")
+    return QuestionAnswer(answer=normalize_answer(data["answer"]), rationale=rationale.strip()[:MAX_RATIONALE])
+
+
+def remove_thinking(text: str) -> str:
+    """The text without `<think>...</think>` blocks (an unclosed block is kept as text)."""
+    parts, at = [], 0
+    while True:
+        start = text.find("<think>", at)
+        end = text.find("</think>", start + 7) if start != -1 else -1
+        if end == -1:
+            parts.append(text[at:])
+            return "".join(parts)
+        parts.append(text[at:start])
+        at = end + len("</think>")
+
+
+def read_answer_list(text: str, *, strip_thinking: bool = False) -> list[dict[str, Any]]:
+    """The answers of a batched evaluator reply, in question order, as the FAGER release reads them.
+
+    The reply is `{"answers": [{"id": i, "answer": ..., "rationale": ...}, ...]}`, possibly
+    fenced or inside prose (the text from the first `{` to the last `}` is tried when the
+    whole does not parse). Entries are ordered by `int(id)` (a missing id counts as 0; the
+    sort is stable); each comes back as `{"answer": <the value as written>, "rationale": ...}`,
+    an entry without an answer as "unknown" (the release's default). Normalise the values
+    with `normalize_answer`. `strip_thinking=True` first removes `<think>` blocks, as the
+    release's Qwen evaluator does. Anything else raises AnswerParseError: a reply that is not
+    JSON, an `answers` that is not a list of objects, an id that is not an integer.
+    """
+    if not isinstance(text, str):
+        raise AnswerParseError(f"a reply must be text, got {type(text).__name__}")
+    body = strip_fence(remove_thinking(text) if strip_thinking else text)
     try:
-        return QuestionAnswer(answer=data["answer"], rationale=rationale.strip()[:MAX_RATIONALE])
-    except ValidationError:
-        raise AnswerParseError(f"answer {data['answer']!r} is not yes, no or unknown") from None
+        data = load_json(body, strict=True)
+    except AnswerParseError:
+        start, end = body.find("{"), body.rfind("}")
+        if start == -1 or end <= start:
+            raise
+        data = load_json(body[start:end + 1], strict=True)
+    if not isinstance(data, dict):
+        raise AnswerParseError(f"the reply is a JSON {type(data).__name__}, not an object: {_preview(text)}")
+    entries = data.get("answers", [])
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise AnswerParseError(f"'answers' must be a list of objects: {_preview(text)}")
+    order = [_entry_id(entry) for entry in entries]
+    ranked = sorted(range(len(entries)), key=order.__getitem__)
+    return [{"answer": entries[i].get("answer", "unknown"), "rationale": entries[i].get("rationale", "")}
+            for i in ranked]
+
+
+def _entry_id(entry: dict[str, Any]) -> int:
+    """`int(id)` as the release sorts by it; a missing id is 0, a non-integer one an error."""
+    value = entry.get("id", 0)
+    if isinstance(value, (int, float, str)):
+        try:
+            return int(value)
+        except (ValueError, OverflowError):
+            pass
+    raise AnswerParseError(f"answer id {_preview(repr(value))} is not an integer")
 
 
 def _preview(text: str, limit: int = 80) -> str:

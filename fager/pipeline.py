@@ -29,7 +29,9 @@ from fager.parsing import AnswerParseError, parse_answer
 from fager.qa_store import AgentModels, QARecord, QASetKey, QAStore
 from fager.references import as_provider, digest, load_references
 from fager.schema import QAItem, QASet, QuestionAnswer, ReferenceExtraction, Verdict
-from fager.scoring import DEFAULT_POLICY, GatingPolicy, mean_score, score_answers, should_regenerate
+from fager.scoring import (
+    DEFAULT_POLICY, SCORING_VERSION, GatingPolicy, mean_score, score_answers, should_regenerate,
+)
 
 DEFAULT_CHUNK = 512
 #: What each verdict records about the judge that answered (from `judge.manifest()`).
@@ -302,6 +304,7 @@ class Fager:
         manifest = self.judge.manifest() if hasattr(self.judge, "manifest") else {}
         out = {k: str(manifest[k]) for k in PROVENANCE_KEYS if manifest.get(k) is not None}
         out["pack"] = self.pack.key
+        out["scoring"] = SCORING_VERSION
         if self.text_judge is not self.judge:
             out["text_model"] = model_name(self.text_judge)
         return out

@@ -145,6 +145,44 @@ def record_to_verdict(record: dict) -> Verdict:
     )
 
 
+def verdict_to_record(verdict: Verdict) -> dict:
+    """A Verdict in the release's details.jsonl layout (the inverse of `record_to_verdict`).
+
+    Scores are rounded to 2 decimals as the release writes them; `per_question` lists the
+    evaluated questions in evaluation order (level 1, 2, 3; QA order inside a level), each with
+    its `position` in the QA set. A question whose answer failed to parse is written with
+    answer and score null (the release had no such entry; it scored it as unknown).
+    """
+    level_scores = {level: _rounded(getattr(verdict.level_scores, level))
+                    for level in verdict.gating.evaluated_levels}
+    evaluated = set(verdict.gating.evaluated_levels)
+    asked = sorted((q for q in verdict.questions if q.level in evaluated and q.status != "skipped"),
+                   key=lambda q: (LEVELS.index(q.level), q.position))
+    counts = verdict.counts
+    feedback = verdict.feedback if verdict.decision in ("regenerate", "edit") else None
+    return {
+        "index": verdict.index, "image_id": verdict.image, "original_prompt": verdict.prompt,
+        "gating": {"evaluated_levels": list(verdict.gating.evaluated_levels),
+                   "skipped_levels": list(verdict.gating.skipped_levels),
+                   "level_1_score": _rounded(verdict.gating.level_1_score), "decision": verdict.decision,
+                   "regenerate_threshold": verdict.gating.regenerate_threshold,
+                   "keep_threshold": verdict.gating.keep_threshold},
+        "scores": {"overall_score": _rounded(verdict.overall_score), "level_scores": level_scores},
+        "answer_counts": {"yes": counts.yes, "no": counts.no, "unknown": counts.unknown, "total": counts.total},
+        "per_question": [{"position": q.position, "level": q.level, "category": q.category,
+                          "importance": q.importance, "question": q.question, "answer": q.answer,
+                          "rationale": q.rationale, "source_fact": q.source_fact, "score": q.score}
+                         for q in asked],
+        "next_step": {"decision": verdict.decision,
+                      "regenerate_prompt": feedback if verdict.decision == "regenerate" else None,
+                      "edit_instruction": feedback if verdict.decision == "edit" else None},
+    }
+
+
+def _rounded(score: float | None) -> float | None:
+    return None if score is None else round(score, 2)
+
+
 def rescore(verdict: Verdict, policy: GatingPolicy = DEFAULT_POLICY) -> Verdict:
     """Recompute scores and decision from a verdict's per-question answers under `policy`.
 
@@ -259,5 +297,5 @@ def details_scores(path: str | os.PathLike, policy: GatingPolicy = DEFAULT_POLIC
 __all__ = [
     "RELEASED_SUMMARY_COLUMNS", "SUMMARY_COLUMNS", "ReplayFormatError", "details_scores", "format_summary",
     "read_details", "read_summary", "record_to_verdict", "rescore", "rescore_details", "summary_row",
-    "summary_scores", "verdict_key", "write_summary", "write_verdicts",
+    "summary_scores", "verdict_key", "verdict_to_record", "write_summary", "write_verdicts",
 ]

@@ -19,11 +19,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from fager.parsing import AnswerParseError, parse_answer
+from fager.parsing import AnswerParseError, normalize_answer, parse_answer
 from fager.schema import (
     LEVELS, AnswerCounts, Decision, Gating, LevelScores, ParseFailure, QAItem, QuestionAnswer,
     QuestionResult, Verdict,
 )
+
+#: Recorded in every verdict's provenance; bumped whenever a default changes what a verdict says.
+#: 2: an `answer` value other than yes/no/unknown is "unknown" (the release's rule), not a failure.
+SCORING_VERSION = "fager-scoring-2"
 
 ANSWER_POINTS: Mapping[str, float] = MappingProxyType({"yes": 1.0, "no": 0.0, "unknown": 0.5})
 _HALF_POINTS = {"yes": 2, "no": 0, "unknown": 1}
@@ -37,6 +41,17 @@ def answer_points(answer: str) -> float:
         return ANSWER_POINTS[answer]
     except KeyError:
         raise ValueError(f"answer must be one of yes, no, unknown; got {answer!r}") from None
+
+
+def score_answer(value: object) -> float:
+    """Points of one raw `answer` value, as the release's `score_answer` gives them.
+
+    Text is normalised with `normalize_answer` (any word but yes/no/unknown scores 0.5) and
+    None is unknown; any other type (a number, a list) is a TypeError, not a score.
+    """
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"an answer value must be text or None, got {type(value).__name__}")
+    return ANSWER_POINTS[normalize_answer(value)]
 
 
 def mean_score(answers: Iterable[str]) -> float | None:

@@ -34,15 +34,36 @@ def test_all_ties_skipped_has_no_accuracy():
     assert report.accuracy is None and "n/a" in report.describe()
 
 
-def test_bad_input_is_an_error():
+def test_strict_pairing_rejects_unpaired_and_missing_scores():
     with pytest.raises(ValueError, match="unpaired"):
-        ab_test({"a": 1.0, "b": 2.0}, {"a": 1.0, "c": 2.0})
+        ab_test({"a": 1.0, "b": 2.0}, {"a": 1.0, "c": 2.0}, strict=True)
     with pytest.raises(ValueError, match="finite"):
-        ab_test({"a": math.nan}, {"a": 1.0})
+        ab_test({"a": math.nan}, {"a": 1.0}, strict=True)
     with pytest.raises(ValueError, match="finite"):
-        ab_test({"a": None}, {"a": 1.0})
+        ab_test({"a": None}, {"a": 1.0}, strict=True)
     with pytest.raises(ValueError, match="tie"):
         ab_test(FACTUAL, GENERATED, tie="half")
+
+
+def test_default_pairing_is_the_release_inner_join():
+    """Keys on one side only and missing scores drop their pair (the release's compute_pairwise)."""
+    report = ab_test({"a": 3.0, "b": 2.0, "c": None, "d": math.nan}, {"a": 1.0, "c": 1.0, "d": 1.0, "e": 5.0})
+    assert (report.pairs, report.wins, report.dropped, report.accuracy) == (1, 1, 4, 1.0)
+    with pytest.raises(ValueError, match="repeat"):
+        ab_test([("a", 1.0), ("a", 2.0)], [("a", 1.0)])
+    with pytest.raises(ValueError, match="finite"):
+        ab_test({"a": math.inf}, {"a": 1.0})
+
+
+def test_margin_summary_by_hand():
+    """Margins +2, 0, -4: all mean -2/3 and population std sqrt(56/9); wins [2]; losses [-4]."""
+    report = ab_test({"a": 3.0, "b": 1.0, "c": 0.0}, {"a": 1.0, "b": 1.0, "c": 4.0}, tie="zero")
+    summary = report.margin_summary()
+    assert summary["all"]["mean"] == pytest.approx(-2 / 3)
+    assert summary["all"]["std"] == pytest.approx(math.sqrt(56 / 9))
+    assert summary["wins"] == {"mean": 2.0, "std": 0.0} and summary["losses"] == {"mean": -4.0, "std": 0.0}
+    assert (report.correct, report.wrong, report.wins, report.losses, report.skipped) == (1, 2, 1, 1, 0)
+    assert ab_test({"a": 1.0}, {"a": 2.0}, tie="skip").margin_summary()["wins"] == {"mean": None, "std": None}
 
 
 @pytest.mark.parametrize("source", ["details", "summary"])

@@ -22,12 +22,22 @@ def test_readable_answers(text, answer, rationale):
 
 @pytest.mark.parametrize("text", [
     None, "", "   ", "Yesterday the bottle was brown.", "Probably yes", "nope",
-    '{"answer": "maybe", "rationale": "x"}', '{"rationale": "x"}', '{"answer": "yes", "rationale": 3}',
+    '{"rationale": "x"}', '{"answer": "yes", "rationale": 3}',
     '{"answer": "yes", ', "[1, 2]",
 ])
 def test_unreadable_answers_raise(text):
     with pytest.raises(AnswerParseError):
         parse_answer(text)
+
+
+@pytest.mark.parametrize(("text", "answer"), [
+    ('{"answer": "maybe", "rationale": "x"}', "unknown"), ('{"answer": "Yes.", "rationale": "x"}', "unknown"),
+    ('{"answer": " YES ", "rationale": "x"}', "yes"), ('{"answer": true}', "unknown"),
+    ('{"answer": null, "rationale": null}', "unknown"),
+])
+def test_json_answer_values_are_normalised_as_the_release_does(text, answer):
+    """The release scores an answer field by str(v).strip().lower(), any other word as unknown (0.5)."""
+    assert parse_answer(text).answer == answer
 
 
 def test_long_rationale_is_cut_not_rejected():

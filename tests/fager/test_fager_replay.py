@@ -131,3 +131,22 @@ def test_verdict_lines_round_trip_and_replay(abo, tmp_path):
     again = read_details(path)
     assert again == verdicts
     assert [rescore(v) for v in again] == verdicts
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_released_layout_is_written_back(abo, run):
+    """`verdict_to_record` of a re-scored released record gives that record's gating, scores and
+    counts, and per_question in evaluation order; reading it back gives the same verdict scores."""
+    from fager.replay import verdict_to_record
+    lines = (abo / "results" / run / "details.jsonl").read_text("utf-8").splitlines()
+    for line in lines:
+        released = json.loads(line)
+        record = verdict_to_record(rescore(record_to_verdict(released)))
+        for key in ("gating", "scores", "answer_counts"):
+            assert record[key] == released[key], (run, released["index"], key)
+        assert [(q["level"], q["answer"]) for q in record["per_question"]] == \
+            [(q["level"], q["answer"]) for q in released["per_question"]
+             if q["level"] in released["gating"]["evaluated_levels"]]
+        again = record_to_verdict(record)
+        assert (again.overall_score, again.decision) == (released["scores"]["overall_score"],
+                                                          released["gating"]["decision"])

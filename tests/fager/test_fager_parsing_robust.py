@@ -1,0 +1,129 @@
+"""The FAGER readers cannot crash: on any text they return a value or raise their documented error,
+in time linear in the text (issue 19, "parsers that cannot crash")."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fager.agents import AgentError, read_output
+from fager.parsing import AnswerParseError, load_json, parse_answer, read_answer_list
+from fager.schema import ANSWERS, MAX_RATIONALE, QuestionAnswer, Rubric
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+ANSWER_WORDS = st.sampled_from(["yes", "no", "unknown", "Yes", " NO ", "Yes.", "maybe", "", "true"])
+
+
+def _reads_or_refuses(text: str) -> None:
+    """Every reader on one text: a value or its own error, nothing else."""
+    try:
+        assert isinstance(parse_answer(text), QuestionAnswer)
+    except AnswerParseError:
+        pass
+    for strip_thinking in (False, True):
+        try:
+            entries = read_answer_list(text, strip_thinking=strip_thinking)
+        except AnswerParseError:
+            continue
+        assert all(set(e) == {"answer", "rationale"} for e in entries)
+    try:
+        read_output(text, Rubric)
+    except AgentError:
+        pass
+
+
+@st.composite
+def near_valid(draw) -> str:
+    """A well-formed single or batched reply, fenced or in prose, then cut, spliced or repeated."""
+    entries = draw(st.lists(st.fixed_dictionaries(
+        {"id": st.one_of(st.integers(-3, 30), st.text("0123456789", max_size=3)), "answer": ANSWER_WORDS,
+         "rationale": st.text(max_size=40)}), max_size=6))
+    reply = json.dumps(draw(st.sampled_from([{"answers": entries}, entries[0] if entries else {}])))
+    reply = draw(st.sampled_from(["{}", "```json\n{}\n```", "Here: {} done", "<think>x</think>{}"])).replace(
+        "{}", reply)
+    op = draw(st.sampled_from(["keep", "cut", "splice", "repeat", "nest"]))
+    at = draw(st.integers(0, len(reply)))
+    if op == "cut":
+        return reply[:at]
+    if op == "splice":
+        return reply[:at] + draw(st.text(alphabet='{}[]":,\\9e-* `\n<>', max_size=8)) + reply[at:]
+    if op == "repeat":
+        return reply[:at] + reply[at:at + 3] * draw(st.integers(1, 300)) + reply[at:]
+    if op == "nest":
+        depth = draw(st.integers(1, 3000))
+        return reply[:at] + "[" * depth + "]" * depth + reply[at:]
+    return reply
+
+
+@SETTINGS
+@given(st.text(max_size=400))
+def test_random_text_never_crashes(text):
+    _reads_or_refuses(text)
+
+
+@SETTINGS
+@given(near_valid())
+def test_near_valid_and_mutated_replies_never_crash(text):
+    _reads_or_refuses(text)
+
+
+@SETTINGS
+@given(st.sampled_from(ANSWERS), st.text(max_size=800))
+def test_a_json_answer_round_trips(answer, rationale):
+    """Whatever the rationale holds (braces, quotes, newlines), the JSON answer reads back as written."""
+    parsed = parse_answer(json.dumps({"answer": answer, "rationale": rationale}))
+    assert (parsed.answer, parsed.rationale) == (answer, rationale.strip()[:MAX_RATIONALE])
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(-50, 50), ANSWER_WORDS), max_size=12))
+def test_batched_answers_come_back_in_id_order(pairs):
+    """Entries sorted by int(id), ties in reply order (the release's stable sort)."""
+    reply = json.dumps({"answers": [{"id": str(i), "answer": a} for i, a in pairs]})
+    expected = [a for _, a in sorted(pairs, key=lambda p: p[0])]
+    assert [e["answer"] for e in read_answer_list(reply)] == expected
+
+
+DEGENERATE = [
+    '{"answer":"yes","x":' + "9" * 5000 + "}",           # beyond Python's int digit limit
+    '{"answer": "yes", "x": ' + "[" * 100_000 + "]" * 100_000 + "}",  # deeper than the stack
+    '{"answers": [{"id": ' + "9" * 5000 + ', "answer": "yes"}]}',
+    '{"answers": [{"id": 1e400, "answer": "yes"}]}',      # an infinite id
+    '{"answers": [{"id": NaN, "answer": "yes"}]}',
+    "\x00\ud800{\"answer\": \"yes\"}",
+]
+
+
+@pytest.mark.parametrize("text", DEGENERATE)
+def test_degenerate_replies_are_parse_failures_or_answers(text):
+    _reads_or_refuses(text)
+    with pytest.raises(AnswerParseError):
+        load_json('{"x": ' + "[" * 100_000 + "}")
+
+
+def test_the_issue_examples():
+    """Issue 19: the oversized integer is a parse failure, not a ValueError; the starred text is quick."""
+    with pytest.raises(AnswerParseError):
+        parse_answer('{"answer":"yes","x":' + "9" * 5000 + "}")
+    start = time.perf_counter()
+    with pytest.raises(AnswerParseError):
+        parse_answer("*" * 32000 + "x")
+    assert time.perf_counter() - start < 0.5
+
+
+MEGABYTE = 1_000_000
+PATTERNS = ["*", " ", "`", "{", "}", "[", "\"", "answer:", "yes", "```", "<think>", "{\"answers\": [", "\n", "**yes"]
+
+
+@pytest.mark.parametrize("unit", PATTERNS)
+def test_one_megabyte_runs_in_linear_time(unit):
+    """1 MB of a repeated fragment (the shapes that make backtracking regexes quadratic) reads in
+    well under a second per reader; a quadratic reader takes minutes here."""
+    text = unit * (MEGABYTE // len(unit)) + "x"
+    start = time.perf_counter()
+    _reads_or_refuses(text)
+    _reads_or_refuses("```" + text + "```")
+    assert time.perf_counter() - start < 10.0
