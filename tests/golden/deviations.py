@@ -37,7 +37,28 @@ VIESCORE2: list[Deviation] = [
 ]
 
 # --- fager ----------------------------------------------------------------------------------------
-FAGER: list[Deviation] = []
+def _fager_threshold_on_a_reachable_score(case_input: dict) -> bool:
+    """A threshold equals 100 k / (2 n) exactly, n the level-1 or the whole QA set's question count:
+    a score can sit exactly on it, where the release's float `(sum / n) * 100` may land either side."""
+    from fractions import Fraction
+    levels = case_input.get("levels", [])
+    counts = {levels.count("level_1"), len(levels)} - {0}
+    thresholds = (case_input.get("regenerate_threshold"), case_input.get("keep_threshold"))
+    return any(isinstance(t, (int, float)) and (Fraction(t) * 2 * n / 100).denominator == 1
+               for t in thresholds for n in counts)
+
+
+FAGER: list[Deviation] = [
+    Deviation("fager/score_image", lambda inp: any(a is None for a in inp.get("answers", [])),
+              "a question the model's reply leaves out is a counted parse failure, left out of every mean; "
+              "the release pads the reply with 'unknown' (0.5)"),
+    Deviation("fager/score_image", lambda inp: "level_1" not in inp.get("levels", []),
+              "a QA set without a level-1 question has no level-1 score and is decided on its overall score; "
+              "the release gives it level-1 score 0 and always regenerates"),
+    Deviation("fager/score_image", _fager_threshold_on_a_reachable_score,
+              "scores are exact fractions (50 (2 yes + unknown) / n), so a score equal to a threshold "
+              "meets it; the release's float (sum / n) * 100 can land just past it"),
+]
 
 # --- regeneration ---------------------------------------------------------------------------------
 REGENERATION: list[Deviation] = []
