@@ -6,7 +6,9 @@ localization examples are capped at a share of the corpus (10% in the paper) so 
 grids do not dominate. Examples use TRL's conversational prompt-completion layout with an
 ``images`` column: conditioning images first, the generated image last. Without an explicit
 ``instruction`` each example gets `viescore2.instructions.training_instruction`'s text: the
-built-in instruction for exactly the fields it supervises.
+built-in instruction for exactly the fields it supervises. Coverage marks (``!``) are requested
+only where the source has coverage supervision (heatmap annotations, paper Section 3.2): mask
+sources and clean images are trained on an instruction without marks, and their targets carry none.
 """
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ class Annotation:
     scores: Mapping[str, float] = field(default_factory=dict)
     localization: Localization | None = None
     id: str | None = None
+    coverage: bool | None = None  # the source has coverage supervision (a heatmap); None: it has marks
+
 
     def __post_init__(self) -> None:
         unknown = set(self.scores) - set(SCORE_KEYS)
@@ -37,6 +41,19 @@ class Annotation:
             raise ValueError(f"unknown score keys {sorted(unknown)}")
         if not any(v is not None for v in self.scores.values()) and self.localization is None:
             raise ValueError(f"annotation {self.id!r} has neither scores nor localization")
+
+    @property
+    def coverage_supervised(self) -> bool:
+        """True when the example's grid carries coverage supervision, so its instruction asks for ``!`` marks.
+
+        Only heatmap sources do (paper Section 3.2); ``coverage=None`` takes it from the marks the
+        grid holds. A clean image never does: it has no defect cell to mark.
+        """
+        if self.localization is None or self.clean_localization:
+            return False
+        if self.coverage is not None:
+            return bool(self.coverage)
+        return bool(union_of(self.localization).marks)
 
     @property
     def clean_localization(self) -> bool:
@@ -47,17 +64,40 @@ class Annotation:
 Instruction = Union[str, Callable[[Annotation], str], None]
 
 
+def scores_from_unit(score: float | None = None, axes: Sequence[float | None] | None = None,
+                     integer: bool = True) -> dict[str, float]:
+    """Target scores on the 0-10 scale from human scores in [0, 1], as the release writes them.
+
+    ``axes`` = [pq, sc] replaces ``score`` when its first value is given; a PQ without its SC is
+    an error. ``integer=True`` (the release) rounds ``10 * v`` half to even (0.25 -> 2, 0.35 -> 4);
+    ``integer=False`` keeps ``10 * v``.
+    """
+    def scaled(value: float) -> float:
+        if not 0.0 <= float(value) <= 1.0:
+            raise ValueError(f"a unit score must be within 0..1, got {value!r}")
+        return float(round(float(value) * 10)) if integer else float(value) * 10.0
+
+    if axes is not None and axes[0] is not None:
+        if len(axes) != 2 or axes[1] is None:
+            raise ValueError(f"axis scores need both PQ and SC, got {list(axes)!r}")
+        return {"pq": scaled(axes[0]), "sc": scaled(axes[1])}
+    return {} if score is None else {"score": scaled(score)}
+
+
 def target_text(annotation: Annotation, marks: bool = True) -> str:
-    """The target response: the annotation's scores and grids only, in the judge format."""
+    """The target response: the annotation's scores and grids only, in the judge format.
+
+    Marks are written when ``marks`` is on and the example has coverage supervision.
+    """
     scores = {k: v for k, v in annotation.scores.items() if v is not None}
-    return format_output(scores, annotation.localization, marks=marks)
+    return format_output(scores, annotation.localization, marks=marks and annotation.coverage_supervised)
 
 
 def _instruction_text(annotation: Annotation, instruction: Instruction, marks: bool = True) -> str:
     if instruction is None:
         from .instructions import training_instruction
         n = union_of(annotation.localization).n if annotation.localization is not None else DEFAULT_N
-        text = training_instruction(n=n, marks=marks)(annotation)
+        text = training_instruction(n=n, marks=marks and annotation.coverage_supervised)(annotation)
     elif callable(instruction):
         text = instruction(annotation)
     elif isinstance(instruction, str):

@@ -1,4 +1,4 @@
-"""Defect grids: N x N cells with coverage marks, their text format, and a tolerant parser.
+"""Defect grids: N x N cells with coverage marks, their text format, and the parser of judge text.
 
 The judge writes score lines first, then grid lines, one per row with defects::
 
@@ -10,10 +10,11 @@ The judge writes score lines first, then grid lines, one per row with defects::
     none
 
 Rows and columns are 1-based; ``!`` after a column marks a high-coverage cell; ``none``
-is an empty grid. With one grid the header lines are left out. The parser is tolerant
-(unknown lines are skipped, out-of-range indices ignored) and reports a status that tells
-a successful empty grid (``none``) from a parse failure. ``strict=True`` turns every
-irregularity into a ``ValueError``: use it for ground-truth targets, never for judge output.
+is an empty grid. With one grid the header lines are left out. By default the parser reads
+text as the public release reads it (`viescore2.grid_reader`): tolerant of prose, spacing and
+separators, and it reports a status that tells a successful empty grid (``none``) from a parse
+failure (no in-range cell and no ``none``). ``strict=True`` instead turns every irregularity
+into a ``ValueError``, for users who want to validate hand-written targets.
 """
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Union
 
 import numpy as np
+
+from .grid_reader import index_value, read_text
 
 DEFAULT_N = 16
 CATEGORIES = ("artifact", "misalign")
@@ -199,12 +202,20 @@ class GridStatus(str, enum.Enum):
 
 @dataclass(frozen=True)
 class ParsedOutput:
-    """Scores and grids read from one judge text, with the grid parse status."""
+    """Scores and grids read from one judge text, with the grid parse status.
+
+    ``localization`` is `CategoryGrids` when both category sections were found, else one grid
+    (the union of everything read); ``sections`` holds the category sections that were found,
+    even a lone one; ``whole`` is the union grid as read over the whole text (rows outside the
+    sections included), which ``union`` returns when it is set.
+    """
 
     scores: Mapping[str, float]
     localization: Localization | None
     status: GridStatus
     category_status: Mapping[str, GridStatus] = field(default_factory=dict)
+    sections: Mapping[str, Grid] = field(default_factory=dict)
+    whole: Grid | None = None
 
     @property
     def grid_parsed(self) -> bool:
@@ -214,6 +225,8 @@ class ParsedOutput:
     @property
     def union(self) -> Grid | None:
         """The aggregate predicted grid, or None when the grid failed to parse."""
+        if self.whole is not None:
+            return self.whole
         return None if self.localization is None else union_of(self.localization)
 
     @property
@@ -231,10 +244,11 @@ def overall_score(scores: Mapping[str, float | None]) -> float | None:
     return None
 
 
+# The strict reader: one line at a time, every irregularity raises (the tolerant one is grid_reader).
 _SCORE_RE = re.compile(r"\b(pq|sc|score)\s*:\s*(-?\d+(?:\.\d+)?)\s*/\s*10(?!\d)", re.IGNORECASE)
 _HEADER_RE = re.compile(r"^(artifacts?|misalign(?:ments?|s)?)\s*:\s*(.*)$", re.IGNORECASE)
 _ROW_RE = re.compile(r"^(?:row|r)?\s*(\d{1,2})\s*:(.*)$", re.IGNORECASE)
-_COL_RE = re.compile(r"\s*(\d+)\s*(!?)\s*")
+_COL_RE = re.compile(r"(\d+)(!?)")
 _NONE_RE = re.compile(r"^none\.?$", re.IGNORECASE)
 _STRIP = str.maketrans("", "", "*`")
 
@@ -248,7 +262,8 @@ class _Section:
     marks: set = field(default_factory=set)
 
 
-def _row(text: str) -> tuple[int, list[tuple[int, bool]]] | None:
+def _row(text: str) -> tuple[int, list[tuple[int | None, bool]]] | None:
+    """A strict row ``r<k>: c,c!,...`` (columns of four or more digits read as None), else None."""
     m = _ROW_RE.match(text)
     if not m:
         return None
@@ -257,23 +272,15 @@ def _row(text: str) -> tuple[int, list[tuple[int, bool]]] | None:
         items = items[:-1]  # a trailing comma
     cols = []
     for item in items:
-        cm = _COL_RE.fullmatch(item)
+        cm = _COL_RE.fullmatch(item.strip())
         if not cm:
             return None
-        cols.append((int(cm.group(1)), cm.group(2) == "!"))
+        cols.append((index_value(cm.group(1)), cm.group(2) == "!"))
     return (int(m.group(1)), cols) if cols else None
 
 
-def _fail(strict: bool, message: str) -> None:
-    if strict:
-        raise ValueError(message)
-
-
-def parse_output(text: str, n: int = DEFAULT_N, strict: bool = False) -> ParsedOutput:
-    """Read scores and grids from judge text; never raises unless ``strict`` (for targets)."""
-    if not isinstance(text, str):
-        raise TypeError(f"judge output must be a string, got {type(text).__name__}")
-    Grid(n=n)  # validates n
+def _parse_strict(text: str, n: int) -> ParsedOutput:
+    """Read a text in the exact format; raise ValueError at the first irregular line or value."""
     scores: dict[str, float] = {}
     sections = {"grid": _Section(), "artifact": _Section(), "misalign": _Section()}
     current = "grid"
@@ -286,17 +293,16 @@ def parse_output(text: str, n: int = DEFAULT_N, strict: bool = False) -> ParsedO
             for m in found:
                 key, value = m.group(1).lower(), float(m.group(2))
                 if not 0.0 <= value <= 10.0:
-                    _fail(strict, f"{key} outside 0..10: {raw!r}")
-                elif key in scores:
-                    _fail(strict, f"{key} given twice: {raw!r}")
-                else:
-                    scores[key] = value
+                    raise ValueError(f"{key} outside 0..10: {raw[:80]!r}")
+                if key in scores:
+                    raise ValueError(f"{key} given twice: {raw[:80]!r}")
+                scores[key] = value
             continue
         header = _HEADER_RE.match(line)
         if header:
             current = "artifact" if header.group(1).lower().startswith("artifact") else "misalign"
             if sections[current].seen:
-                _fail(strict, f"header {current!r} repeated: {raw!r}")
+                raise ValueError(f"header {current!r} repeated: {raw[:80]!r}")
             sections[current].seen = True
             line = header.group(2).strip()
             if not line:
@@ -306,53 +312,77 @@ def parse_output(text: str, n: int = DEFAULT_N, strict: bool = False) -> ParsedO
             continue
         row = _row(line)
         if row is None:
-            _fail(strict, f"unrecognized line: {raw!r}")
-            continue
+            raise ValueError(f"unrecognized line: {raw[:80]!r}")
         r, cols = row
         section = sections[current]
         section.rows += 1
         for c, marked in cols:
-            if not (1 <= r <= n and 1 <= c <= n):
-                _fail(strict, f"cell r{r} c{c} outside 1..{n}: {raw!r}")
-                continue
+            if c is None or not (1 <= r <= n and 1 <= c <= n):
+                raise ValueError(f"cell outside 1..{n}: {raw[:80]!r}")
             section.cells.add((r, c))
             if marked:
                 section.marks.add((r, c))
 
     def grid_of(sec: _Section) -> Grid | None:
         if sec.rows and sec.none:
-            _fail(strict, "a grid section has both rows and 'none'")
+            raise ValueError("a grid section has both rows and 'none'")
         if not sec.rows and not sec.none:
             return None
         return Grid(frozenset(sec.cells), frozenset(sec.marks), n)
 
-    def status_of(grid: Grid | None) -> GridStatus:
-        if grid is None:
-            return GridStatus.FAILED
-        return GridStatus.NONE if grid.is_empty else GridStatus.OK
-
-    split = sections["artifact"].seen or sections["misalign"].seen
-    if split:
+    if sections["artifact"].seen or sections["misalign"].seen:
         if sections["grid"].rows or sections["grid"].none:
-            _fail(strict, "grid lines before the first category header")
-        grids = {name: grid_of(sections[name]) if sections[name].seen else None for name in CATEGORIES}
-        category_status = {name: status_of(g) for name, g in grids.items()}
+            raise ValueError("grid lines before the first category header")
+        grids = {name: grid_of(sections[name]) for name in CATEGORIES}
         if any(g is None for g in grids.values()):
-            _fail(strict, f"incomplete category sections: {category_status}")
-            return ParsedOutput(scores, None, GridStatus.FAILED, category_status)
-        localization: Localization = CategoryGrids(grids["artifact"], grids["misalign"])
-        return ParsedOutput(scores, localization, status_of(localization.union()), category_status)
+            raise ValueError(f"incomplete category sections: {sorted(k for k, g in grids.items() if g is None)}")
+        localization = CategoryGrids(grids["artifact"], grids["misalign"])
+        return ParsedOutput(scores, localization, _status_of(localization.union()),
+                            {name: _status_of(g) for name, g in localization.items()}, dict(localization.items()))
     grid = grid_of(sections["grid"])
     if grid is None and not scores:
-        _fail(strict, "no score and no grid found")
-    return ParsedOutput(scores, grid, status_of(grid), {"grid": status_of(grid)})
+        raise ValueError("no score and no grid found")
+    return ParsedOutput(scores, grid, _status_of(grid), {"grid": _status_of(grid)})
+
+
+def _status_of(grid: Grid | None) -> GridStatus:
+    return GridStatus.FAILED if grid is None else GridStatus.NONE if grid.is_empty else GridStatus.OK
+
+
+def _parse_tolerant(text: str, n: int) -> ParsedOutput:
+    """Read a text as the release does (`viescore2.grid_reader`); never raises."""
+    reading = read_text(text, n)
+    sections = {name: Grid(frozenset(sec.cells), frozenset(sec.marks), n) for name, sec in reading.sections.items()}
+    whole = Grid(frozenset(reading.cells), frozenset(reading.marks), n) if reading.grid_read else None
+    status = _status_of(whole)
+    localization: Localization | None = whole
+    if whole is not None and set(sections) == set(CATEGORIES):
+        localization = CategoryGrids(sections["artifact"], sections["misalign"])
+    if sections:
+        category_status = {name: GridStatus.FAILED if whole is None or name not in sections
+                           else _status_of(sections[name]) for name in CATEGORIES}
+    else:
+        category_status = {"grid": status}
+    return ParsedOutput(dict(reading.scores), localization, status, category_status, sections, whole)
+
+
+def parse_output(text: str, n: int = DEFAULT_N, strict: bool = False) -> ParsedOutput:
+    """Read scores and grids from judge text as the release reads it; ``strict=True`` raises on any irregularity.
+
+    Tolerant (the default): never raises for a string; a grid with no in-range cell and no
+    ``none`` is a failure (``status`` FAILED, ``localization`` None).
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"judge output must be a string, got {type(text).__name__}")
+    Grid(n=n)  # validates n
+    return _parse_strict(text, n) if strict else _parse_tolerant(text, n)
 
 
 def parse_grid(text: str, n: int = DEFAULT_N, strict: bool = False) -> tuple[Grid | None, GridStatus]:
-    """Parse one grid body (rows or ``none``, no header); returns (grid or None, status)."""
+    """Parse one grid body (rows or ``none``, no header); returns (union grid or None, status)."""
     parsed = parse_output(text, n=n, strict=strict)
     if strict and (parsed.scores or isinstance(parsed.localization, CategoryGrids)):
         raise ValueError("a grid body holds only rows or 'none'")
     if strict and parsed.localization is None:
-        raise ValueError(f"no grid in {text!r}")
+        raise ValueError(f"no grid in {text[:80]!r}")
     return parsed.union, parsed.status

@@ -1,16 +1,19 @@
 """GRPO rewards from parsed judge text: coverage-weighted F-beta (Dice at beta = 1), score and format.
 
 Total = 1.0 * Dice + 0.3 * score + 0.1 * format. A term the example has no supervision for
-is 0 for every completion of the group, so it adds no within-group difference. The reward
+is 0 for every completion of the group, so it adds no within-group difference. Targets and
+completions are read with the same tolerant reader (`viescore2.grid.parse_output`), as the
+public release reads them (VIEScoreTwo ``train_grpo.py``). The reward
 callables follow TRL's ``GRPOTrainer`` convention: they take ``prompts=``, ``completions=``
 (strings or conversational message lists), ``completion_ids=`` and the dataset columns as
 keyword arguments, and return one float per completion. The ground truth is the column
 ``target``: the target text in the judge format (what an SFT example would be trained to
-write), parsed strictly, so only the supervision it holds is rewarded.
+write), so only the supervision it holds is rewarded.
 """
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -19,15 +22,18 @@ from .grid import DEFAULT_N, SCORE_KEYS, Grid, ParsedOutput, parse_output
 REWARD_WEIGHTS: Mapping[str, float] = {"dice": 1.0, "score": 0.3, "format": 0.1}
 MARK_WEIGHT = 2.0
 TERMS = ("dice", "score", "format", "total")
+FORMAT_RULES = ("any_score", "supervised")
+# A target that names a grid section but holds no readable grid is corrupt data (the release refuses it).
+_GRID_LABEL = re.compile(r"\b(cells?|artifact|misalign)\s*:")
 
 
-def weighted_counts(pred: Grid, target: Grid) -> tuple[float, float, float]:
-    """(TP_w, FP, FN_w): marked ground-truth cells weigh 2, others 1; false positives are unweighted."""
+def weighted_counts(pred: Grid, target: Grid, mark_weight: float = MARK_WEIGHT) -> tuple[float, float, float]:
+    """(TP_w, FP, FN_w): marked ground-truth cells weigh ``mark_weight`` (2), others 1; FP is unweighted."""
     if pred.n != target.n:
         raise ValueError(f"predicted grid is {pred.n}x{pred.n}, target grid is {target.n}x{target.n}")
 
     def w(cell) -> float:
-        return MARK_WEIGHT if cell in target.marks else 1.0
+        return mark_weight if cell in target.marks else 1.0
 
     tp = sum(w(c) for c in target.cells & pred.cells)
     fn = sum(w(c) for c in target.cells - pred.cells)
@@ -35,7 +41,7 @@ def weighted_counts(pred: Grid, target: Grid) -> tuple[float, float, float]:
     return float(tp), fp, float(fn)
 
 
-def fbeta_reward(pred: Grid | None, target: Grid, beta: float = 1.0) -> float:
+def fbeta_reward(pred: Grid | None, target: Grid, beta: float = 1.0, mark_weight: float = MARK_WEIGHT) -> float:
     """Coverage-weighted F-beta: 1 when both grids are empty, 0 when unparseable (None) or TP = 0."""
     if beta <= 0:
         raise ValueError(f"beta must be positive, got {beta}")
@@ -43,7 +49,7 @@ def fbeta_reward(pred: Grid | None, target: Grid, beta: float = 1.0) -> float:
         return 0.0
     if pred.is_empty and target.is_empty:
         return 1.0
-    tp, fp, fn = weighted_counts(pred, target)
+    tp, fp, fn = weighted_counts(pred, target, mark_weight)
     if tp == 0:
         return 0.0
     precision, recall = tp / (tp + fp), tp / (tp + fn)
@@ -51,16 +57,27 @@ def fbeta_reward(pred: Grid | None, target: Grid, beta: float = 1.0) -> float:
     return (1 + b2) * precision * recall / (b2 * precision + recall)
 
 
-def dice_reward(pred: Grid | None, target: Grid) -> float:
+def dice_reward(pred: Grid | None, target: Grid, mark_weight: float = MARK_WEIGHT) -> float:
     """Coverage-weighted Dice, 2 TP_w / (2 TP_w + FP + FN_w): F-beta at beta = 1."""
-    return fbeta_reward(pred, target, beta=1.0)
+    return fbeta_reward(pred, target, beta=1.0, mark_weight=mark_weight)
+
+
+def supervised_keys(scores: Mapping[str, float | None]) -> tuple[str, ...]:
+    """The scores a target supervises: PQ and SC when both are given, else the overall score, else none.
+
+    A lone PQ or SC is no score supervision (the paper defines the reward for an overall score
+    or for both axes; the release rewards only those two cases).
+    """
+    if scores.get("pq") is not None and scores.get("sc") is not None:
+        return ("pq", "sc")
+    return ("score",) if scores.get("score") is not None else ()
 
 
 def score_reward(pred: Mapping[str, float], target: Mapping[str, float]) -> float:
     """Mean of 1 - |s_hat - s| / 10 over the supervised scores; a missing prediction earns 0."""
-    keys = [k for k in SCORE_KEYS if target.get(k) is not None]
+    keys = supervised_keys(target)
     if not keys:
-        raise ValueError("score_reward needs at least one supervised score")
+        raise ValueError("score_reward needs a supervised score: 'score', or both 'pq' and 'sc'")
     return sum(1.0 - abs(pred[k] - target[k]) / 10.0 if pred.get(k) is not None else 0.0
                for k in keys) / len(keys)
 
@@ -78,8 +95,8 @@ class Target:
 
     @property
     def has_scores(self) -> bool:
-        """True when at least one score is supervised."""
-        return any(self.scores.get(k) is not None for k in SCORE_KEYS)
+        """True when a score is supervised: the overall score, or PQ and SC together."""
+        return bool(supervised_keys(self.scores))
 
     @property
     def has_grid(self) -> bool:
@@ -87,36 +104,51 @@ class Target:
         return self.grid is not None
 
     @classmethod
-    def from_text(cls, text: str, n: int = DEFAULT_N) -> "Target":
-        """Strictly parse a target text in the judge format; irregular targets raise ValueError."""
-        parsed = parse_output(text, n=n, strict=True)
+    def from_text(cls, text: str, n: int = DEFAULT_N, strict: bool = False) -> "Target":
+        """Read a target text in the judge format, tolerantly as the release does (``strict=True``: exactly).
+
+        A target that labels a grid (``cells:``, ``artifact:``, ``misalign:``) without a readable
+        grid raises ValueError, as does one with neither a grid nor a score.
+        """
+        parsed = parse_output(text, n=n, strict=strict)
+        if parsed.union is None and _GRID_LABEL.search(text):
+            raise ValueError(f"target names a grid but none can be read: {text[:80]!r}")
         return cls(dict(parsed.scores), parsed.union)
 
 
-def format_reward(parsed: ParsedOutput, target: Target) -> float:
-    """1 when the supervised output parses: the grid if localization is supervised, else every score."""
+def format_reward(parsed: ParsedOutput, target: Target, rule: str = "any_score") -> float:
+    """1 when the output is well formed for the target: its grid parses if localization is supervised.
+
+    Without localization supervision, ``rule="any_score"`` (the default, the release's and the
+    paper's "a score can be parsed") asks for an overall score or both PQ and SC;
+    ``rule="supervised"`` asks for every score the target supervises.
+    """
+    if rule not in FORMAT_RULES:
+        raise ValueError(f"format rule must be one of {FORMAT_RULES}, got {rule!r}")
     if target.has_grid:
         return 1.0 if parsed.grid_parsed else 0.0
-    keys = [k for k in SCORE_KEYS if target.scores.get(k) is not None]
-    return 1.0 if all(parsed.scores.get(k) is not None for k in keys) else 0.0
+    if rule == "supervised":
+        keys = [k for k in SCORE_KEYS if target.scores.get(k) is not None]
+        return 1.0 if all(parsed.scores.get(k) is not None for k in keys) else 0.0
+    return 1.0 if supervised_keys(parsed.scores) else 0.0
 
 
 def rewards(text: str, target: Target, beta: float = 1.0, weights: Mapping[str, float] = REWARD_WEIGHTS,
-            n: int = DEFAULT_N) -> dict[str, float]:
+            n: int = DEFAULT_N, mark_weight: float = MARK_WEIGHT, format_rule: str = "any_score") -> dict[str, float]:
     """All reward terms and their weighted total for one completion text (n: grid size if no grid target)."""
     n = target.grid.n if target.grid is not None else n
     parsed = parse_output(text, n=n)
     terms = {
-        "dice": fbeta_reward(parsed.union, target.grid, beta) if target.has_grid else 0.0,
+        "dice": fbeta_reward(parsed.union, target.grid, beta, mark_weight) if target.has_grid else 0.0,
         "score": score_reward(parsed.scores, target.scores) if target.has_scores else 0.0,
-        "format": format_reward(parsed, target),
+        "format": format_reward(parsed, target, format_rule),
     }
     terms["total"] = sum(weights[k] * terms[k] for k in ("dice", "score", "format"))
     return terms
 
 
 def completion_text(completion: Any) -> str:
-    """The text of a TRL completion: a string, or the contents of a conversational message list."""
+    """The text of a TRL completion: a string, or the text parts of a conversational message list joined by "\\n"."""
     if isinstance(completion, str):
         return completion
     if isinstance(completion, Mapping):
@@ -131,7 +163,7 @@ def completion_text(completion: Any) -> str:
                 parts.extend(p.get("text", "") for p in content if isinstance(p, Mapping) and p.get("type") == "text")
             else:
                 raise TypeError(f"unsupported message in completion: {message!r}")
-        return "".join(parts)
+        return "\n".join(parts)
     raise TypeError(f"a completion must be a string or a list of messages, got {type(completion).__name__}")
 
 

@@ -63,3 +63,58 @@ def test_instruction_template_needs_the_prompt():
     a = Annotation(image="g.png", prompt="p", scores={"score": 1})
     with pytest.raises(ValueError):
         sft_example(a, "Evaluate the image.")
+
+
+def _instruction(example: dict) -> str:
+    return example["prompt"][0]["content"][-1]["text"]
+
+
+def test_marks_are_requested_only_where_the_source_has_coverage_supervision():
+    """Paper Section 3.2 (grid construction) and 3.1: coverage marks come from heatmap annotations only
+    (cells whose resized heatmap value is at least 0.9), and "during training, the requested fields match
+    the available supervision". So a heatmap example asks for marks; a mask source and a clean image,
+    which carry no coverage supervision, get an instruction without marks (issue 24 item 6)."""
+    from viescore2.instructions import training_instruction
+
+    heatmap = Annotation(image="h.png", prompt="a fox", scores={"pq": 6, "sc": 7}, coverage=True,
+                         localization=CategoryGrids(Grid({(5, 8), (5, 9)}, {(5, 9)}), Grid({(2, 2)})))
+    heatmap_no_strong_cell = Annotation(image="h2.png", prompt="a fox", localization=Grid({(3, 3)}), coverage=True)
+    mask = Annotation(image="m.png", prompt="a fox", localization=Grid({(5, 8), (5, 9)}), coverage=False)
+    clean = Annotation(image="c.png", prompt="a fox", localization=Grid())
+    with_marks, without_marks = training_instruction(marks=True), training_instruction(marks=False)
+    assert with_marks(mask) != without_marks(mask)  # the two instructions differ in what they request
+
+    sft = build_sft([heatmap, heatmap_no_strong_cell, mask, clean], clean_share=0.5)
+    grpo = build_grpo([heatmap, heatmap_no_strong_cell, mask, clean], clean_share=0.5)
+    for examples in (sft, grpo):
+        assert [_instruction(e) for e in examples] == [with_marks(heatmap), with_marks(heatmap_no_strong_cell),
+                                                       without_marks(mask), without_marks(clean)]
+    assert sft[0]["completion"][0]["content"] == "pq: 6/10\nsc: 7/10\nartifact:\nr5: 8,9!\nmisalign:\nr2: 2"
+    assert [e["target"] for e in grpo[1:]] == ["r3: 3", "r5: 8,9", "none"]
+    # marks=False still turns marks off everywhere
+    assert _instruction(build_sft([heatmap], marks=False)[0]) == without_marks(heatmap)
+    assert "!" not in build_grpo([heatmap], marks=False)[0]["target"]
+
+
+def test_coverage_supervision_defaults_to_the_marks_the_grid_holds():
+    marked = Annotation(image="a.png", prompt="p", localization=Grid({(1, 1), (1, 2)}, {(1, 2)}))
+    unmarked = Annotation(image="b.png", prompt="p", localization=Grid({(1, 1)}))
+    marked_mask = Annotation(image="c.png", prompt="p", localization=Grid({(1, 1)}, {(1, 1)}), coverage=False)
+    assert marked.coverage_supervised and not unmarked.coverage_supervised
+    assert not marked_mask.coverage_supervised and target_text(marked_mask) == "r1: 1"
+    assert not Annotation(image="d.png", prompt="p", localization=Grid(), coverage=True).coverage_supervised
+    assert not Annotation(image="e.png", prompt="p", scores={"score": 4}, coverage=True).coverage_supervised
+
+
+def test_unit_scores_are_written_as_the_release_writes_them():
+    from viescore2.data import scores_from_unit
+    assert scores_from_unit(score=0.25) == {"score": 2.0}  # Python's round: half to even
+    assert scores_from_unit(score=0.35) == {"score": 4.0}
+    assert scores_from_unit(score=0.73, integer=False) == {"score": pytest.approx(7.3)}
+    assert scores_from_unit(score=0.9, axes=[0.6, 0.05]) == {"pq": 6.0, "sc": 0.0}  # axes replace the score
+    assert scores_from_unit(score=0.9, axes=[None, 0.5]) == {"score": 9.0}
+    assert scores_from_unit() == {}
+    with pytest.raises(ValueError):
+        scores_from_unit(axes=[0.5, None])
+    with pytest.raises(ValueError):
+        scores_from_unit(score=7)

@@ -29,10 +29,15 @@ def test_marked_split_grids_tie_artifacts_to_pq_and_misalignments_to_sc():
 def test_clean_and_unparseable():
     assert explain("score: 9/10\nnone") == "The overall score is high (9/10).\nNo defect is marked."
     assert explain("looks fine to me") == "The output could not be parsed: no score and no defect grid."
-    assert explain("pq: 2/10\nsc: 2/10\nartifact:\nr1: 1") == (
+    assert explain("pq: 2/10\nsc: 2/10\nartifact:\nmisalign:") == (
         "Perceptual quality is low (2/10).\nSemantic consistency is low (2/10).\n"
         "The overall score (geometric mean of PQ and SC) is low (2/10).\n"
         "The artifact and misalignment grids could not be parsed.")
+    # one category section alone is read as the release reads it: its cells, without categories
+    assert explain("pq: 2/10\nsc: 2/10\nartifact:\nr1: 1") == (
+        "Perceptual quality is low (2/10).\nSemantic consistency is low (2/10).\n"
+        "Defects in 1 cell, 1 region: top left (row 1, column 1, 1 cell).\n"
+        "The overall score (geometric mean of PQ and SC) is low (2/10).")
 
 
 def test_components_are_four_connected():

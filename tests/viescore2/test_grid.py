@@ -74,20 +74,54 @@ def test_tolerant_parsing_rules():
             "Misalignment: none\n```")
     parsed = parse_output(text)
     assert parsed.scores == {"pq": 6.5}  # sc outside 0..10 is not accepted
-    assert parsed.localization == CategoryGrids(Grid({(2, 3), (2, 4), (3, 16)}, {(3, 16)}), Grid())
-    assert parsed.category_status == {"artifact": GridStatus.OK, "misalign": GridStatus.NONE}
+    # only a line holding exactly 'artifact:' or 'misalign:' opens a section (as in the release)
+    assert parsed.sections == {} and parsed.localization == Grid({(2, 3), (2, 4), (3, 16)}, {(3, 16)})
+    assert parsed.status is GridStatus.OK and parsed.category_status == {"grid": GridStatus.OK}
 
 
-def test_split_output_with_a_missing_category_fails():
-    parsed = parse_output("artifact:\nr1: 1")
-    assert parsed.status is GridStatus.FAILED and parsed.union is None
+@pytest.mark.parametrize("text, cells", [
+    ("row 5: 8 9", {(5, 8), (5, 9)}),            # space-separated columns
+    ("r5: 8,9.", {(5, 8), (5, 9)}),              # a trailing period
+    ("r5: 8; r6: 9", {(5, 8), (6, 9)}),          # ';' separators
+    ("5: 8,9", {(5, 8), (5, 9)}),                # a bare row number
+    ("The defects: r5: 8,9", {(5, 8), (5, 9)}),  # a row inside prose
+    ("r5: 8,9\nr17: 1\nr6: 2", {(5, 8), (5, 9), (6, 2)}),  # an out-of-range row among good ones
+    ("r5: 123", set()),                          # a 3-digit column is one number, out of range
+    ("r5: 8,9\n6: 3", {(5, 8), (5, 9), (6, 3)}),  # a row never continues on the next line
+])
+def test_tolerant_reading_as_the_release_reads_grids(text, cells):
+    parsed = parse_output(text)
+    assert parsed.union.cells == cells if cells else parsed.status is GridStatus.FAILED
+
+
+def test_none_found_is_a_clean_grid_and_markdown_rows_fail():
+    assert parse_grid("none found") == (Grid(), GridStatus.NONE)
+    assert parse_grid("No defects: **none**") == (Grid(), GridStatus.NONE)
+    assert parse_grid("**r7**: 15") == (None, GridStatus.FAILED)  # the colon must follow the row number
+
+
+def test_a_single_category_section_is_read():
+    parsed = parse_output("artifact:\nr1: 1!")
+    assert parsed.status is GridStatus.OK and parsed.union == Grid({(1, 1)}, {(1, 1)})
+    assert parsed.sections == {"artifact": Grid({(1, 1)}, {(1, 1)})}
     assert parsed.category_status == {"artifact": GridStatus.OK, "misalign": GridStatus.FAILED}
-    empty_section = parse_output("artifact:\nr1: 1\nmisalign:")
-    assert empty_section.status is GridStatus.FAILED
+    assert not isinstance(parsed.localization, CategoryGrids)  # categories are known only with both sections
+    assert parse_output("artifact:\nr1: 1\nmisalign:").localization == CategoryGrids(Grid({(1, 1)}), Grid())
+    assert parse_output("artifact:\nmisalign:").status is GridStatus.FAILED  # no cell and no 'none'
 
 
-def test_rows_whose_cells_all_fall_outside_parse_as_empty():
-    assert parse_grid("r20: 1,2", n=16) == (Grid(), GridStatus.NONE)
+def test_a_malformed_row_in_a_longer_grid_is_skipped_as_the_release_does():
+    # the release reads the good rows and reports the grid as read; the bad one contributes nothing
+    parsed = parse_output("r2: 3\nr4: five\nr6: 7")
+    assert parsed.status is GridStatus.OK and parsed.union.cells == {(2, 3), (6, 7)}
+
+
+@pytest.mark.parametrize("text", ["r17: 1", "r0: 1", "r5: 0", "r20: 1,2", "r5: 17, 99"])
+def test_rows_whose_cells_all_fall_outside_are_a_parse_failure(text):
+    assert parse_grid(text, n=16) == (None, GridStatus.FAILED)
+    assert not parse_output(text).grid_parsed
+    with pytest.raises(ValueError):
+        parse_grid(text, n=16, strict=True)
 
 
 def test_strict_mode_rejects_irregular_targets():

@@ -3,8 +3,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from viescore2.grid import Grid
-from viescore2.rewards import (REWARD_WEIGHTS, RewardFunction, Target, dice_reward, fbeta_reward, reward_functions,
-                               rewards, score_reward, weighted_counts)
+from viescore2.rewards import (REWARD_WEIGHTS, RewardFunction, Target, completion_text, dice_reward, fbeta_reward,
+                               reward_functions, rewards, score_reward, supervised_keys, weighted_counts)
 
 TARGET = Grid({(1, 1), (1, 2), (1, 3), (2, 1)}, {(1, 1), (1, 2)})
 PRED = Grid({(1, 1), (1, 3), (3, 3), (3, 4)})
@@ -90,15 +90,64 @@ def test_split_targets_reward_the_union():
     assert target.grid == Grid({(1, 1), (2, 2)}, {(1, 1)})
     # a category swap is not penalised by the Dice term
     assert rewards("artifact:\nr2: 2\nmisalign:\nr1: 1", target)["dice"] == 1.0
-    # one category missing: the grid is a parse failure
-    assert rewards("artifact:\nr1: 1\nr2: 2", target)["format"] == 0.0
+    # one category section only: the union grid is still read, as the release reads it
+    assert rewards("artifact:\nr1: 1", target)["format"] == 1.0
+    assert rewards("artifact:\nr1: 1", target)["dice"] == pytest.approx(4 / 5)  # TP_w 2, FN_w 1: 2*2 / (2*2 + 0 + 1)
 
 
-def test_irregular_targets_raise():
+def test_out_of_range_rows_earn_nothing_against_a_clean_target():
+    """Issue 18: ``r17: 1`` used to parse as a clean grid (Dice 1, format 1, total 1.1)."""
+    clean = Target.from_text("none")
+    for text in ("r17: 1", "r0: 1", "r5: 0"):
+        assert rewards(text, clean) == {"dice": 0.0, "score": 0.0, "format": 0.0, "total": 0.0}
+    scored_clean = Target.from_text("score: 8/10\nnone")
+    assert rewards("r17: 1", scored_clean) == {"dice": 0.0, "score": 0.0, "format": 0.0, "total": 0.0}
+
+
+def test_targets_are_read_tolerantly_and_strict_mode_stays_available():
+    assert Target.from_text("r1: 1\nsomething else").grid == Grid({(1, 1)})
     with pytest.raises(ValueError):
-        Target.from_text("r1: 1\nsomething else")
+        Target.from_text("r1: 1\nsomething else", strict=True)
+    for corrupt in ("artifact:\ngarbage", "cells: broken", "score: 5/10\nmisalign: oops"):
+        with pytest.raises(ValueError):
+            Target.from_text(corrupt)  # a grid section that cannot be read is corrupt data
+    for unsupervised in ("", "pq: 5/10"):
+        with pytest.raises(ValueError):
+            Target.from_text(unsupervised)  # nothing to reward: a lone PQ is no score supervision
+
+
+def test_score_supervision_is_pq_and_sc_when_both_are_given_else_the_overall_score():
+    both = Target.from_text("score: 2/10\npq: 6/10\nsc: 8/10")
+    assert supervised_keys(both.scores) == ("pq", "sc")
+    assert rewards("score: 2/10\npq: 6/10\nsc: 8/10", both)["score"] == 1.0
+    assert rewards("score: 2/10", both)["score"] == 0.0  # the axes are what is rewarded
+    assert score_reward({"score": 4}, {"score": 6, "pq": 1}) == pytest.approx(0.8)
+
+
+def test_format_reward_on_score_only_targets_accepts_a_score_or_pq_and_sc():
+    """Paper Section 3.4: 1 "if a score can be parsed"; the release accepts an overall score or PQ+SC."""
+    overall = Target.from_text("score: 5/10")
+    axes = Target.from_text("pq: 6/10\nsc: 8/10")
+    assert rewards("pq: 1/10\nsc: 2/10", overall)["format"] == 1.0
+    assert rewards("score: 3/10", axes)["format"] == 1.0
+    assert rewards("pq: 1/10", axes)["format"] == 0.0  # one axis alone is not a score
+    assert rewards("score: 3/10", axes, format_rule="supervised")["format"] == 0.0
+    assert rewards("pq: 1/10\nsc: 2/10", axes, format_rule="supervised")["format"] == 1.0
     with pytest.raises(ValueError):
-        Target.from_text("")
+        rewards("none", axes, format_rule="paper")
+
+
+def test_mark_weight_is_a_parameter():
+    assert weighted_counts(PRED, TARGET, mark_weight=3.0) == (4.0, 2.0, 4.0)
+    assert dice_reward(PRED, TARGET, mark_weight=1.0) == pytest.approx(0.5)  # unweighted: 2*2 / (2*2 + 2 + 2)
+
+
+def test_completion_parts_are_joined_by_a_line_break():
+    parts = [{"role": "assistant", "content": [{"type": "text", "text": "score: 7/10"},
+                                               {"type": "text", "text": "r5: 8"}]}]
+    assert completion_text(parts) == "score: 7/10\nr5: 8"
+    target = Target.from_text("score: 7/10\nr5: 8")
+    assert rewards(completion_text(parts), target)["dice"] == 1.0
 
 
 def test_trl_calling_convention():
