@@ -30,7 +30,18 @@ def _unreadable_annotation(inp: dict) -> bool:
         isinstance(p, list) and len(p) == 2 for p in points)
 
 
+def _unsupervised_target(inp: dict) -> bool:
+    """A GRPO target text with neither a readable grid nor a score (an overall score, or PQ and SC)."""
+    from viescore2.grid import parse_output
+    from viescore2.rewards import supervised_keys
+    parsed = parse_output(inp["target"])
+    return parsed.union is None and not supervised_keys(parsed.scores)
+
+
 VIESCORE2: list[Deviation] = [
+    Deviation("viescore2/rewards", _unsupervised_target,
+              "a target that supervises nothing (no readable grid, no overall score, no PQ+SC pair) raises "
+              "ValueError as corrupt data, where the release trains on it with every term 0 but the format"),
     Deviation("viescore2/gt_grid", _unreadable_annotation,
               "an annotation that cannot be read (missing file, unknown kind, malformed points) raises "
               "instead of becoming a clean ground-truth grid"),
