@@ -3,8 +3,11 @@
 Localization pools cell counts over all examples with a ground-truth grid (micro P/R/F1)
 and averages per-image grid IoU over the examples whose ground truth is not empty. An
 unparseable grid is a parse failure: it has no true positive, misses every ground-truth
-cell and is never counted as a clean image recognised. Correlations use only valid
-(parsed) pairs, are undefined (None) for constant vectors, and always carry their pair counts.
+cell and is never counted as a clean image recognised. Per category, a parsed output is
+credited as the release credits it: a section it does not write is an empty prediction.
+Coverage marks (``!``) get their own micro P/R/F1 against the references' marks. Correlations use only valid
+(parsed) pairs, need at least ``MIN_PAIRS`` = 3 of them (as the release), are undefined (None)
+for constant vectors, and always carry their pair counts.
 """
 from __future__ import annotations
 
@@ -18,13 +21,17 @@ from .grid import (CATEGORIES, DEFAULT_N, SCORE_KEYS, CategoryGrids, Grid, Local
                    overall_score, parse_grid, parse_output, union_of)
 
 
+MIN_PAIRS = 3  # the release reports no correlation from fewer valid pairs
+
+
 @dataclass(frozen=True)
 class Reference:
-    """Ground truth for one example: a grid or two category grids (or none), and scores."""
+    """Ground truth for one example: a grid or two category grids (or none), scores, and its source."""
 
     localization: Localization | None = None
     scores: Mapping[str, float] = field(default_factory=dict)
     id: str | None = None
+    source: str | None = None
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any], n: int = DEFAULT_N) -> "Reference":
@@ -141,17 +148,34 @@ def _valid(v: Any) -> bool:
     return v is not None and not (isinstance(v, float) and math.isnan(v))
 
 
-def srcc(preds: Sequence[float | None], targets: Sequence[float | None]) -> Correlation:
-    """Spearman correlation with average ranks over valid pairs; None if fewer than 2 or constant."""
+def _valid_pairs(preds: Sequence[float | None], targets: Sequence[float | None]) -> list[tuple[float, float]]:
     if len(preds) != len(targets):
         raise ValueError(f"{len(preds)} predictions but {len(targets)} targets")
-    pairs = [(float(p), float(t)) for p, t in zip(preds, targets) if _valid(p) and _valid(t)]
-    if len(pairs) < 2:
+    return [(float(p), float(t)) for p, t in zip(preds, targets) if _valid(p) and _valid(t)]
+
+
+def _product_moment(x: np.ndarray, y: np.ndarray) -> float | None:
+    """Pearson's r of two vectors; None when either has no spread."""
+    x, y = x - x.mean(), y - y.mean()
+    den = math.sqrt(float((x * x).sum() * (y * y).sum()))
+    return float((x * y).sum() / den) if den > 0 else None
+
+
+def srcc(preds: Sequence[float | None], targets: Sequence[float | None], min_pairs: int = MIN_PAIRS) -> Correlation:
+    """Spearman correlation with average ranks over valid pairs; None if fewer than ``min_pairs`` or constant."""
+    pairs = _valid_pairs(preds, targets)
+    if len(pairs) < max(min_pairs, 2):
         return Correlation(None, len(pairs), len(preds))
-    rp, rt = average_ranks([p for p, _ in pairs]), average_ranks([t for _, t in pairs])
-    rp, rt = rp - rp.mean(), rt - rt.mean()
-    den = math.sqrt(float((rp * rp).sum() * (rt * rt).sum()))
-    value = float((rp * rt).sum() / den) if den > 0 else None
+    value = _product_moment(average_ranks([p for p, _ in pairs]), average_ranks([t for _, t in pairs]))
+    return Correlation(value, len(pairs), len(preds))
+
+
+def pearson(preds: Sequence[float | None], targets: Sequence[float | None], min_pairs: int = MIN_PAIRS) -> Correlation:
+    """Pearson correlation over valid pairs; None if fewer than ``min_pairs`` or constant."""
+    pairs = _valid_pairs(preds, targets)
+    if len(pairs) < max(min_pairs, 2):
+        return Correlation(None, len(pairs), len(preds))
+    value = _product_moment(np.array([p for p, _ in pairs]), np.array([t for _, t in pairs]))
     return Correlation(value, len(pairs), len(preds))
 
 
@@ -175,34 +199,39 @@ def geometric_overall(pq: float, sc: float) -> float:
 
 @dataclass(frozen=True)
 class Preference:
-    """Pairwise preference accuracy with its tie and unparseable counts."""
+    """Pairwise preference accuracy with its tie and unparseable counts, and each pair's credit."""
 
     accuracy: float
     pairs: int
     ties: int
     unparseable: int
+    credits: tuple[float, ...] = ()
+
+
+_CHOICES = {0: 0, 1: 1, "A": 0, "B": 1, "a": 0, "b": 1}
+
+
+def pair_credit(first: float | None, second: float | None, preferred: int | str) -> float:
+    """1 when the higher score is the preferred side (0/"A" first, 1/"B" second), 0 when it is the other,
+    0.5 for a tie or an unparsed side (None or NaN: the paper's rule; the release compares NaN as a number)."""
+    if isinstance(preferred, bool) or preferred not in _CHOICES:
+        raise ValueError(f"preferred must be 0/1 or 'A'/'B', got {preferred!r}")
+    if not (_valid(first) and _valid(second)) or first == second:
+        return 0.5
+    return 1.0 if (0 if first > second else 1) == _CHOICES[preferred] else 0.0
 
 
 def preference_accuracy(scores_first: Sequence[float | None], scores_second: Sequence[float | None],
-                        preferred: Sequence[int]) -> Preference:
-    """Higher score wins; ``preferred`` is 0 (first) or 1 (second); ties and unparseable pairs count 0.5."""
+                        preferred: Sequence[int | str]) -> Preference:
+    """Higher score wins; ``preferred`` is 0/"A" (first) or 1/"B" (second); ties and unparseable pairs count 0.5."""
     if not len(scores_first) == len(scores_second) == len(preferred):
         raise ValueError("preference_accuracy needs equally long sequences")
     if not scores_first:
         raise ValueError("no pairs")
-    total, ties, bad = 0.0, 0, 0
-    for a, b, human in zip(scores_first, scores_second, preferred):
-        if human not in (0, 1):
-            raise ValueError(f"preferred must be 0 or 1, got {human!r}")
-        if not (_valid(a) and _valid(b)):
-            bad += 1
-            total += 0.5
-        elif a == b:
-            ties += 1
-            total += 0.5
-        else:
-            total += 1.0 if (0 if a > b else 1) == human else 0.0
-    return Preference(total / len(preferred), len(preferred), ties, bad)
+    credits = tuple(pair_credit(a, b, human) for a, b, human in zip(scores_first, scores_second, preferred))
+    bad = sum(1 for a, b in zip(scores_first, scores_second) if not (_valid(a) and _valid(b)))
+    ties = sum(1 for a, b in zip(scores_first, scores_second) if _valid(a) and _valid(b) and a == b)
+    return Preference(sum(credits) / len(credits), len(credits), ties, bad, credits)
 
 
 def grid_to_mask(grid: Grid, height: int, width: int) -> np.ndarray:
@@ -221,6 +250,27 @@ def pixel_iou(grid: Grid, mask: np.ndarray) -> float | None:
     return int((pred & dense).sum()) / union if union else None
 
 
+def category_prediction(parsed: ParsedOutput, name: str) -> Grid | None:
+    """The predicted grid of one category, as the release credits it: the category's section; an empty
+    grid when the output parsed but wrote no such section (one section, or a flat grid); None on a failure."""
+    if not parsed.grid_parsed:
+        return None
+    return parsed.sections.get(name, Grid(n=parsed.union.n))
+
+
+def coverage_metrics(preds: Sequence[ParsedOutput], targets: Sequence[Grid]) -> dict[str, Any]:
+    """Micro P/R/F1 of the coverage marks (``!``) over all cells: the marks of the prediction's category
+    sections against the targets' marks, as the release counts them (a flat grid or a failure marks nothing)."""
+    tp = fp = fn = 0
+    for parsed, target in zip(preds, targets):
+        sections = parsed.sections if parsed.grid_parsed else {}
+        marks = frozenset().union(*(g.marks for g in sections.values()))
+        tp, fp, fn = tp + len(marks & target.marks), fp + len(marks - target.marks), fn + len(target.marks - marks)
+    return {"coverage_images": len(targets), "coverage_tp": tp, "coverage_fp": fp, "coverage_fn": fn,
+            "coverage_precision": _ratio(tp, tp + fp), "coverage_recall": _ratio(tp, tp + fn),
+            "coverage_f1": _ratio(2 * tp, 2 * tp + fp + fn)}
+
+
 def _correlation_fields(name: str, corr: Correlation) -> dict[str, Any]:
     return {f"srcc_{name}": corr.value, f"srcc_{name}_pairs": corr.n_valid, f"srcc_{name}_total": corr.n_total}
 
@@ -236,10 +286,11 @@ def evaluate_suite(texts: Sequence[str], references: Sequence[Reference], n: int
     result.update(localization_metrics([p.union for p, _ in loc], [union_of(g) for _, g in loc]))
     split = [(p, g) for p, g in loc if isinstance(g, CategoryGrids)]
     for name in CATEGORIES if split else ():
-        preds = [getattr(p.localization, name) if isinstance(p.localization, CategoryGrids) else None
-                 for p, _ in split]
-        part = localization_metrics(preds, [getattr(g, name) for _, g in split])
+        part = localization_metrics([category_prediction(p, name) for p, _ in split],
+                                    [getattr(g, name) for _, g in split])
         result.update({f"{name}_{k}": v for k, v in part.items()})
+    if split:
+        result.update(coverage_metrics([p for p, _ in split], [g.union() for _, g in split]))
 
     overall = [(p.overall, r.overall) for p, r in zip(parsed, references) if r.overall is not None]
     result.update(_correlation_fields("overall", srcc([a for a, _ in overall], [b for _, b in overall])))

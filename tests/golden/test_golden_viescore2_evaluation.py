@@ -3,9 +3,16 @@ line of tests/data/golden/viescore2/{gt_grid, heatmap_grids, srcc, preference, e
 import pytest
 
 from viescore2.annotations import grid_from_annotation
+from viescore2.evaluation import preference_accuracy
 from viescore2.raster import grid_from_richhf
+from viescore2.grid import Grid
+from viescore2.suite_report import correlation_block, development_report, reference_from_release, suite_report
 
-from .replay import cases, decode_array, replay
+from .replay import cases, decode_array, number, replay
+
+
+def cell_set(pairs):
+    return {(int(r), int(c)) for r, c in pairs}
 
 
 def cell_list(cells):
@@ -47,3 +54,57 @@ def heatmap_grids(inp):
 def test_heatmap_grids(case):
     """RichHF maps binarised at 0.5 before the resize; marks where the resized raw map is >= the threshold."""
     replay("viescore2/heatmap_grids", case, heatmap_grids)
+
+
+def srcc_block(inp):
+    """The correlation block: pairs without COCO-real, rounded and unrounded Pearson and Spearman."""
+    gt = [None if g is None else g * 10 for g in inp["gt"]]
+    rounded = correlation_block(inp["pred"], gt, inp["source"])
+    exact = correlation_block(inp["pred"], gt, inp["source"], digits=None)
+    return {"score_pred_n": rounded["score_n"], "score_pearson": rounded["score_pearson"],
+            "score_spearman": rounded["score_spearman"], "score_pearson_unrounded": exact["score_pearson"],
+            "score_spearman_unrounded": exact["score_spearman"]}
+
+
+@pytest.mark.parametrize("case", cases("viescore2/srcc"))
+def test_srcc(case):
+    """At least 3 valid pairs with spread; COCO-real left out; average ranks for ties."""
+    replay("viescore2/srcc", case, srcc_block)
+
+
+def preference(inp):
+    pairs = inp["pairs"]
+    result = preference_accuracy([number(p["a"]) for p in pairs], [number(p["b"]) for p in pairs],
+                                 [p["chosen"] for p in pairs])
+    return {"credits": list(result.credits), "n": result.pairs, "accuracy": round(result.accuracy, 4),
+            "accuracy_unrounded": result.accuracy, "score_ties": result.ties, "unparsed_pairs": result.unparseable}
+
+
+@pytest.mark.parametrize("case", cases("viescore2/preference"))
+def test_preference(case):
+    """Higher score wins; ties and unparsed sides 0.5 (NaN is unparsed: the paper, release bug 7)."""
+    replay("viescore2/preference", case, preference)
+
+
+def evaluation(inp):
+    """`suite_report` on the judge texts and the release's rows as references."""
+    rows = inp["rows"]
+    return suite_report([r["pred_text"] for r in rows], [reference_from_release(r) for r in rows])
+
+
+@pytest.mark.parametrize("case", cases("viescore2/evaluation"))
+def test_evaluation(case):
+    """Per-row confusion counts and the summary of the release's run_eval, key for key."""
+    replay("viescore2/evaluation", case, evaluation)
+
+
+def dev_eval(inp):
+    rows = inp["rows"]
+    return development_report([r["pred_text"] for r in rows], [Grid(cell_set(r["gt_cells"])) for r in rows],
+                              [r["source"] for r in rows], [r["clean"] for r in rows])
+
+
+@pytest.mark.parametrize("case", cases("viescore2/dev_eval"))
+def test_dev_eval(case):
+    """False alarms on clean images, per-source F1 and micro P/R/F1 (0.0 when undefined) of dev_eval."""
+    replay("viescore2/dev_eval", case, dev_eval)

@@ -4,7 +4,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from viescore2.evaluation import (Reference, average_ranks, evaluate_suite, geometric_overall, grid_iou,
-                                  localization_metrics, pixel_iou, preference_accuracy, same_support, srcc)
+                                  localization_metrics, pearson, pixel_iou, preference_accuracy, same_support, srcc)
 from viescore2.grid import CategoryGrids, Grid
 
 SQUARE = Grid({(1, 1), (1, 2), (2, 1), (2, 2)})
@@ -69,6 +69,9 @@ def test_srcc_counts_valid_pairs_and_is_undefined_for_constants():
     assert srcc([5, 5, 5], [1, 2, 3]).value is None
     assert srcc([1, 2, 3], [4, 4, 4]).value is None
     assert srcc([1], [1]).value is None
+    # at least 3 valid pairs (the release's rule); fewer is undefined, whatever their order
+    assert srcc([1, 2], [1, 2]).value is None and srcc([1, 2], [1, 2], min_pairs=2).value == pytest.approx(1.0)
+    assert srcc([1, 2, None, 3], [1, 2, 5, 3]).value == pytest.approx(1.0)
 
 
 def test_suite_scores_use_parsed_pairs():
@@ -104,6 +107,10 @@ def test_preference_accuracy_ties_and_unparseable_count_half():
     result = preference_accuracy([7, 3, None, 2], [5, 3, 4, 6], [0, 0, 1, 0])
     assert result.accuracy == pytest.approx((1 + 0.5 + 0.5 + 0) / 4)
     assert (result.pairs, result.ties, result.unparseable) == (4, 1, 1)
+    assert result.credits == (1.0, 0.5, 0.5, 0.0)
+    # the release's "A"/"B" choices; a NaN score is unparsed (the paper), not a number that loses
+    nan = preference_accuracy([float("nan"), 8], [4, 2], ["A", "B"])
+    assert nan.credits == (0.5, 0.0) and nan.unparseable == 1
     with pytest.raises(ValueError):
         preference_accuracy([1], [2], [2])
 
@@ -122,11 +129,38 @@ def test_category_metrics_and_reference_records():
     assert ref.id == "1"
     out = evaluate_suite(["artifact:\nnone\nmisalign:\nr1: 1", "r1: 1"], [ref, ref])
     assert out["micro_f1"] == 1.0  # the union ignores category swaps and a single-grid answer
-    assert out["artifact_tp"] == 0 and out["artifact_fn"] == 2 and out["artifact_parse_failures"] == 1
-    assert out["misalign_false_alarms"] == 1
+    # a flat answer writes no category section: an empty prediction per category (as the release), not a failure
+    assert out["artifact_tp"] == 0 and out["artifact_fn"] == 2 and out["artifact_parse_failures"] == 0
+    assert out["misalign_false_alarms"] == 1 and out["misalign_clean_correct"] == 1
     with pytest.raises(ValueError, match="together"):
         Reference.from_record({"artifact": "none"})
     with pytest.raises(ValueError, match="grid"):
         Reference.from_record({"id": "x", "grid": "r1: x"})
     with pytest.raises(ValueError):
         Reference.from_record({"score": 11})
+
+
+def test_pearson_needs_three_pairs_and_spread():
+    pred, target = [3, 1, 4, 1, 5], [2, 7, 1, 8, 2]
+    assert pearson(pred, target).value == pytest.approx(np.corrcoef(pred, target)[0, 1])
+    assert pearson([1, 2], [2, 4]).value is None and pearson([1, 1, 1], [1, 2, 3]).value is None
+
+
+def test_a_prediction_with_one_section_is_credited_on_it():
+    ref = Reference.from_record({"artifact": "r1: 1!\nr2: 2", "misalign": "none"})
+    out = evaluate_suite(["score: 5/10\nartifact:\nr1: 1!\nr2: 2"], [ref])
+    assert (out["artifact_tp"], out["artifact_fn"], out["artifact_parse_failures"]) == (2, 0, 0)
+    assert out["artifact_micro_f1"] == 1.0
+    assert out["misalign_clean_correct"] == 1 and out["misalign_false_alarms"] == 0
+
+
+def test_coverage_marks_precision_recall_f1():
+    ref = Reference.from_record({"artifact": "r1: 1!,2!\nr3: 3", "misalign": "r5: 5!"})
+    texts = ["artifact:\nr1: 1!,2\nr3: 3!\nmisalign:\nr5: 5",   # marks (1,1) right, (3,3) wrong
+             "r1: 1!,2!\nr5: 5!",                                 # a flat grid marks nothing
+             "no grid here"]                                        # a failure marks nothing
+    out = evaluate_suite(texts, [ref] * 3)
+    assert (out["coverage_tp"], out["coverage_fp"], out["coverage_fn"]) == (1, 1, 2 + 3 + 3)
+    assert out["coverage_precision"] == pytest.approx(0.5) and out["coverage_recall"] == pytest.approx(1 / 9)
+    assert out["coverage_f1"] == pytest.approx(2 / (2 + 1 + 8)) and out["coverage_images"] == 3
+    assert "coverage_f1" not in evaluate_suite(["r1: 1"], [Reference(Grid({(1, 1)}, {(1, 1)}))])

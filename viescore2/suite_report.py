@@ -1,0 +1,213 @@
+"""The evaluation reports in the layout of the public release (VIEScoreTwo ``run_eval.py`` and the
+metric part of ``dev_eval.py``), so numbers compare one to one: per-example confusion counts and the
+summary keys the release prints.
+
+The rules are the release's, with one exception kept from the paper:
+
+- an example has localization ground truth when it has category grids, a visual annotation, or
+  comes from a source of real clean photos (``CLEAN_SOURCES``: COCO-real, an empty grid);
+- a failed parse predicts nothing: 0 TP, every ground-truth cell a false negative;
+- P/R/F1 from counts are 1.0 when tp + fp + fn = 0 and 0.0 for an undefined ratio; per-example
+  values are rounded to 4 decimals and averages are taken over the rounded values;
+- per category, a section the prediction does not write is an empty prediction for that category
+  (a prediction with one section is scored on it); a flat grid predicts no category cells;
+- coverage marks: the ``!`` cells of the prediction's sections against the union of the
+  ground-truth marks, over all N x N cells;
+- correlations need ``MIN_PAIRS`` = 3 valid pairs with spread and leave out ``CLEAN_SOURCES``;
+- **the exception**: ``clean_correct`` counts clean images whose output parsed and predicted no
+  cell. The release also counts a failed parse there (tp = fp = fn = 0); the paper does not.
+  ``clean_failures_count=True`` gives the release's count.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any, Mapping, Sequence
+
+from .evaluation import MIN_PAIRS, Reference, category_prediction, pearson, srcc
+from .grid import CATEGORIES, DEFAULT_N, CategoryGrids, Grid, ParsedOutput, parse_output, union_of
+
+CLEAN_SOURCES = ("COCO-real",)
+DIGITS = 4
+
+
+def ratios(tp: int, fp: int, fn: int, all_empty: float = 1.0) -> tuple[float, float, float]:
+    """(precision, recall, F1) from counts: ``all_empty`` (run_eval 1.0, dev_eval 0.0) each when
+    tp + fp + fn = 0, 0.0 for an undefined ratio."""
+    if tp + fp + fn == 0:
+        return all_empty, all_empty, all_empty
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return precision, recall, f1
+
+
+def confusion(pred: set, truth: set, n: int) -> dict[str, int]:
+    """tp, fp, fn, tn of two cell sets on the n x n grid."""
+    tp, fp, fn = len(pred & truth), len(pred - truth), len(truth - pred)
+    return {"tp": tp, "fp": fp, "fn": fn, "tn": n * n - tp - fp - fn}
+
+
+def _mean(values: Sequence[float], digits: int) -> float | None:
+    return round(sum(values) / len(values), digits) if values else None
+
+
+def example_report(parsed: ParsedOutput, reference: Reference, n: int = DEFAULT_N) -> dict[str, Any]:
+    """One example's row: parse flag, predicted scores, and (with localization truth) confusion counts."""
+    row: dict[str, Any] = {"grid_parsed": parsed.grid_parsed, "pred_score": parsed.overall,
+                           "pred_pq": parsed.scores.get("pq"), "pred_sc": parsed.scores.get("sc")}
+    keys = ("grid_iou", "cell_tp", "cell_fp", "cell_fn", "cell_tn", "cell_precision", "cell_recall", "cell_f1",
+            "channel_confusion", "coverage_confusion")
+    row.update(dict.fromkeys(keys))
+    truth = reference.localization
+    if truth is None:
+        return row
+    pred = parsed.union.cells if parsed.union is not None else frozenset()
+    counts = confusion(set(pred), set(union_of(truth).cells), n)
+    tp, fp, fn = counts["tp"], counts["fp"], counts["fn"]
+    precision, recall, f1 = ratios(tp, fp, fn)
+    row.update({"grid_iou": round(tp / (tp + fp + fn), DIGITS) if tp + fp + fn else 1.0,
+                "cell_tp": tp, "cell_fp": fp, "cell_fn": fn, "cell_tn": counts["tn"],
+                "cell_precision": round(precision, DIGITS), "cell_recall": round(recall, DIGITS),
+                "cell_f1": round(f1, DIGITS)})
+    if isinstance(truth, CategoryGrids):
+        predicted = {name: category_prediction(parsed, name) for name in CATEGORIES}
+        row["channel_confusion"] = {name: confusion(set(predicted[name].cells) if predicted[name] else set(),
+                                                    set(grid.cells), n) for name, grid in truth.items()}
+        marks = set().union(*(g.marks for g in predicted.values() if g is not None))
+        row["coverage_confusion"] = confusion(marks, set(truth.union().marks), n)
+    return row
+
+
+def _pooled(rows: Sequence[Mapping[str, Any]], key, prefix: str) -> dict[str, float]:
+    tp = sum(key(r)["tp"] for r in rows)
+    fp = sum(key(r)["fp"] for r in rows)
+    fn = sum(key(r)["fn"] for r in rows)
+    p, r, f = ratios(tp, fp, fn)
+    return {f"{prefix}_precision_micro": round(p, DIGITS), f"{prefix}_recall_micro": round(r, DIGITS),
+            f"{prefix}_f1_micro": round(f, DIGITS)}
+
+
+def correlation_block(preds: Sequence[float | None], targets: Sequence[float | None],
+                      sources: Sequence[str | None] | None = None, prefix: str = "score",
+                      exclude_sources: Sequence[str] = CLEAN_SOURCES, min_pairs: int = MIN_PAIRS,
+                      digits: int | None = DIGITS) -> dict[str, Any]:
+    """``<prefix>_n`` valid pairs (both present, source not excluded) and the Pearson and Spearman
+    correlations (rounded; None below ``min_pairs`` pairs or without spread)."""
+    sources = list(sources) if sources is not None else [None] * len(preds)
+    keep = [i for i, s in enumerate(sources) if s not in exclude_sources]
+    p, t = [preds[i] for i in keep], [targets[i] for i in keep]
+    spearman, linear = srcc(p, t, min_pairs), pearson(p, t, min_pairs)
+
+    def rounded(value: float | None) -> float | None:
+        return value if value is None or digits is None else round(value, digits)
+    return {f"{prefix}_n": spearman.n_valid, f"{prefix}_pearson": rounded(linear.value),
+            f"{prefix}_spearman": rounded(spearman.value)}
+
+
+def suite_report(texts: Sequence[str], references: Sequence[Reference], n: int = DEFAULT_N,
+                 clean_failures_count: bool = False, exclude_sources: Sequence[str] = CLEAN_SOURCES
+                 ) -> dict[str, Any]:
+    """``{"rows": [...], "summary": {...}}`` in the release's layout; keys the release leaves out are absent.
+
+    References carry scores on 0..10 and the example's ``source``.
+    """
+    if len(texts) != len(references):
+        raise ValueError(f"{len(texts)} predictions but {len(references)} references")
+    parsed = [parse_output(t, n=n) for t in texts]
+    rows = [example_report(p, r, n) for p, r in zip(parsed, references)]
+    loc = [(row, ref) for row, ref in zip(rows, references) if ref.localization is not None]
+    problem = [row for row, ref in loc if not union_of(ref.localization).is_empty]
+    parse_rate = round(100.0 * sum(p.grid_parsed for p in parsed) / len(parsed), 1) if parsed else 0.0
+    summary: dict[str, Any] = {
+        "total_samples": len(texts), "scored_samples": len(texts), "errors": 0,
+        "per_source_counts": dict(Counter(str(r.source) for r in references)), "n_localization_gt": len(loc)}
+    summary["avg_grid_iou"] = _mean([row["grid_iou"] for row, _ in loc], DIGITS)
+    summary["avg_grid_iou_problem_only"] = _mean([row["grid_iou"] for row in problem], DIGITS)
+    summary.update(_pooled([row for row, _ in loc], lambda r: {k: r[f"cell_{k}"] for k in ("tp", "fp", "fn")},
+                           "cell"))
+    summary["cell_f1_macro_problem"] = _mean([row["cell_f1"] for row in problem], DIGITS)
+    summary["n_problem_gt"] = len(problem)
+    summary["clean_correct"] = sum(
+        1 for (row, ref), p in zip(loc, [p for p, r in zip(parsed, references) if r.localization is not None])
+        if union_of(ref.localization).is_empty and row["cell_tp"] + row["cell_fp"] + row["cell_fn"] == 0
+        and (clean_failures_count or p.grid_parsed))
+    summary["patch_parse_rate"] = summary["grid_parse_rate"] = parse_rate
+    channel_rows = [row for row in rows if row["channel_confusion"] is not None]
+    if channel_rows:
+        summary["channel_samples"] = len(channel_rows)
+        for name in CATEGORIES:
+            summary.update(_pooled(channel_rows, lambda r, name=name: r["channel_confusion"][name], name))
+        summary["coverage_samples"] = len(channel_rows)
+        summary.update(_pooled(channel_rows, lambda r: r["coverage_confusion"], "coverage"))
+    gt_scores = [ref.scores["score"] for ref in references if "score" in ref.scores]
+    summary["avg_gt_score"] = _mean(gt_scores, 2)
+    sources = [ref.source for ref in references]
+    block = correlation_block([row["pred_score"] for row in rows], [ref.scores.get("score") for ref in references],
+                              sources, "score", exclude_sources)
+    summary["score_pred_n"] = block.pop("score_n")
+    summary.update(block)
+    for axis in ("pq", "sc"):  # the release reports an axis only when its correlation is defined
+        axis_block = correlation_block([row[f"pred_{axis}"] for row in rows],
+                                       [ref.scores.get(axis) for ref in references], sources, axis, exclude_sources)
+        if axis_block[f"{axis}_spearman"] is not None:
+            summary.update(axis_block)
+    return {"rows": rows, "summary": {k: v for k, v in summary.items() if v is not None}}
+
+
+def _cells(pairs) -> frozenset:
+    return frozenset((int(r), int(c)) for r, c in pairs or ())
+
+
+def reference_from_release(row: Mapping[str, Any], n: int = DEFAULT_N) -> Reference:
+    """A `Reference` from one row of the release's evaluation data: ``gt_cells``, ``has_visual_gt``,
+    ``gt_channels`` (per category ``problem`` and ``major`` cells), ``source``, ``gt_score`` and
+    ``gt_axes`` on [0, 1] (scaled to 0..10 here, as the release scales them)."""
+    channels = row.get("gt_channels")
+    localization = None
+    if channels:
+        grids = {name: Grid(_cells(channels.get(name, {}).get("problem")),
+                            _cells(channels.get(name, {}).get("major")), n) for name in CATEGORIES}
+        localization = CategoryGrids(grids["artifact"], grids["misalign"])
+    elif row.get("has_visual_gt") or row.get("source") in CLEAN_SOURCES:
+        localization = Grid(_cells(row.get("gt_cells")), frozenset(), n)
+    scores = {}
+    axes = list(row.get("gt_axes") or ()) + [None, None]
+    for key, value in (("score", row.get("gt_score")), ("pq", axes[0]), ("sc", axes[1])):
+        if value is not None and not (isinstance(value, float) and math.isnan(value)):
+            scores[key] = float(value) * 10.0
+    return Reference(localization, scores, None, row.get("source"))
+
+
+def development_report(texts: Sequence[str], truths: Sequence[Grid], sources: Sequence[str],
+                       clean: Sequence[bool], n: int = DEFAULT_N) -> dict[str, Any]:
+    """The development-set report of the release's ``dev_eval.py``: micro P/R/F1 over every example
+    (0.0 when a ratio is undefined or all counts are 0, unlike `suite_report`), the mean IoU over
+    non-empty truths (``iou_p``), false alarms on the examples flagged ``clean`` per source (a failed
+    parse flags nothing), per-source F1 and the parse rate (%)."""
+    if not len(texts) == len(truths) == len(sources) == len(clean):
+        raise ValueError("development_report needs equally long sequences")
+    rows, ious = [], []
+    per_source: dict[str, list[int]] = {}
+    false_alarms: dict[str, dict[str, int]] = {}
+    for text, truth, source, is_clean in zip(texts, truths, sources, clean):
+        parsed = parse_output(text, n=n)
+        pred = set(parsed.union.cells) if parsed.union is not None else set()
+        counts = confusion(pred, set(truth.cells), n)
+        rows.append({"tp": counts["tp"], "fp": counts["fp"], "fn": counts["fn"], "parsed": parsed.grid_parsed})
+        if not truth.is_empty:
+            ious.append(counts["tp"] / (counts["tp"] + counts["fp"] + counts["fn"]))
+        totals = per_source.setdefault(source, [0, 0, 0])
+        for i, key in enumerate(("tp", "fp", "fn")):
+            totals[i] += counts[key]
+        if is_clean:
+            seen = false_alarms.setdefault(source, {"n_clean": 0, "flagged": 0})
+            seen["n_clean"] += 1
+            seen["flagged"] += bool(pred)
+    tp, fp, fn = (sum(r[k] for r in rows) for k in ("tp", "fp", "fn"))
+    precision, recall, f1 = ratios(tp, fp, fn, all_empty=0.0)
+    summary = {"n": len(rows), "precision": round(precision, DIGITS), "recall": round(recall, DIGITS),
+               "f1": round(f1, DIGITS), "iou_p": _mean(ious, DIGITS), "clean_false_positive_rate": false_alarms,
+               "per_source_f1": {s: round(ratios(*c, all_empty=0.0)[2], DIGITS) for s, c in per_source.items()},
+               "parse_rate": round(100.0 * sum(r["parsed"] for r in rows) / len(rows), 1) if rows else 0.0}
+    return {"summary": summary, "rows": rows}
