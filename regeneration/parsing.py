@@ -124,7 +124,7 @@ def parse_answer(answer: Answer, model: type[M], stage: str, *, reading: str = "
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
+        first = exc.errors(include_url=False, include_context=False, include_input=False)[0]
         where = ".".join(str(p) for p in first.get("loc", ()))
         return ParseFailure(stage, f"schema mismatch at {where or 'top level'}: {first.get('msg')}", answer.text)
 

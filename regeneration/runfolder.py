@@ -54,7 +54,9 @@ class RunFolder:
     def write_json(path: Path, data: Any) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+        # A lone surrogate (an answer's "\\ud800" escape, parsed) has no UTF-8 form: it is written
+        # back as that escape, which reads as the same string.
+        tmp.write_bytes(json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8", errors="backslashreplace"))
         os.replace(tmp, path)
 
     @staticmethod
@@ -75,7 +77,7 @@ class RunFolder:
 
     def log(self, event: str, **fields: Any) -> None:
         """Append one event line (flushed at once)."""
-        with open(self.log_path, "a", encoding="utf-8") as fh:
+        with open(self.log_path, "a", encoding="utf-8", errors="backslashreplace") as fh:  # as write_json
             fh.write(json.dumps({"event": event, **fields}, ensure_ascii=False) + "\n")
 
     def events(self, event: str | None = None) -> list[dict[str, Any]]:

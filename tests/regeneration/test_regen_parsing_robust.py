@@ -1,0 +1,164 @@
+"""regeneration's answer readers cannot crash (issue 19 item 3): on any text up to 1 MB they return a
+value or raise JSONReadError (parse_answer: a ParseFailure), in linear time.
+
+Property tests on random, near-valid and mutated text, then the degenerate answers of the issue."""
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from regeneration.parsing import READINGS, JSONReadError, ParseFailure, extract_json, parse_answer, prompt_variants
+from regeneration.runfolder import RunFolder
+from regeneration.schema import Feedback, PromptList, Rating
+from vlmjudge.requests import Answer
+
+MB = 1_000_000
+PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20)
+json_objects = st.dictionaries(st.text(max_size=8), json_values, max_size=5)
+#: Characters that matter to a JSON reader, so random text often looks almost like JSON.
+JSONISH = st.sampled_from(list('{}[]":,\\ \n\t0123456789.eE+-truefalsnu') + ["```", "```json", "\x00", "\ud800"])
+
+
+def _reads_or_refuses(text: str) -> None:
+    """Every reader either gives a value or its documented failure, nothing else."""
+    for reading in READINGS:
+        for read in (extract_json, prompt_variants):
+            try:
+                read(text, reading=reading)
+            except JSONReadError:
+                pass  # the documented failure: nothing to check beyond its type
+        for model in (Rating, PromptList, Feedback):
+            got = parse_answer(Answer(text), model, "stage", reading=reading)
+            assert isinstance(got, (model, ParseFailure))
+            if isinstance(got, ParseFailure):
+                assert got.stage == "stage" and len(got.to_json()["text"]) <= 500
+
+
+@PROPERTY
+@given(st.text(max_size=300))
+def test_random_text(text):
+    _reads_or_refuses(text)
+
+
+@PROPERTY
+@given(st.lists(JSONISH, max_size=120).map("".join))
+def test_jsonish_text(text):
+    _reads_or_refuses(text)
+
+
+@PROPERTY
+@given(json_objects, st.text(alphabet=st.characters(blacklist_characters="{}"), max_size=30),
+       st.text(alphabet=st.characters(blacklist_characters="{}"), max_size=30))
+def test_valid_objects_in_prose_are_read_back(value, before, after):
+    """A JSON object with brace-free prose around it is read back exactly, in both readings."""
+    text = before + json.dumps(value) + after
+    assert extract_json(text) == value
+    assert extract_json("```json\n" + json.dumps(value) + "\n```", reading="tolerant") == value
+
+
+@PROPERTY
+@given(json_objects, st.data())
+def test_mutated_objects(value, data):
+    """Truncated, spliced and character-edited JSON: a value or the documented error, never a crash."""
+    text = json.dumps(value, ensure_ascii=data.draw(st.booleans()))
+    cut = data.draw(st.integers(0, len(text)))
+    where = data.draw(st.integers(0, len(text)))
+    insert = data.draw(st.lists(JSONISH, max_size=6).map("".join))
+    for mutated in (text[:cut], text[:where] + insert + text[where:], text[:where] + text[where + 1:],
+                    text[:cut] + text[:cut], "[" * cut + text + "]" * where):
+        _reads_or_refuses(mutated)
+
+
+def _degenerate() -> dict[str, str]:
+    """The issue's degenerate answers, and their like, each up to 1 MB."""
+    return {
+        "open brackets": '{"aspect": ' + "[" * 1000,
+        "open brackets, 1 MB": '{"aspect": ' + "[" * MB,
+        "deep closed lists": '{"a": ' + "[" * (MB // 2 - 8) + "]" * (MB // 2 - 8) + "}",
+        "deep objects": '{"a":' * (MB // 6) + "1" + "}" * (MB // 6),
+        "int over the digit limit": '{"answer": "yes", "x": ' + "9" * 5000 + "}",
+        "int of 1 MB": '{"x": ' + "9" * MB + "}",
+        "stars": "*" * 32000 + "x",
+        "stars, 1 MB": "*" * MB + "x",
+        "open braces": "{" * MB,
+        "close braces": "}" * MB,
+        "quotes": '"' * MB,
+        "backslashes": "\\" * MB,
+        "unclosed string": '{"a": "' + "x" * MB,
+        "whitespace run": "a" + " " * MB + "b",
+        "fence then whitespace": "```" + " " * MB + "x",
+        "whitespace then fence": "x" + " " * MB + "```",
+        "long prompt": '{"prompts": ["' + "a" * MB + '"]}',
+        "many keys": "{" + ",".join(f'"k{i}": 1' for i in range(MB // 12)) + "}",
+        "non-finite": '{"reason": NaN, "score": Infinity}',
+        "lone surrogates": '{"reason": "' + "\\ud800" * 1000 + '", "score": 3}',
+    }
+
+
+#: Degenerate answers no reading can take (the rest are valid JSON objects or hold one).
+REFUSED = {"open brackets", "open brackets, 1 MB", "deep closed lists", "deep objects", "int over the digit limit",
+           "int of 1 MB", "stars", "stars, 1 MB", "open braces", "close braces", "quotes", "backslashes",
+           "unclosed string", "whitespace run", "fence then whitespace", "whitespace then fence"}
+
+
+@contextlib.contextmanager
+def _no_error():
+    yield
+
+
+@pytest.mark.parametrize("name", list(_degenerate()))
+def test_degenerate_answers_fail_cleanly_in_linear_time(name):
+    """Each degenerate answer is read or refused with the documented error, well within a second or
+    two for 1 MB (a quadratic reader would take minutes), and a parse failure, never an exception,
+    in parse_answer."""
+    text = _degenerate()[name]
+    assert len(text) <= MB + 64
+    for reading in READINGS:
+        started = time.perf_counter()
+        for read in (extract_json, prompt_variants):
+            with pytest.raises(JSONReadError) if name in REFUSED else _no_error():
+                read(text, reading=reading)
+        assert time.perf_counter() - started < 4.0
+        for model in (Rating, PromptList):
+            started = time.perf_counter()
+            got = parse_answer(Answer(text), model, "stage", reading=reading)
+            assert isinstance(got, (model, ParseFailure))
+            assert time.perf_counter() - started < 5.0  # one pydantic error per stray key: linear, not free
+
+
+def test_degenerate_answers_by_hand():
+    """What the issue names: nesting and huge numbers are the documented failure, and a bare answer
+    without an object is one too; a parsed lone surrogate survives the run folder's JSON files."""
+    for text in ('{"aspect": ' + "[" * 1000, '{"answer":"yes","x":' + "9" * 5000 + "}", "*" * 32000 + "x", ""):
+        for reading in READINGS:
+            with pytest.raises(JSONReadError):
+                extract_json(text, reading=reading)
+    assert isinstance(parse_answer(Answer('{"reason": ' + "[" * 1000), Rating, "content"), ParseFailure)
+    surrogate = '{"reason": "odd \\ud800 text", "score": 3}'
+    assert extract_json(surrogate) == {"reason": "odd \ud800 text", "score": 3}
+    refused = parse_answer(Answer(surrogate), Rating, "content")  # pydantic takes no lone surrogate
+    assert isinstance(refused, ParseFailure) and "reason" in refused.reason
+
+
+def test_run_folder_keeps_a_lone_surrogate(tmp_path):
+    data = {"reason": "odd \ud800 text", "prompts": ["\udfff", "été"]}
+    RunFolder.write_json(tmp_path / "x.json", data)
+    assert RunFolder.read_json(tmp_path / "x.json") == data
+    folder = RunFolder(str(tmp_path / "run"))
+    folder.log("prompts", item="a", prompts=data["prompts"])
+    assert folder.events("prompts")[0]["prompts"] == data["prompts"]
+
+
+def test_reading_is_checked():
+    with pytest.raises(ValueError, match="reading must be one of"):
+        extract_json("{}", reading="lenient")
