@@ -187,7 +187,8 @@ class InstructionPack:
     ``fields=, prompt=, n=, num_conditioning=`` and returns the whole instruction.
     """
 
-    version: str = "viescore2-default-1"
+    # -2: the release's reading, ground-truth rasterisation and evaluation rules became the defaults (issue 18)
+    version: str = "viescore2-default-2"
     templates: Mapping[str, str] | TemplateFn | None = None
     system: str | None = None
     _sha: str = field(default="", init=False, repr=False, compare=False)

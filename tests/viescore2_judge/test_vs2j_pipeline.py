@@ -59,7 +59,7 @@ def test_records_from_scripted_answers_in_one_batched_call():
                              "status_error": 1, "status_partial": 1, "parse_failures": 7, "scored": 2}
     m = result.manifest
     assert m["method"] == "viescore2" and m["backend"] == "replay" and m["fields"] == "pq_sc+split"
-    assert m["constraint"] == "ebnf" and len(m["grammar_sha256"]) == 64 and m["pack_version"] == "viescore2-default-1"
+    assert m["constraint"] == "ebnf" and len(m["grammar_sha256"]) == 64 and m["pack_version"] == "viescore2-default-2"
     assert m["decoding"]["max_new_tokens"] == token_budget("pq_sc+split", 16)
 
 
