@@ -101,19 +101,23 @@ def release_summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
     `average_scores` holds means over images: clip, dinov2, the aesthetic and semantic ratings as
     the release reads them (`int()`, so 4.5 counts 4 and "5" counts 5) and their average (`float()`).
-    No records is a ValueError, as in the release.
+    No records, or a record missing a value or holding one these conversions refuse, is a
+    ValueError (the release fails on both too).
     """
     if not results:
         raise ValueError("no results to summarize")
     columns: dict[str, list[float]] = {"clip": [], "dinov2": [], "gpt4v_aesthetic": [], "gpt4v_semantic": [],
                                        "gpt4v_avg": []}
-    for record in results:
-        ratings = record["gpt4v_scores"]
-        columns["clip"].append(float(record["clip_score"]))
-        columns["dinov2"].append(float(record["dinov2_score"]))
-        columns["gpt4v_aesthetic"].append(int(ratings["aesthetic"]))
-        columns["gpt4v_semantic"].append(int(ratings["semantic"]))
-        columns["gpt4v_avg"].append(float(ratings["average"]))
+    for n, record in enumerate(results):
+        try:
+            ratings = record["gpt4v_scores"]
+            row = {"clip": float(record["clip_score"]), "dinov2": float(record["dinov2_score"]),
+                   "gpt4v_aesthetic": int(ratings["aesthetic"]), "gpt4v_semantic": int(ratings["semantic"]),
+                   "gpt4v_avg": float(ratings["average"])}
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"result {n} cannot be summarized as the release does: {exc!r}") from None
+        for name, value in row.items():
+            columns[name].append(value)
     return {"total_images": len(results),
             "average_scores": {name: sum(values) / len(values) for name, values in columns.items()}}
 

@@ -19,6 +19,7 @@ from regen_helpers import (
 from regeneration.benchmark import (
     load_prompts,
     load_references,
+    release_summary,
     run_benchmark,
     summarize,
 )
@@ -43,6 +44,18 @@ def test_summarize_by_hand():
     row = summarize("m", results, direct=[0.5, None])
     assert row == {"model": "m", "items": 3, "scored": 2, "clip": 80.0, "dino": 70.0, "mllm_content": 0.75,
                    "mllm_perceptual": 0.25, "direct_text_image": 0.5, "parse_failures": 3}
+
+
+def test_release_summary_by_hand():
+    """The release's summary of its own records: means over images, ratings read with int()."""
+    records = [{"clip_score": 0.5, "dinov2_score": 0.25, "gpt4v_scores": {"aesthetic": 4.5, "semantic": 3, "average": 3.75}},
+               {"clip_score": 0.75, "dinov2_score": 0.5, "gpt4v_scores": {"aesthetic": "5", "semantic": 2, "average": 3.5}}]
+    assert release_summary(records) == {"total_images": 2, "average_scores": {
+        "clip": 0.625, "dinov2": 0.375, "gpt4v_aesthetic": 4.5, "gpt4v_semantic": 2.5, "gpt4v_avg": 3.625}}
+    for bad in ([], [{"clip_score": 0.5}], [{**records[0], "gpt4v_scores": {"aesthetic": None, "semantic": 1,
+                                                                            "average": 1}}]):
+        with pytest.raises(ValueError):
+            release_summary(bad)
 
 
 def test_benchmark_table_grid_plots_and_direct_judging(tmp_path, scorer):
