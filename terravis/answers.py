@@ -21,7 +21,8 @@ import re
 from typing import Iterator, Sequence
 
 #: Marks skipped around a label and its colon (besides whitespace): quotes, markdown, bullets.
-_MARKS = ">*_`\\-•#\"'"
+_MARK_CHARS = ">*_`-•#\"'"
+_MARKS = re.escape(_MARK_CHARS)
 _GAP = re.compile(rf"[\s{_MARKS}]*")          # before a label, and between a label and its colon
 _GAP_RUN = re.compile(rf"[\s{_MARKS}]+")
 _INLINE_GAP = re.compile(rf"[ \t{_MARKS}]*")  # after the colon: never crosses a line break
@@ -120,6 +121,15 @@ def field_candidates(text: str | None, label: str) -> Iterator[str]:
 def read_field(text: str | None, label: str) -> str:
     """The best value of a labelled field (e.g. `Reason`, `Evidence`), or "" when it has none."""
     return next(field_candidates(text, label), "")
+
+
+def prefix_label(prefix: str | None) -> str:
+    """The label an answer prefix ends with ("Answer" for `Answer:` and a line break), or ""."""
+    body = (prefix or "").rstrip().rstrip(_MARK_CHARS + " \t")
+    if not body or body[-1] not in _COLONS:
+        return ""
+    lines = body[:-1].splitlines()
+    return lines[-1].strip(" \t" + _MARK_CHARS) if lines else ""
 
 
 def normalize_value(value: str) -> str:

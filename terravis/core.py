@@ -21,6 +21,11 @@ from .variants import run_rating
 from .workflow import BLOCK_IMAGES, Item, Workflow, WorkflowConfig, reference_records
 
 VARIANTS = ("workflow", "holistic", "gptscore")
+#: How TerraVis reads and scores answers; bumped whenever a default changes what a saved run would
+#: hold, so records made before are not mixed with new ones. 2: generated decisions are read after
+#: the prefix label as the release reads labelled answers (echoes rejected, the last label first),
+#: and a blank answer is an unreadable answer rather than a failed request (issue 18).
+METHOD_VERSION = "2"
 
 
 @dataclass
@@ -103,7 +108,7 @@ class TerraVis:
         from vlmjudge import __version__
 
         return {
-            "method": "terravis", "variant": self.variant, **self.judge.manifest(),
+            "method": "terravis", "method_version": METHOD_VERSION, "variant": self.variant, **self.judge.manifest(),
             "pack_version": self.pack.version, "pack_sha256": self.pack.sha256,
             "decoding": {"decision": self.config.decision, "decision_max_new_tokens": 1, "temperature": 0.0,
                          "text_max_new_tokens": dict(self.pack.max_new_tokens),

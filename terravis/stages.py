@@ -2,7 +2,9 @@
 
 Every decision is the first answer token after the pack's fixed assistant prefix, over
 single-token options: read from `choice_probs` (mode "choice") or generated under a
-constraint whose first position is restricted to the options (mode "generate"). Free text
+constraint whose first position is restricted to the options (mode "generate"). Generated
+decisions (and replayed or unconstrained answers) are read after the prefix's label as the
+public release reads labelled answers (`terravis.answers`). Free text
 (evidence, reasons) is generated, JSON-constrained with bounded strings, as the
 continuation of the prefix plus the chosen option, so it equals what greedy generation of
 the whole answer would have written after that option.
@@ -16,12 +18,18 @@ from typing import Any, Literal, Sequence
 from vlmjudge.judge import Judge
 from vlmjudge.requests import Constraint, Decoding, Request
 
+from . import answers
 from .parsing import evidence_schema, leading_option, reason_schema
 from .prompts import PromptPack
 from .taxonomy import ViolationType
 
 DecisionMode = Literal["choice", "generate"]
 Outcome = Literal["ok", "unparseable", "failed"]
+#: The labels a stage's decision is read after, besides the label of the pack's answer prefix.
+STAGE_LABELS = {"eligibility": ("Answer",), "detection": ("Answer",), "severity": ("Severity",)}
+_STAGE_WORDS = {"eligibility": answers.ELIGIBILITY_WORDS, "detection": answers.DETECTION_WORDS,
+                "severity": answers.SEVERITY_WORDS}
+_POSITIVE = (True, "major")
 #: The meta stage of the text generated after each decision stage's option.
 TEXT_STAGES = {"eligibility": "eligibility_reason", "detection": "evidence", "severity": "severity_reason"}
 _TEXT_RULE = "tv_text"
@@ -169,17 +177,44 @@ def decide(judge: Judge, requests: Sequence[Request], options: Sequence[str], mo
     if mode == "choice":
         return [_from_probs(p, options) for p in judge.choice_probs(list(requests), list(options))]
     if mode == "generate":
-        return [read_option(a.text if a.ok else None, options) for a in judge.generate(list(requests))]
+        return [read_option(a.text if a.ok else None, options, prefix=r.prefix or "", stage=r.meta.get("stage"))
+                for r, a in zip(requests, judge.generate(list(requests)))]
     raise ValueError(f"decision mode must be 'choice' or 'generate', got {mode!r}")
 
 
-def read_option(text: str | None, options: Sequence[str]) -> Decision:
-    """A generated answer as a decision: failed when missing or empty, unparseable when it
-    starts with none of the options."""
-    if text is None or not text.strip():
+def read_option(text: str | None, options: Sequence[str], prefix: str = "", stage: str | None = None) -> Decision:
+    """A generated answer as a decision: failed when missing or empty (a failed request),
+    unparseable when no option can be read.
+
+    For the eligibility, detection and severity stages, `prefix + text` is read as the release
+    reads a labelled answer (`labelled_option`); other stages (the 1-5 ratings), and a prefix
+    without a label, read the option word the text starts with (`leading_option`)."""
+    if text is None or text == "":
         return Decision("failed")
-    option = leading_option(text, options)
+    label = answers.prefix_label(prefix)
+    if stage in _STAGE_WORDS and label:
+        option = labelled_option(prefix + text, options, stage, label)
+    else:
+        option = leading_option(text, options)
     return Decision("ok", option) if option is not None else Decision("unparseable")
+
+
+def labelled_option(text: str, options: Sequence[str], stage: str, label: str = "Answer") -> str | None:
+    """The option a labelled answer gives (`Answer: Yes`, `Severity: minor`), or None.
+
+    Labels: the stage's (`STAGE_LABELS`), then `label` (the pack prefix's). Words: the pack's
+    option words (the first option is the positive one), then the release's for the stage
+    (e.g. "eligible", "n/a" for eligibility; "none", "nope" as No) other than the pack's. Echoes ("Yes or No") and
+    values without a label are not read."""
+    if stage not in _STAGE_WORDS:
+        raise ValueError(f"stage {stage!r} has no labelled answer; expected one of {sorted(_STAGE_WORDS)}")
+    positive, negative = options
+    own = {positive.lower(), negative.lower()}
+    vocabulary = [((positive,), positive), ((negative,), negative)]
+    vocabulary += [(tuple(w for w in words if w not in own), positive if meaning in _POSITIVE else negative)
+                   for words, meaning in _STAGE_WORDS[stage]]  # a pack's own words win over the release's
+    labels = list(dict.fromkeys((*STAGE_LABELS[stage], label)))
+    return answers.read_choice(text, labels, vocabulary)
 
 
 def _from_probs(probs: dict[str, float], options: Sequence[str]) -> Decision:

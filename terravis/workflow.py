@@ -303,7 +303,8 @@ def _reference_image(judge: Judge, pack: PromptPack, cfg: WorkflowConfig, it: It
     base = stages.eligibility_request(pack, it.image, it.image_id)
     request = full_answer_request(pack, base, opts.eligibility, _reason_after(opts.eligibility, cfg.eligibility_reasons))
     text = _text(judge.generate([request])[0])
-    apply_eligibility(record, stages.read_option(text, opts.eligibility), opts.eligibility)
+    apply_eligibility(record, stages.read_option(text, opts.eligibility, pack.answer_prefix, "eligibility"),
+                      opts.eligibility)
     if wants_eligibility_reason(record, cfg.eligibility_reasons):
         record.eligibility_reason = apply_reason(record, text, "eligibility_reason")
     if record.status != "scored":
@@ -315,7 +316,8 @@ def _reference_image(judge: Judge, pack: PromptPack, cfg: WorkflowConfig, it: It
     for vtype, text in zip(TAXONOMY, texts):
         check = CheckRecord(vtype.id)
         record.checks.append(check)
-        apply_detection(record, check, stages.read_option(text, opts.detection), opts.detection)
+        apply_detection(record, check, stages.read_option(text, opts.detection, pack.answer_prefix, "detection"),
+                         opts.detection)
         if check.detected:
             positives.append((check, text))
     if record.status != "scored":
@@ -330,6 +332,7 @@ def _reference_image(judge: Judge, pack: PromptPack, cfg: WorkflowConfig, it: It
                 for c, _ in positives]
     for (check, _), answer in zip(positives, judge.generate(requests)):
         text = _text(answer)
-        apply_severity(record, check, stages.read_option(text, opts.severity), opts.severity)
+        apply_severity(record, check, stages.read_option(text, opts.severity, pack.answer_prefix, "severity"),
+                       opts.severity)
         if cfg.severity_reasons and record.status == "scored" and check.severity_parse_ok:
             check.severity_reason = apply_reason(record, text, f"severity_reason/{check.type_id}")

@@ -3,7 +3,7 @@ import pytest
 
 from terravis import load_pack
 from terravis.parsing import first_json_object, leading_option, parse_evidence, parse_reason
-from terravis.stages import answer_grammar, options_grammar, read_option
+from terravis.stages import answer_grammar, labelled_option, options_grammar, read_option
 
 xgrammar = pytest.importorskip("xgrammar")
 from xgrammar.testing import _is_grammar_accept_string  # noqa: E402
@@ -57,10 +57,37 @@ def test_rating_options_read_na_and_digits():
 
 def test_read_option_outcomes():
     assert read_option(None, ("Yes", "No")).outcome == "failed"
-    assert read_option("  ", ("Yes", "No")).outcome == "failed"
+    assert read_option("", ("Yes", "No")).outcome == "failed"
+    # issue 18: only an empty answer is a failed request; a blank one is an answer that cannot be read
+    assert read_option("  ", ("Yes", "No")).outcome == "unparseable"
     assert read_option("maybe", ("Yes", "No")).outcome == "unparseable"
     d = read_option("No", ("Yes", "No"))
     assert (d.outcome, d.option, d.probs) == ("ok", "No", None)
+
+
+@pytest.mark.parametrize("stage, text, expected", [
+    ("detection", "Yes", "Yes"),                                   # the prefix gives the label
+    ("detection", 'No{"aspect": "x"}', "No"),
+    ("detection", "Yes or No", None),                              # an echo of the options
+    ("detection", "No, wait.\nAnswer: Yes", "Yes"),                 # the last labelled answer
+    ("detection", "nope", "No"),
+    ("detection", "Noticeable flaw", None),                        # word-bounded
+    ("eligibility", "Eligible", "Yes"), ("eligibility", "N/A", "No"), ("eligibility", "Not eligible", "No"),
+    ("severity", "Major and minor", None), ("severity", "minor.", "Minor"),
+    ("severity", "Severity: Major\nReason: the main subject.", "Major"),
+])
+def test_generated_decisions_are_read_after_the_prefix_label(stage, text, expected):
+    options = ("Major", "Minor") if stage == "severity" else ("Yes", "No")
+    d = read_option(text, options, "Answer:\n", stage)
+    assert (d.option, d.outcome) == (expected, "ok" if expected else "unparseable")
+
+
+def test_a_bare_value_needs_a_labelled_prefix():
+    assert read_option("Yes", ("Yes", "No"), "", "detection").option == "Yes"  # unlabelled prefix: leading word
+    assert labelled_option("Yes", ("Yes", "No"), "detection") is None           # no label at all: not read
+    assert labelled_option("**Answer**: [No]", ("Yes", "No"), "detection") == "No"
+    with pytest.raises(ValueError, match="no labelled answer"):
+        labelled_option("Answer: 4", ("1", "2"), "holistic")
 
 
 def test_json_readers():

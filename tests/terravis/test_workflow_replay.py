@@ -193,21 +193,23 @@ def test_reason_policies():
 GENERATE_SCRIPT = {
     ("retry_ok", "eligibility", ""): ["maybe", "Yes"],
     ("retry_ok", "detection", "structural_distortion"): "Perhaps",
+    ("retry_ok", "detection", "energy_source"): "   ",  # blank: an answer that cannot be read (issue 18)
     ("retry_bad", "eligibility", ""): ["hmm", "???"],
     ("sev_bad", "eligibility", ""): "Yes",
     ("sev_bad", "detection", "contact_state"): " yes",
     ("sev_bad", "evidence", "contact_state"): '{"aspect": "hand and cup", "evidence": "Fingers pass through the cup."}',
     ("sev_bad", "severity", "contact_state"): "Severe",
     ("empty", "eligibility", ""): "Yes",
-    ("empty", "detection", "energy_source"): "   ",
+    ("empty", "detection", "energy_source"): "",
     ("evid_fail", "eligibility", ""): "Yes",
     ("evid_fail", "detection", "relative_scale"): "Yes",
     ("evid_fail", "evidence", "relative_scale"): None,
 }
 
 GENERATE_EXPECTED = [
-    record("retry_ok", score=1.0, eligible=True, parse_failures=2, retries=1, valid=True,
-           checks=checks(structural_distortion=check("structural_distortion", parse_ok=False))),
+    record("retry_ok", score=1.0, eligible=True, parse_failures=3, retries=1, valid=True,
+           checks=checks(structural_distortion=check("structural_distortion", parse_ok=False),
+                         energy_source=check("energy_source", parse_ok=False))),
     record("retry_bad", status="not_applicable", eligible=False, eligibility_parse_ok=False, parse_failures=2,
            retries=1),
     record("sev_bad", score=math.exp(-0.5), eligible=True, n_minor=1, parse_failures=1, valid=True,
