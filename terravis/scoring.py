@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Hashable, Iterable, Sequence
+from typing import Hashable, Iterable, Literal, Sequence
 
 from .taxonomy import LEVELS, TYPE_IDS, get_type
 
@@ -128,12 +128,19 @@ def correlations_by_group(pred: Sequence[float | None], human: Sequence[float | 
     return out
 
 
-def majority(labels: Sequence[bool | None]) -> bool | None:
-    """True when more than half of the annotators said so (2 of 3); None when none answered."""
-    kept = [bool(v) for v in labels if v is not None]
-    if not kept:
+def majority(labels: Sequence[bool | None], missing: Literal["against", "ignore"] = "against") -> bool | None:
+    """The human reference "has a violation": True when a majority of ALL the annotators said so,
+    i.e. at least two of three (paper, Appendix, image-level detection / Table A1: "a majority of
+    annotators (at least two of three)"). A missing label counts against by default, so 1 positive
+    with 2 missing is not a positive; `missing="ignore"` takes the majority over the labels given
+    (the rule before issue 24). None when no annotator answered."""
+    if missing not in ("against", "ignore"):
+        raise ValueError(f"missing must be 'against' or 'ignore', got {missing!r}")
+    given = [bool(v) for v in labels if v is not None]
+    if not given:
         return None
-    return 2 * sum(kept) > len(kept)
+    voters = len(labels) if missing == "against" else len(given)
+    return 2 * sum(given) > voters
 
 
 def detection_precision_recall(predicted: Sequence[bool | None],

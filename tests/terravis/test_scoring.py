@@ -100,6 +100,22 @@ def test_human_rating_and_majority():
     assert majority([True, True, False]) is True and majority([True, False, False]) is False
 
 
+def test_majority_needs_two_of_three_with_missing_labels_against():
+    """Paper, Appendix (image-level detection, Table A1): "Human reference positives are images judged to
+    contain at least one world-consistency violation by a majority of annotators (at least two of three)".
+    Hand-made labels of three annotators; a missing label is not a vote for a violation (issue 24 item 5)."""
+    assert majority([True, None, None]) is False           # 1 of 3: not a positive
+    assert majority([True, True, None]) is True            # 2 of 3
+    assert majority([True, False, None]) is False          # 1 of 3
+    assert majority([None, None, None]) is None            # nobody answered: no reference label
+    assert majority([True, None, None], missing="ignore") is True  # the former rule, still available
+    assert majority([True, False], missing="ignore") is False
+    with pytest.raises(ValueError, match="missing"):
+        majority([True], missing="count")
+    out = detection_precision_recall([True, True], [[True, None, None], [True, True, None]])
+    assert (out["tp"], out["fp"], out["n"]) == (1, 1, 2)
+
+
 def test_detection_precision_recall_hand_computed():
     predicted = [True, True, False, True, False, None]
     humans = [[True, True, False], [False, False, True], [True, True, True], [True, False, True],
