@@ -52,6 +52,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     report.add_argument("--human", type=Path, default=None,
                         help="CSV of human ratings: image_id, rating (1-5, empty or NA for N/A; one row per "
                              "annotator or their mean), optional has_violation and style columns")
+    report.add_argument("--violation-below", type=float, default=None, metavar="RATING",
+                        help="label an annotator's image as having a violation when its rating is below RATING "
+                             "(e.g. 5), for detection precision/recall; replaces any has_violation column")
+    report.add_argument("--classify-styles", nargs="?", const="siglip", default=None, metavar="MODEL",
+                        help="split agreement into photorealistic / stylized images with a zero-shot SigLIP "
+                             "classifier (the paper's; default google/siglip-so400m-patch14-384, or a local "
+                             "SigLIP folder) over the images in the records' meta.path; replaces any style column")
     report.add_argument("--worst", type=int, default=20, help="how many of the lowest-scored images to show")
     report.set_defaults(func=run_report)
 
@@ -175,14 +182,31 @@ def run_report(args: argparse.Namespace) -> int:
     """Write the report folder; 2 on unreadable input."""
     from .report import ReportError, write_report
 
+    classifier = None
+    if args.classify_styles is not None:
+        if args.human is None:
+            print("error: --classify-styles splits the agreement with human ratings: give --human", file=sys.stderr)
+            return 2
+        from .style import DEFAULT_MODEL, SigLIPStyleClassifier
+        classifier = SigLIPStyleClassifier(DEFAULT_MODEL if args.classify_styles == "siglip" else args.classify_styles)
     try:
-        written = write_report(args.results, args.out, group_by=args.group_by, human=args.human, worst=args.worst)
+        written = write_report(args.results, args.out, group_by=args.group_by, human=args.human, worst=args.worst,
+                               violation_below=args.violation_below, style_classifier=classifier)
     except (ReportError, OSError, ValueError, KeyError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     for path in written:
         print(f"wrote {path}")
+    for note in _report_notes(written[0]):
+        print(f"note: {note}")
     return 0
+
+
+def _report_notes(summary_json: Path) -> list[str]:
+    """What the report had to leave out, said once per reason (e.g. detection without labels)."""
+    data = json.loads(summary_json.read_text(encoding="utf-8"))
+    notes = [ev["human"]["detection_skipped"] for ev in data["evaluators"] if "detection_skipped" in ev.get("human", {})]
+    return list(dict.fromkeys(notes))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

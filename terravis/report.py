@@ -15,10 +15,10 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
 from . import analysis
-from .core import summarize
+from .core import METHOD_VERSION, summarize
 from .records import ImageRecord, load_records
 
 GroupBy = Literal["auto", "field", "folder"]
@@ -42,11 +42,16 @@ class Evaluator:
 @dataclass
 class HumanData:
     """Human data by image id: ratings (each annotator's, None for N/A), optional
-    has-violation labels and style classes."""
+    has-violation labels and style classes, and where the labels came from."""
 
     ratings: dict[str, list[float | None]]
     labels: dict[str, list[bool | None]]
     styles: dict[str, str]
+    label_source: str | None = None
+
+#: Why detection precision/recall is missing from a report whose human data has no labels.
+NO_LABELS = ("detection precision/recall skipped: the human CSV has no has_violation column (pass "
+             "--violation-below RATING to label an image as violating when its rating is below RATING)")
 
 
 def evaluator_label(manifest: Mapping[str, Any] | None) -> str:
@@ -60,6 +65,8 @@ def evaluator_label(manifest: Mapping[str, Any] | None) -> str:
         parts.append(f"lam={manifest.get('lam')},alpha={manifest.get('alpha')}")
     if manifest.get("pack_version") not in (None, "default-v1"):
         parts.append(str(manifest["pack_version"]))
+    if manifest.get("method_version") not in (None, METHOD_VERSION):  # read under other rules: kept apart
+        parts.append(f"method-v{manifest['method_version']}")
     return " ".join(parts)
 
 
@@ -133,7 +140,10 @@ def human_analyses(records: Sequence[ImageRecord], models: Mapping[str, str], hu
     out["agreement"] = analysis.agreement(rated, human.ratings, {r.image_id: models[r.image_id] for r in rated})
     labelled = [r for r in rated if r.image_id in human.labels]
     if labelled:
-        out["detection"] = analysis.detection_agreement(labelled, human.labels)
+        out["detection"] = {**analysis.detection_agreement(labelled, human.labels), "label_source": human.label_source}
+    else:
+        out["detection_skipped"] = NO_LABELS if not human.labels else \
+            "detection precision/recall skipped: no rated record has a human has_violation label"
     if all(r.rating is None for r in rated):  # the workflow's checks can be re-scored
         out["alpha_sweep"] = analysis.alpha_sweep(rated, human.ratings)
         out["check_ablation"] = analysis.check_ablation(rated, human.ratings)
@@ -143,10 +153,13 @@ def human_analyses(records: Sequence[ImageRecord], models: Mapping[str, str], hu
     return out
 
 
-def read_human_csv(path: str | os.PathLike) -> HumanData:
+def read_human_csv(path: str | os.PathLike, violation_below: float | None = None) -> HumanData:
     """Human data from a CSV: `image_id` and `rating` (1-5; empty/NA = N/A), one row per
     annotator (or one row holding their mean); optional `has_violation` (1/0/yes/no) and
-    `style` columns."""
+    `style` columns. With `violation_below`, an annotator's "has a violation" label is
+    `rating < violation_below` (N/A stays unlabelled) and any has_violation column is ignored."""
+    if violation_below is not None and not 1 < violation_below <= 5:
+        raise ReportError(f"violation_below must be in (1, 5], got {violation_below}")
     ratings: dict[str, list[float | None]] = {}
     labels: dict[str, list[bool | None]] = {}
     styles: dict[str, str] = {}
@@ -159,15 +172,41 @@ def read_human_csv(path: str | os.PathLike) -> HumanData:
             key = (row["image_id"] or "").strip()
             if not key:
                 raise ReportError(f"{path}:{lineno}: empty image_id")
-            ratings.setdefault(key, []).append(_rating(row["rating"], f"{path}:{lineno}"))
-            if "has_violation" in columns:
+            rating = _rating(row["rating"], f"{path}:{lineno}")
+            ratings.setdefault(key, []).append(rating)
+            if violation_below is not None:
+                labels.setdefault(key, []).append(None if rating is None else rating < violation_below)
+            elif "has_violation" in columns:
                 labels.setdefault(key, []).append(_flag(row["has_violation"], f"{path}:{lineno}"))
             if (row.get("style") or "").strip():
                 styles[key] = row["style"].strip()
     if not ratings:
         raise ReportError(f"{path}: no ratings")
     labels = {k: v for k, v in labels.items() if any(x is not None for x in v)}
-    return HumanData(ratings, labels, styles)
+    source = f"rating < {violation_below:g}" if violation_below is not None else \
+        ("has_violation column" if "has_violation" in columns else None)
+    return HumanData(ratings, labels, styles, source)
+
+
+def classified_styles(evaluators: Sequence[Evaluator], classifier: Callable[[Sequence[Any]], Sequence[str]]
+                      ) -> dict[str, str]:
+    """Style labels by image id from a classifier (SigLIP in the paper) over the images the records'
+    `meta.path` names; images whose file is missing are left out."""
+    from PIL import Image
+
+    paths: dict[str, str] = {}
+    for ev in evaluators:
+        for r in ev.records:
+            if r.meta.get("path") and os.path.isfile(str(r.meta["path"])):
+                paths.setdefault(r.image_id, str(r.meta["path"]))
+    if not paths:
+        raise ReportError("style classification needs records whose meta.path names an existing image")
+    ids = sorted(paths)
+    images = []
+    for image_id in ids:
+        with Image.open(paths[image_id]) as img:
+            images.append(img.convert("RGB"))
+    return analysis.classify_styles(images, ids, classifier)
 
 
 def _rating(text: str | None, where: str) -> float | None:
@@ -195,9 +234,14 @@ def _flag(text: str | None, where: str) -> bool | None:
 
 
 def build_report(evaluators: Sequence[Evaluator], group_by: GroupBy = "auto",
-                 human: str | os.PathLike | HumanData | None = None) -> dict[str, Any]:
-    """The report's data: one entry per evaluator, and their ranking agreement when several."""
-    human_data = read_human_csv(human) if isinstance(human, (str, os.PathLike)) else human
+                 human: str | os.PathLike | HumanData | None = None, violation_below: float | None = None,
+                 style_classifier: Callable[[Sequence[Any]], Sequence[str]] | None = None) -> dict[str, Any]:
+    """The report's data: one entry per evaluator, and their ranking agreement when several.
+    `violation_below` labels human "has a violation" from the ratings (`read_human_csv`);
+    `style_classifier` (images -> labels) replaces the CSV's style column for the style split."""
+    human_data = read_human_csv(human, violation_below) if isinstance(human, (str, os.PathLike)) else human
+    if human_data is not None and style_classifier is not None:
+        human_data.styles = classified_styles(evaluators, style_classifier)
     reports = [evaluator_report(ev, image_models(ev, group_by), human_data) for ev in evaluators]
     out: dict[str, Any] = {"evaluators": reports}
     if len(reports) > 1:
@@ -226,13 +270,14 @@ def json_safe(value: Any) -> Any:
 
 
 def write_report(paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike, group_by: GroupBy = "auto",
-                 human: str | os.PathLike | None = None, worst: int = 20) -> list[Path]:
+                 human: str | os.PathLike | None = None, worst: int = 20, violation_below: float | None = None,
+                 style_classifier: Callable[[Sequence[Any]], Sequence[str]] | None = None) -> list[Path]:
     """Write summary.json, ranking.csv, the three figures and report.html; returns the paths."""
     from .report_html import render_html
     from .report_plots import plot_level_shares, plot_score_histogram, plot_type_shares
 
     evaluators = load_runs(paths)
-    data = build_report(evaluators, group_by, human)
+    data = build_report(evaluators, group_by, human, violation_below, style_classifier)
     models = {ev.label: image_models(ev, group_by) for ev in evaluators}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -99,8 +99,12 @@ def _human_section(h: Mapping[str, Any]) -> str:
     if "detection" in h:
         d = h["detection"]
         parts.append("<h4>Image-level detection vs human majority</h4>" +
+                     f"<p>Human labels: {escape(str(d.get('label_source') or 'given'))}; "
+                     "a positive needs a majority of all annotators (2 of 3).</p>" +
                      _table(["n", "precision", "recall", "tp", "fp", "fn", "tn"],
                             [[d[k] for k in ("n", "precision", "recall", "tp", "fp", "fn", "tn")]]))
+    elif "detection_skipped" in h:
+        parts.append(f"<h4>Image-level detection vs human majority</h4><p>{escape(h['detection_skipped'])}</p>")
     if "alpha_sweep" in h:
         parts.append("<h4>Alpha sweep (Table A3)</h4>" +
                      _table(["lambda", "alpha", "n", "Spearman", "Kendall", "Pearson"],
