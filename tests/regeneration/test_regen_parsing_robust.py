@@ -162,3 +162,22 @@ def test_run_folder_keeps_a_lone_surrogate(tmp_path):
 def test_reading_is_checked():
     with pytest.raises(ValueError, match="reading must be one of"):
         extract_json("{}", reading="lenient")
+
+
+def test_a_degenerate_answer_is_a_counted_failure_on_every_rerun(tmp_path, scorer):
+    """A degenerate IUT answer leaves its reference unscored with a counted parse failure; rerunning
+    the same folder (the answers replayed again, as from a response cache) neither crashes nor scores
+    it, while the other reference is regenerated both times."""
+    from regen_helpers import ToyGenerator, loop_answers, reference_images, replay
+
+    from regeneration.loop import LoopConfig, RegenerationLoop
+
+    refs = reference_images(2)
+    answers = loop_answers(refs, 1, 2, exact_at=lambda item, t: 0)
+    answers[("iut_caption", "ref1", 0, 0)] = '{"aspect": ' + "[" * 1000 + '{"a":' + "9" * 5000
+    for _ in range(2):
+        loop = RegenerationLoop(replay(answers), ToyGenerator(refs), scorer, str(tmp_path / "run"),
+                                config=LoopConfig(rounds=1, variants=2))
+        ok, failed = loop.run(refs)
+        assert ok.status == "ok" and ok.clip == pytest.approx(100.0, abs=1e-6)
+        assert failed.status == "failed" and failed.clip is None and failed.parse_failures == 1
