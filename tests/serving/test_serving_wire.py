@@ -17,6 +17,7 @@ from vlmjudge.backends._openai_wire import (
     probs_body,
 )
 from vlmjudge.backends.openai import OpenAIJudge, _public_url
+from vlmjudge.cache import cache_key
 
 
 def test_option_probs_match_exact_and_space_stripped_tokens():
@@ -97,11 +98,21 @@ def test_server_probs_body_lists_options_by_probability():
 
 def test_key_and_base_url_handling(monkeypatch):
     monkeypatch.delenv("VLMJUDGE_NO_SUCH_KEY", raising=False)
+    monkeypatch.setenv("VLMJUDGE_TEST_SOME_KEY", "sk-x")
     with pytest.raises(ValueError, match="VLMJUDGE_NO_SUCH_KEY"):
         OpenAIJudge("gpt-x", api_key_env="VLMJUDGE_NO_SUCH_KEY")
     local = OpenAIJudge("m", base_url="http://127.0.0.1:9/v1", api_key_env="VLMJUDGE_NO_SUCH_KEY")
-    assert local.identity() == {"backend": "openai", "model": "m", "revision": None, "dtype": None}
-    assert OpenAIJudge("m", base_url="http://other:1/v1", revision="r1").identity()["revision"] == "r1"
+    assert local.identity() == {"backend": "openai", "model": "m", "revision": None, "dtype": None,
+                                "base_url": "http://127.0.0.1:9/v1"}
+    other = OpenAIJudge("m", base_url="http://user:pw@other:1/v1/", revision="r1")
+    assert other.identity()["revision"] == "r1"
+    assert other.identity()["base_url"] == other.manifest()["base_url"] == "http://other:1/v1"
+    assert cache_key(local.identity(), "generate", "h") != cache_key(other.identity(), "generate", "h")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://env-server:2/v1")
+    assert OpenAIJudge("m", api_key_env="VLMJUDGE_TEST_SOME_KEY").identity()["base_url"] == "http://env-server:2/v1"
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    assert OpenAIJudge("m", base_url=None, api_key_env="VLMJUDGE_TEST_SOME_KEY").identity()["base_url"] \
+        == "https://api.openai.com/v1"
     assert _public_url("https://user:pw@host:8443/v1?token=abc") == "https://host:8443/v1"
     with pytest.raises(ValueError, match="grammar_field"):
         OpenAIJudge("m", base_url="http://h/v1", grammar_field="regex")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -147,6 +148,29 @@ def _prefix_fields(request: Request) -> dict[str, Any]:
 
 class MalformedResponse(ValueError):
     """A 200 response without the fields a chat completion must have."""
+
+
+class UnparseableResponse(MalformedResponse):
+    """A 2xx body that is not a chat completion at all (truncated JSON, a proxy's HTML page):
+    a transport fault, so the client retries it."""
+
+
+def completion_json(raw: bytes) -> dict[str, Any]:
+    """The chat-completion object of a 2xx body; UnparseableResponse unless the body is a JSON
+    object with a non-empty `choices` list (what a truncated or foreign body never is)."""
+    try:
+        body = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise UnparseableResponse(f"2xx body is not JSON ({type(exc).__name__}): {_preview(raw)}") from exc
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise UnparseableResponse(f"2xx body is not a chat completion: {_preview(raw)}")
+    return body
+
+
+def _preview(raw: bytes) -> str:
+    """The start of a body, for a log line."""
+    return repr(raw[:120].decode("utf-8", "replace"))
 
 
 def first_choice(body: dict[str, Any]) -> dict[str, Any]:

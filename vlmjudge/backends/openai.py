@@ -5,9 +5,12 @@ machines. What it adds over the SDK:
 
 - Requests that share an image go out adjacent, so the server's prefix cache hits.
 - A thread pool bounds concurrency; retries with exponential backoff and jitter on 429,
-  5xx, timeouts and dropped connections. After the last retry the request becomes a
-  failed Answer (finish_reason "error", never cached, never a guess); any other 4xx
-  raises `OpenAIRequestError`.
+  5xx, timeouts, dropped connections and 2xx bodies that are not a chat completion
+  (truncated JSON, a proxy's HTML page; counted in `stats.unparseable_responses`). After
+  the last retry the request becomes a failed Answer (finish_reason "error", never
+  cached, never a guess); any other 4xx raises `OpenAIRequestError`.
+- The cache identity includes the endpoint (`base_url`, without credentials), so two
+  servers that publish the same model name never share cached answers.
 - The assistant prefix goes as a final assistant message with `continue_final_message`
   (the vLLM / SGLang extension). JSON schemas go as `response_format`; EBNF grammars in
   the extension field the server reads (`grammar_field`). `Constraint.first_options`
@@ -31,18 +34,21 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from ..judge import Judge, JudgeError
+from ..judge import Judge, JudgeError, JudgeStats
 from ..requests import Answer, Request
 from ._openai_batch import BatchRunner
 from ._openai_wire import (
     GRAMMAR_FIELDS,
     ImageURLs,
     MalformedResponse,
+    UnparseableResponse,
     WireBody,
     answer_from,
+    completion_json,
     fallback_body,
     first_token_alternatives,
     generate_body,
@@ -60,6 +66,15 @@ T = TypeVar("T")
 RETRY_STATUSES = (408, 409, 429)
 #: Key placeholder for local servers that check no key (vLLM's convention).
 NO_KEY = "EMPTY"
+#: Where the SDK sends requests when neither base_url nor OPENAI_BASE_URL names a server.
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+@dataclass
+class OpenAIStats(JudgeStats):
+    """JudgeStats plus the 2xx bodies that did not parse as a chat completion (each one retried)."""
+
+    unparseable_responses: int = 0
 
 
 class OpenAIRequestError(JudgeError):
@@ -93,6 +108,7 @@ class OpenAIJudge(Judge):
         if batch_size is None:
             batch_size = 1000 if batch_api else 4 * concurrency
         super().__init__(model_id=model, batch_size=batch_size, **kwargs)
+        self.stats = OpenAIStats()
         self.base_url = base_url
         self.api_key_env = api_key_env
         self.concurrency = concurrency
@@ -152,12 +168,23 @@ class OpenAIJudge(Judge):
         return f"OpenAIJudge(model={self.model_id!r}, base_url={_public_url(self.base_url)!r})"
 
     # -- what gets recorded -------------------------------------------------------------
+    def endpoint(self) -> str:
+        """The server this judge talks to, as the SDK resolves it, without credentials: base_url,
+        else the OPENAI_BASE_URL environment variable, else OpenAI's API."""
+        url = self.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        return (_public_url(url) or url).rstrip("/")
+
+    def identity(self) -> dict[str, Any]:
+        """The base identity plus the endpoint: the same model name on two servers is two judges."""
+        return {**super().identity(), "base_url": self.endpoint()}
+
     def manifest(self) -> dict[str, Any]:
-        """Base manifest plus the endpoint (without credentials) and the transport counters."""
+        """Base manifest (the endpoint included) plus the transport counters."""
         with self._lock:
             counters = dict(self.counters)
-        return {**super().manifest(), "base_url": _public_url(self.base_url), "batch_api": self.batch_api,
-                "grammar_field": self.grammar_field, **counters}
+            unparseable = self.stats.unparseable_responses
+        return {**super().manifest(), "batch_api": self.batch_api, "grammar_field": self.grammar_field,
+                **counters, "unparseable_responses": unparseable}
 
     def _count(self, name: str, n: int = 1) -> None:
         with self._lock:
@@ -189,7 +216,7 @@ class OpenAIJudge(Judge):
                 raise OpenAIRequestError(f"{_public_url(self.base_url) or 'the API'} refused the request "
                                          f"(HTTP {status}): {exc.message}") from exc
             retry_after = _retry_after(exc)
-        elif not isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+        elif not isinstance(exc, (openai.APIConnectionError, UnparseableResponse)):  # APITimeoutError included
             raise exc
         with self._lock:
             jitter = 0.5 + 0.5 * self._rng.random()
@@ -198,9 +225,19 @@ class OpenAIJudge(Judge):
 
     def _create(self, body: WireBody) -> dict[str, Any]:
         client = self._client()
-        response = self._with_retries(lambda: client.chat.completions.create(
-            **body.standard, extra_body=body.extra or None))
-        return response.model_dump()
+        return self._with_retries(lambda: self._post_once(client, body))
+
+    def _post_once(self, client: Any, body: WireBody) -> dict[str, Any]:
+        """One request; its body parsed here, not by the SDK, so that a 2xx body that is not a chat
+        completion raises UnparseableResponse (retried) instead of escaping as a str or a JSON error."""
+        raw = client.chat.completions.with_raw_response.create(**body.standard, extra_body=body.extra or None)
+        try:
+            return completion_json(raw.content)
+        except UnparseableResponse as exc:
+            with self._lock:
+                self.stats.unparseable_responses += 1
+            log.debug("unparseable %s response: %s", raw.status_code, exc)
+            raise
 
     # -- the two primitives ---------------------------------------------------------------
     def _generate(self, requests: list[Request]) -> list[Answer]:
