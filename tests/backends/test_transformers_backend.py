@@ -34,7 +34,7 @@ def test_loads_by_hub_id_and_revision_and_records_commit(hub, family, noise):
     assert manifest["revision"] == commit and manifest["requested_revision"] == "main"
     assert manifest["dtype"] == "float32" and manifest["device"] == "cpu"
     assert manifest["libraries"]["transformers"] and manifest["libraries"]["xgrammar"]
-    assert judge.identity()["revision"] == commit  # cache keys follow the weights
+    assert judge.identity()["checkpoint"] == f"hub:{commit}"  # cache keys follow the commit, not the name
     reqs = _requests(noise(3), max_new_tokens=4)
     probs = judge.choice_probs(reqs, ["Yes", "No"])
     assert all(set(p) == {"Yes", "No"} and math.isclose(sum(p.values()), 1.0, abs_tol=1e-6) for p in probs)
