@@ -1,10 +1,14 @@
 """The VQAScore-style baseline for the Factual A/B test: P("Yes") to the whole prompt as one question.
 
-The paper compares FAGER with VQAScore, which asks a VLM whether the image shows the
-prompt and reads the probability of "Yes" from the next-token distribution. Here that is
-one `choice_probs` request per image over the pack's two option words (Yes, No), so it
-runs on any judge FAGER runs on, replay included. A request the judge fails on has no
-score (None), which the A/B test refuses rather than counting as zero.
+The paper (Sec. 4.2, Tab. 1) compares FAGER with VQAScore, which "reformulates the prompt
+as a single yes/no question, and uses the VQA model's predicted probability of answering
+'Yes' as the score": P("Yes") under the softmax over the whole vocabulary. Here that is one
+`choice_probs(..., normalize=False)` request per image for the pack's option words (Yes,
+No), on any judge that exposes token probabilities (transformers, replay, servers that
+return top logprobs). `normalize=True` gives P(Yes) / (P(Yes) + P(No)) instead, which is
+not VQAScore: it reorders pairs (raw 0.40 vs 0.50 becomes 0.80 vs 0.50 when P(No) is 0.10
+and 0.50). A request the judge fails on has no score (None), which the A/B test refuses
+rather than counting as zero.
 """
 from __future__ import annotations
 
@@ -21,13 +25,22 @@ BASELINE_QUESTION_ID = "vqascore"
 
 
 class VQAScoreBaseline:
-    """P(Yes | image, "Does this image show '<prompt>'?") per image, in [0, 1]."""
+    """P(Yes | image, "Does this image show '<prompt>'?") per image, in [0, 1].
 
-    def __init__(self, judge: Any, pack: PromptPack | Mapping | str | None = None) -> None:
+    `normalize=False` (the default, VQAScore's definition): the full-vocabulary probability of
+    the Yes token; True: normalised over the two options (this package's first release).
+    """
+
+    #: Bumped when the default score changes; "vqascore-2": raw P("Yes") by default.
+    version = "vqascore-2"
+
+    def __init__(self, judge: Any, pack: PromptPack | Mapping | str | None = None, *,
+                 normalize: bool = False) -> None:
         if judge is None:
             raise ValueError("VQAScoreBaseline needs a judge")
         self.judge = judge
         self.prompt = load_pack(pack).baseline
+        self.normalize = normalize
 
     def requests(self, images: Sequence[Any], prompts: Sequence[str], ids: Sequence[Any] | None = None) -> list[Request]:
         """One request per image: the prompt as a single yes/no question."""
@@ -50,9 +63,10 @@ class VQAScoreBaseline:
         return out
 
     def score(self, images: Sequence[Any], prompts: Sequence[str], ids: Sequence[Any] | None = None) -> list[float | None]:
-        """P(Yes) per image (normalised over Yes and No); None where the judge gave nothing."""
+        """P(Yes) per image (raw, or normalised over the options); None where the judge gave nothing."""
         yes = self.prompt.options[0]
-        probs = self.judge.choice_probs(self.requests(images, prompts, ids), list(self.prompt.options))
+        probs = self.judge.choice_probs(self.requests(images, prompts, ids), list(self.prompt.options),
+                                        normalize=self.normalize)
         return [float(p[yes]) if p else None for p in probs]
 
 
@@ -68,7 +82,7 @@ def baseline_ab_test(baseline: VQAScoreBaseline, factual_images: Sequence[Any], 
     missing = [i for i, a, b in zip(ids, factual, generated) if a is None or b is None]
     if missing:
         raise ValueError(f"the baseline has no score for id(s) {missing[:10]}")
-    return ab_test(dict(zip(ids, factual)), dict(zip(ids, generated)), tie=tie)
+    return ab_test(dict(zip(ids, factual)), dict(zip(ids, generated)), tie=tie, strict=True)
 
 
 __all__ = ["BASELINE_QUESTION_ID", "VQAScoreBaseline", "baseline_ab_test"]

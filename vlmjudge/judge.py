@@ -74,6 +74,12 @@ class Judge(ABC):
         """Next-token probabilities over `options` (normalised over them), in order; `{}` for a
         request the backend failed on."""
 
+    def _choice_probs_raw(self, requests: list[Request], options: list[str]) -> list[dict[str, float]]:
+        """Next-token probabilities of the options over the whole vocabulary (not normalised over
+        them), in order; `{}` for a request the backend failed on. Backends that see no token
+        distribution do not override this."""
+        raise NotImplementedError(f"the {self.backend} backend gives no unnormalised option probabilities")
+
     def validate_options(self, options: Sequence[str]) -> None:
         """Raise unless every option is a single token; backends with a tokenizer check it."""
 
@@ -94,16 +100,22 @@ class Judge(ABC):
                                 encode=lambda a: a.to_json(), decode=Answer.from_json,
                                 storable=lambda a: a.ok)
 
-    def choice_probs(self, requests: Sequence[Request], options: Sequence[str], *,
+    def choice_probs(self, requests: Sequence[Request], options: Sequence[str], *, normalize: bool = True,
                      progress: bool | None = None) -> list[dict[str, float]]:
-        """P(option | request) from the next-token distribution, normalised over the options."""
+        """P(option | request) from the next-token distribution, normalised over the options.
+
+        `normalize=False` gives each option's first token its probability under the softmax over
+        the whole vocabulary instead (the values then sum to at most 1): what VQAScore reads as
+        P("Yes"). Both are cached apart.
+        """
         options = list(options)
         if len(options) < 2 or len(set(options)) != len(options):
             raise ValueError(f"choice_probs needs at least two distinct options, got {options}")
         self.validate_options(options)
         requests = _checked(requests)
-        return self._cached_run("choice_probs", requests, options,
-                                lambda chunk: self._choice_probs(chunk, options), progress,
+        compute = self._choice_probs if normalize else self._choice_probs_raw
+        return self._cached_run("choice_probs" if normalize else "choice_probs_raw", requests, options,
+                                lambda chunk: compute(chunk, options), progress,
                                 encode=dict, decode=dict, storable=bool)
 
     def _cached_run(self, op: str, requests: list[Request], options: list[str] | None,

@@ -206,15 +206,21 @@ def first_token_alternatives(body: dict[str, Any]) -> list[tuple[str, float]] | 
     return [(tok, float(lp)) for tok, lp in pairs if isinstance(tok, str) and lp is not None]
 
 
-def option_probs(alternatives: list[tuple[str, float]], options: Sequence[str]) -> dict[str, float] | None:
+def option_probs(alternatives: list[tuple[str, float]], options: Sequence[str],
+                 normalize: bool = True) -> dict[str, float] | None:
     """P(option) from first-token alternatives, normalised over the options; a token counts for
     an option when it equals it exactly or after stripping leading whitespace (" Yes" and "Yes"
-    both count for "Yes", their probabilities add). None when no option appears."""
+    both count for "Yes", their probabilities add). None when no option appears.
+
+    `normalize=False`: the options' probabilities as the server gave them (over its whole
+    vocabulary); an option outside the top logprobs has 0, so all may be 0."""
     mass = {o: 0.0 for o in options}
     for token, logprob in alternatives:
         for candidate in dict.fromkeys((token, token.lstrip())):
             if candidate in mass and math.isfinite(logprob):
                 mass[candidate] += math.exp(logprob)
+    if not normalize:
+        return mass
     total = sum(mass.values())
     if total <= 0:
         return None

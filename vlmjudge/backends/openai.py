@@ -20,6 +20,8 @@ machines. What it adds over the SDK:
   `vlmjudge_options` for `vlmjudge serve`). Where the server gives no logprobs, or none
   of the options, it generates a few tokens and takes the leading option (one-hot); the
   manifest counts these as `choice_probs_fallbacks`.
+  `choice_probs(..., normalize=False)` reads the options' full-vocabulary probabilities
+  from the same `top_logprobs` (an option outside them has 0), with no one-hot fallback.
 - `batch_api=True` sends each chunk as one Batch-API job (upload, poll, download).
 
 The API key is read from the environment variable `api_key_env` when the client is
@@ -43,6 +45,7 @@ from ..requests import Answer, Request
 from ._openai_batch import BatchRunner
 from ._openai_wire import (
     GRAMMAR_FIELDS,
+    OPTIONS_FIELD,
     ImageURLs,
     MalformedResponse,
     UnparseableResponse,
@@ -269,6 +272,43 @@ class OpenAIJudge(Judge):
         else:
             out = self._parallel(order, lambda i: self._live_probs(bodies[i], options))
         return [out[i] for i in range(len(requests))]
+
+    def _choice_probs_raw(self, requests: list[Request], options: list[str]) -> list[dict[str, float]]:
+        """Full-vocabulary P(option) from the first token's top logprobs, as the server gives them.
+
+        The options are not sent as `vlmjudge_options` (`vlmjudge serve` would answer with
+        probabilities normalised over them, and so refuses the request). A response without
+        logprobs gives `{}` (counted in `failed_requests`): no one-hot stands in for a probability.
+        """
+        urls = ImageURLs()
+        order = grouped_order(requests, urls)
+        bodies = {}
+        for i in order:
+            body = probs_body(requests[i], self.model_id, urls, options, self.top_logprobs)
+            bodies[i] = WireBody(body.standard, {k: v for k, v in body.extra.items() if k != OPTIONS_FIELD})
+        self._account(requests)
+        if self.batch_api:
+            firsts = dict(zip(order, self._batch([bodies[i] for i in order])))
+        else:
+            firsts = self._parallel(order, lambda i: self._live(bodies[i]))
+        out = {}
+        for i in order:
+            alternatives = self._alternatives(firsts[i])
+            out[i] = option_probs(alternatives, options, normalize=False) if alternatives else {}
+            if not alternatives and firsts[i] is not None:
+                self._count("failed_requests")
+        return [out[i] for i in range(len(requests))]
+
+    def _alternatives(self, body: dict[str, Any] | None) -> list[tuple[str, float]] | None:
+        """The first token's (token, logprob) pairs; None for a failed or malformed response."""
+        if body is None:
+            self._count("failed_requests")
+            return None
+        try:
+            return first_token_alternatives(body)
+        except MalformedResponse as exc:
+            log.warning("unusable response: %s", exc)
+            return None
 
     # -- live path ------------------------------------------------------------------------
     def _parallel(self, order: list[int], one: Callable[[int], T]) -> dict[int, T]:

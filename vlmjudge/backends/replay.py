@@ -78,16 +78,22 @@ class ReplayJudge(Judge):
         self._account("choice_probs", requests)
         return [self._probs(r, options) for r in requests]
 
-    def _probs(self, request: Request, options: list[str]) -> dict[str, float]:
+    def _choice_probs_raw(self, requests: list[Request], options: list[str]) -> list[dict[str, float]]:
+        self._account("choice_probs", requests)
+        return [self._probs(r, options, normalize=False) for r in requests]
+
+    def _probs(self, request: Request, options: list[str], normalize: bool = True) -> dict[str, float]:
+        """Recorded `probs` are full-vocabulary probabilities: served as recorded (normalize=False)
+        or normalised over the options; a recorded text is one-hot on its leading option."""
         value = self._recorded(request)
         if value is None:
             return {}
         if isinstance(value, dict) and "probs" in value:
             probs = {o: float(value["probs"].get(o, 0.0)) for o in options}
             total = sum(probs.values())
-            if total <= 0:
-                raise JudgeError(f"recorded probs for {self.key_of(request)!r} give no mass to {options}")
-            return {o: p / total for o, p in probs.items()}
+            if total <= 0 or min(probs.values()) < 0 or (not normalize and total > 1 + 1e-6):
+                raise JudgeError(f"recorded probs for {self.key_of(request)!r} are no distribution over {options}")
+            return probs if not normalize else {o: p / total for o, p in probs.items()}
         text = value if isinstance(value, str) else value.get("text") if isinstance(value, dict) else None
         chosen = first_option(text or "", options)
         if chosen is None:
