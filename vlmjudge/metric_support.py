@@ -1,6 +1,6 @@
 """What every judge-backed `torchmetrics.Metric` needs: the judge kept out of the module
 tree (shared by copies, never pickled), a batch of images read the same way, and a judge
-given or loaded by name."""
+given or loaded by name; and the input naming of the `evaluate` modules that score as they add."""
 from __future__ import annotations
 
 import functools
@@ -143,3 +143,33 @@ def judge_or_load(judge: Judge | None, model: str | None, backend: str,
     if model is not None:
         raise ValueError("give either a judge or model=, not both")
     return judge
+
+
+class ScoredRowsModule:
+    """Mixin for an `evaluate` module that scores as it adds and stores scored rows (see
+    `vlmjudge.distributed.store_scored_rows`), placed before `evaluate.Metric` in the bases.
+
+    `_feature_names()` names the module's inputs, as evaluate expects: `evaluate.combine`
+    routes each module its inputs by these names. Only while `compute_stored` aggregates does
+    it name the stored columns instead, because evaluate's `compute` reads back the columns
+    `_feature_names()` names. `stored_features()` gives those columns (None: the module
+    stores its raw inputs, as a plain evaluate module does).
+    """
+
+    _reading_stored = False
+
+    def stored_features(self) -> Any:
+        raise NotImplementedError
+
+    def _feature_names(self) -> list[str]:
+        stored = self.stored_features() if self._reading_stored else None
+        return list(stored) if stored is not None else super()._feature_names()  # type: ignore[misc]
+
+    def compute_stored(self, **compute_kwargs: Any) -> Any:
+        """evaluate's `compute` over the stored rows (every process's), with `compute_kwargs`
+        passed on to `_compute`."""
+        self._reading_stored = True
+        try:
+            return super().compute(**compute_kwargs)  # type: ignore[misc]
+        finally:
+            self._reading_stored = False

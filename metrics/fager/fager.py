@@ -16,6 +16,7 @@ from fager.schema import Verdict
 from fager.spec import parse_qa_value
 from fager.scoring import GatingPolicy
 from vlmjudge.distributed import store_scored_rows
+from vlmjudge.metric_support import ScoredRowsModule
 
 _CITATION = """\
 @misc{fager,
@@ -59,10 +60,23 @@ Returns:
     `level_1`, `level_2`, `level_3`: per-image level scores, `scored` and `unscored` counts,
     and `parse_failures`: answers that could not be read (left out of every mean).
 Examples:
-    >>> fager = evaluate.load("fager")  # doctest: +SKIP
-    >>> out = fager.compute(images=[image], prompts=["A molecule of ethanol"])  # doctest: +SKIP
-    >>> out["fager"], out["decisions"]  # doctest: +SKIP
-    (87.5, ['edit'])
+    A tiny random judge, built offline, stands in for a real one here (the default model is
+    Qwen/Qwen3-VL-8B-Instruct); a given QA set means that no rubric is built:
+
+    >>> import tempfile
+    >>> from PIL import Image
+    >>> from vlmjudge.testing import build_tiny_vlm
+    >>> tiny_judge = build_tiny_vlm(tempfile.mkdtemp() + "/tiny-vlm")
+    >>> fager = evaluate.load("fager", model=tiny_judge, judge_kwargs={"device": "cpu"})
+    >>> qa_set = {"prompt": "A red apple", "items": [
+    ...     {"question": "Is there an apple?", "level": "level_1", "category": "existence",
+    ...      "importance": "high", "source_fact": "an apple"},
+    ...     {"question": "Is the apple red?", "level": "level_2", "category": "color",
+    ...      "importance": "medium", "source_fact": "the apple is red"}]}
+    >>> image = Image.new("RGB", (32, 32), "red")
+    >>> out = fager.compute(images=[image], prompts=["A red apple"], qa_sets=[qa_set])
+    >>> out["scored"], out["decisions"][0] in ("keep", "edit", "regenerate"), 0.0 <= out["fager"] <= 100.0
+    (1, True, True)
 """
 
 
@@ -74,7 +88,7 @@ JUDGE_OPTIONS = ("judge", "model", "backend", "text_judge", "text_model", "regen
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class FAGER(evaluate.Metric):
+class FAGER(ScoredRowsModule, evaluate.Metric):
     """FAGER scores of generated images, with decisions and feedback."""
 
     def __init__(self, *args, **kwargs):
@@ -98,9 +112,9 @@ class FAGER(evaluate.Metric):
             self._pipeline = _build_pipeline(**self._options)
         return self._pipeline
 
-    def _feature_names(self):
-        # What the cache files hold (one verdict per image), for evaluate's finalize/compute.
-        return list(STORED)
+    def stored_features(self):
+        """What the cache files hold: one verdict per image, not the image."""
+        return STORED
 
     def add_batch(self, *, images=None, prompts=None, reference_images=None, qa_sets=None, ids=None, pipeline=None):
         """Score a batch of images now and store their verdicts."""
@@ -126,15 +140,21 @@ class FAGER(evaluate.Metric):
         self._n_added += n
         store_scored_rows(self, STORED, {"verdict": [v.model_dump_json() for v in verdicts]})
 
-    def add(self, *, image=None, prompt=None, reference_image=None, qa_set=None, id=None):
-        """Score one image now and store its verdict."""
+    def add(self, *, image=None, prompt=None, reference_image=None, qa_set=None, id=None, images=None, prompts=None):
+        """Score one image now and store its verdict. `images=` / `prompts=` (the feature names,
+        which `evaluate.combine(...).add` passes) name the same one example."""
+        image, prompt = _one(image, images, "image"), _one(prompt, prompts, "prompt")
         self.add_batch(images=None if image is None else [image], prompts=None if prompt is None else [prompt],
                        reference_images=None if reference_image is None else [reference_image],
                        qa_sets=None if qa_set is None else [qa_set], ids=None if id is None else [id])
 
-    def compute(self, *, images=None, prompts=None, reference_images=None, qa_sets=None, ids=None, **kwargs):
+    def compute(self, *, images=None, prompts=None, reference_images=None, qa_sets=None, ids=None,
+                predictions=None, references=None, **kwargs):
         """Score any images given here (with this call's judge options, if any), then aggregate every
-        stored verdict (all processes)."""
+        stored verdict (all processes). `predictions` / `references` (which `evaluate.combine`
+        always passes) must be None: FAGER's inputs are images and prompts."""
+        if predictions is not None or references is not None:
+            raise ValueError("fager takes images= and prompts= (and reference_images=), not predictions/references")
         options = {k: kwargs.pop(k) for k in JUDGE_OPTIONS if k in kwargs}
         if kwargs:
             raise ValueError(f"unknown compute arguments {sorted(kwargs)}")
@@ -148,7 +168,7 @@ class FAGER(evaluate.Metric):
                              "pass them at load time to score images as they are added")
         if self.writer is None and self.num_process == 1:
             raise ValueError("no images to aggregate: pass images= and prompts= or call add/add_batch first")
-        return super().compute()
+        return self.compute_stored()
 
     def _compute(self, verdict):
         verdicts = [Verdict.model_validate_json(v) for v in verdict]
@@ -166,6 +186,13 @@ class FAGER(evaluate.Metric):
             "unscored": len(verdicts) - len(valid),
             "parse_failures": sum(v.counts.failed for v in verdicts),
         }
+
+
+def _one(singular, feature_named, name):
+    """The one example of `add`, given by its own name or by the feature's name (not both)."""
+    if singular is not None and feature_named is not None:
+        raise ValueError(f"give {name}= or {name}s=, not both")
+    return singular if singular is not None else feature_named
 
 
 def _build_pipeline(judge=None, model="Qwen/Qwen3-VL-8B-Instruct", backend="transformers", text_judge=None,

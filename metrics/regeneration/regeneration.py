@@ -20,6 +20,7 @@ from regeneration.similarity import (
     SimilarityScorer,
 )
 from vlmjudge.distributed import store_scored_rows
+from vlmjudge.metric_support import ScoredRowsModule
 
 _CITATION = """\
 @misc{imagerepainter,
@@ -56,12 +57,24 @@ Returns:
     `mllm_parse_failures`; with `per_pair=True` the lists `clip_per_pair`, `dino_per_pair`
     (and `content_per_pair`, `perceptual_per_pair`: 1-5 or None).
 Examples:
-    >>> metric = evaluate.load("regeneration")  # doctest: +SKIP
+    Tiny random encoders, built offline, stand in for the real ones here:
+
+    >>> import tempfile
     >>> from PIL import Image
+    >>> from vlmjudge.testing import build_tiny_clip, build_tiny_dinov2
+    >>> folder = tempfile.mkdtemp()
+    >>> metric = evaluate.load("regeneration", clip_model=build_tiny_clip(folder + "/clip"),
+    ...                        dino_model=build_tiny_dinov2(folder + "/dino"), device="cpu")
     >>> ref = Image.new("RGB", (64, 64), (200, 30, 30))
-    >>> out = metric.compute(predictions=[ref], references=[ref])  # doctest: +SKIP
-    >>> round(out["clip"], 4), round(out["dino"], 4)  # doctest: +SKIP
+    >>> out = metric.compute(predictions=[ref], references=[ref])
+    >>> round(out["clip"], 4), round(out["dino"], 4)
     (100.0, 100.0)
+    >>> other = Image.new("RGB", (64, 64), (20, 90, 200))
+    >>> metric.add_batch(predictions=[ref], references=[ref])
+    >>> metric.add(prediction=other, reference=ref)
+    >>> out = metric.compute(per_pair=True)
+    >>> round(out["clip_per_pair"][0], 4), out["clip_per_pair"][1] < 100.0
+    (100.0, True)
 """
 
 
@@ -71,7 +84,7 @@ STORED = datasets.Features({"clip": datasets.Value("float64"), "dino": datasets.
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Regeneration(evaluate.Metric):
+class Regeneration(ScoredRowsModule, evaluate.Metric):
     """CLIP % and DINO % (and optional MLLM ratings) of regenerations against references."""
 
     def __init__(self, clip_model=DEFAULT_CLIP_MODEL, dino_model=DEFAULT_DINO_MODEL, pooling="mean", device=None,
@@ -101,9 +114,9 @@ class Regeneration(evaluate.Metric):
         if self.judge is None and self._judge_spec[0] is not None:
             self.judge = _load_judge(*self._judge_spec)
 
-    def _feature_names(self):
-        # What the cache files hold (one row of scores per pair), for evaluate's finalize/compute.
-        return list(STORED)
+    def stored_features(self):
+        """What the cache files hold: one row of scores per pair, not the images."""
+        return STORED
 
     def add_batch(self, *, predictions=None, references=None, judge=None):
         """Score a batch of (reference, regenerated) pairs now and store their scores."""
@@ -127,8 +140,10 @@ class Regeneration(evaluate.Metric):
         rows = {"clip": [s["clip"] for s in sims], "dino": [s["dino"] for s in sims], "mllm": mllm}
         store_scored_rows(self, STORED, rows)
 
-    def add(self, *, prediction=None, reference=None):
-        """Score one (reference, regenerated) pair now and store its scores."""
+    def add(self, *, prediction=None, reference=None, predictions=None, references=None):
+        """Score one (reference, regenerated) pair now and store its scores. `predictions=` /
+        `references=` (the feature names, which `evaluate.combine(...).add` passes) name the same pair."""
+        prediction, reference = _one(prediction, predictions, "prediction"), _one(reference, references, "reference")
         if prediction is None or reference is None:
             raise ValueError("add needs prediction=... and reference=...")
         self.add_batch(predictions=[prediction], references=[reference])
@@ -144,7 +159,7 @@ class Regeneration(evaluate.Metric):
                              "to rate pairs as they are added")
         if self.writer is None and self.num_process == 1:
             raise ValueError("no image pairs to compare: pass predictions= and references= or call add_batch first")
-        return super().compute(**kwargs)
+        return self.compute_stored(**kwargs)
 
     def _compute(self, clip, dino, mllm, per_pair=False):
         if not clip:
@@ -163,6 +178,13 @@ class Regeneration(evaluate.Metric):
                 out["content_per_pair"] = [r.content for r in ratings]
                 out["perceptual_per_pair"] = [r.perceptual for r in ratings]
         return out
+
+
+def _one(singular, feature_named, name):
+    """The one pair member of `add`, given by its own name or by the feature's name (not both)."""
+    if singular is not None and feature_named is not None:
+        raise ValueError(f"give {name}= or {name}s=, not both")
+    return singular if singular is not None else feature_named
 
 
 def _load_judge(model, backend):

@@ -16,6 +16,7 @@ from terravis import analysis
 from terravis.spec import SPEC
 from vlmjudge.images import to_pil_list
 from vlmjudge.judge import load_judge
+from vlmjudge.metric_support import ScoredRowsModule
 
 _CITATION = """\
 @misc{terravis,
@@ -56,12 +57,27 @@ Returns:
     level_shares and type_shares (composition of the detected violations), and with human
     ratings: spearman, kendall, pearson and n_rated (pairs with both sides rated).
 Examples:
-    >>> metric = evaluate.load("terravis", model="Qwen/Qwen3-VL-8B-Instruct")  # doctest: +SKIP
-    >>> out = metric.compute(images=["cat.png", "logo.png", "street.jpg"])  # doctest: +SKIP
-    >>> out["scores"]  # doctest: +SKIP
-    [1.0, None, 0.6065306597126334]
-    >>> out["terravis"], out["n_not_applicable"]  # doctest: +SKIP
-    (0.8032653298563167, 1)
+    A tiny random judge, built offline, stands in for a real one here (in practice
+    `model="Qwen/Qwen3-VL-8B-Instruct"`, or a server model with `backend="openai"`):
+
+    >>> import tempfile
+    >>> from PIL import Image
+    >>> from vlmjudge.testing import build_tiny_vlm
+    >>> tiny_judge = build_tiny_vlm(tempfile.mkdtemp() + "/tiny-vlm")
+    >>> metric = evaluate.load("terravis", model=tiny_judge, device="cpu")
+    >>> images = [Image.new("RGB", (32, 32), colour) for colour in ("red", "navy")]
+    >>> out = metric.compute(images=images)
+    >>> out["n_images"], out["n_scored"] + out["n_not_applicable"] + out["n_failed"]
+    (2, 2)
+    >>> all(s is None or 0.0 <= s <= 1.0 for s in out["scores"])
+    True
+
+    Images can also be added in batches (scored as they are added) before one compute:
+
+    >>> metric.add_batch(images=images[:1])
+    >>> metric.add(images=images[1])
+    >>> metric.compute()["scores"] == out["scores"]
+    True
 """
 
 #: What is stored per image (the records), instead of the images themselves.
@@ -71,7 +87,7 @@ SUMMARY_KEYS = ("n_images", "n_scored", "n_not_applicable", "n_failed", "na_rate
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Terravis(evaluate.Metric):
+class Terravis(ScoredRowsModule, evaluate.Metric):
     """TerraVis scores of images (and their agreement with human ratings when given)."""
 
     def __init__(self, *args, model=None, backend="transformers", judge=None, model_revision=None, device=None,
@@ -116,9 +132,9 @@ class Terravis(evaluate.Metric):
         """The judge in use (its `stats` count model calls)."""
         return self._ensure_scorer().judge
 
-    def _feature_names(self):
-        # What the cache files hold (one record per image), for evaluate's finalize/compute.
-        return list(STORED)
+    def stored_features(self):
+        """What the cache files hold: one record (and human rating) per image, not the image."""
+        return STORED
 
     def add_batch(self, *, images=None, human_ratings=None):
         """Score a batch of images now and store their records (and human ratings)."""
@@ -138,21 +154,26 @@ class Terravis(evaluate.Metric):
         rows = {"record": [json.dumps(r.to_json(), ensure_ascii=False) for r in records], "human_rating": ratings}
         self.writer.write_batch(STORED.encode_batch(rows))
 
-    def add(self, *, image=None, human_rating=None):
-        """Score one image now and store its record."""
+    def add(self, *, image=None, human_rating=None, images=None, human_ratings=None):
+        """Score one image now and store its record. `images=` / `human_ratings=` (the feature
+        names, which `evaluate.combine(...).add` passes) name the same one example."""
+        image, human_rating = _one(image, images, "image"), _one(human_rating, human_ratings, "human_rating")
         if image is None:
             raise ValueError("add needs image=...")
         self.add_batch(images=[image], human_ratings=None if human_rating is None else [human_rating])
 
-    def compute(self, *, images=None, human_ratings=None, **kwargs):
-        """Score any images given here, then aggregate every stored record (all processes)."""
+    def compute(self, *, images=None, human_ratings=None, predictions=None, references=None, **kwargs):
+        """Score any images given here, then aggregate every stored record (all processes).
+        `predictions` / `references` (which `evaluate.combine` always passes) must be None."""
+        if predictions is not None or references is not None:
+            raise ValueError("terravis takes images= (and human_ratings=), not predictions/references")
         if images is not None:
             self.add_batch(images=images, human_ratings=human_ratings)
         elif human_ratings is not None:
             raise ValueError("human_ratings given without images")
         if self.writer is None and self.num_process == 1:
             raise ValueError("no images to aggregate: pass images= or call add/add_batch first")
-        return super().compute(**kwargs)
+        return self.compute_stored(**kwargs)
 
     def _compute(self, record, human_rating, return_records=False):
         records = [terravis.ImageRecord.from_json(json.loads(r)) for r in record]
@@ -167,6 +188,13 @@ class Terravis(evaluate.Metric):
         if return_records:
             out["records"] = [r.to_json() for r in records]
         return out
+
+
+def _one(singular, feature_named, name):
+    """The one example of `add`, given by its own name or by the feature's name (not both)."""
+    if singular is not None and feature_named is not None:
+        raise ValueError(f"give {name}= or {name}s=, not both")
+    return singular if singular is not None else feature_named
 
 
 def _checked_ratings(ratings, n):

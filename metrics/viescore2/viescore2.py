@@ -20,6 +20,7 @@ from viescore2.grid import DEFAULT_N
 from viescore2.instructions import Fields
 from viescore2.pipeline import VIEScore2Record
 from vlmjudge.distributed import store_scored_rows
+from vlmjudge.metric_support import ScoredRowsModule
 
 _CITATION = """\
 @misc{viescore2,
@@ -69,14 +70,31 @@ Returns:
     `clean_parse_failures`, `parse_failures`, the same prefixed with `artifact_` and
     `misalign_` when references have separate categories, and `srcc_overall`, `srcc_pq`,
     `srcc_sc` with their `_pairs` (valid) and `_total` counts. Undefined values are None.
-Examples (evaluation mode):
-    >>> metric = evaluate.load("viescore2", "evaluation")  # doctest: +SKIP
+Examples:
+    Evaluation mode, no model:
+
+    >>> metric = evaluate.load("viescore2", "evaluation")
     >>> refs = [{"grid": "r5: 8,9!", "artifact": None, "misalign": None, "score": 3.0, "pq": None, "sc": None},
-    ...         {"grid": "none", "artifact": None, "misalign": None, "score": 9.0, "pq": None, "sc": None}]
-    >>> preds = ["score: 2/10\\nr5: 9", "score: 8/10\\nnone"]
+    ...         {"grid": "none", "artifact": None, "misalign": None, "score": 9.0, "pq": None, "sc": None},
+    ...         {"grid": "none", "artifact": None, "misalign": None, "score": 6.0, "pq": None, "sc": None}]
+    >>> preds = ["score: 2/10\\nr5: 9", "score: 8/10\\nnone", "score: 5/10\\nnone"]
     >>> out = metric.compute(predictions=preds, references=refs)
-    >>> out["micro_f1"], out["grid_iou"], out["false_alarms"], out["srcc_overall"]
-    (0.6666666666666666, 0.5, 0, 1.0)
+    >>> out["micro_f1"], out["grid_iou"], out["false_alarms"], out["srcc_overall"], out["srcc_overall_pairs"]
+    (0.6666666666666666, 0.5, 0, 1.0, 3)
+
+    Judge mode, with a tiny random judge built offline standing in for a real one (in
+    practice `model="Qwen/Qwen3-VL-8B-Instruct"`); constrained decoding makes even a random
+    model's answer readable:
+
+    >>> import tempfile
+    >>> from PIL import Image
+    >>> from vlmjudge.testing import build_tiny_vlm
+    >>> tiny_judge = build_tiny_vlm(tempfile.mkdtemp() + "/tiny-vlm")
+    >>> judge_metric = evaluate.load("viescore2", "default", model=tiny_judge, fields="overall",
+    ...                              judge_kwargs={"device": "cpu"})
+    >>> out = judge_metric.compute(images=[Image.new("RGB", (32, 32), "red")], prompts=["a red square"])
+    >>> out["scored"], len(out["records"]), 0.0 <= out["score"] <= 10.0
+    (1, 1, True)
 """
 
 CONFIGS = ("evaluation", "default")
@@ -87,7 +105,7 @@ STORED = datasets.Features({"record": datasets.Value("string")})
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class VIEScore2(evaluate.Metric):
+class VIEScore2(ScoredRowsModule, evaluate.Metric):
     """VIEScore2: judge images (config `default`) or evaluate saved judge outputs (config `evaluation`)."""
 
     def __init__(self, *args, **kwargs):
@@ -106,8 +124,10 @@ class VIEScore2(evaluate.Metric):
         if self.config_name not in CONFIGS:
             raise KeyError(f"unknown config {self.config_name!r} for viescore2; use 'default' or 'evaluation'")
         if self.config_name == "default":
-            features = datasets.Features({"images": datasets.Image(), "prompts": datasets.Value("string"),
-                                          "conditioning": datasets.Sequence(datasets.Image())})
+            # conditioning is optional: the first feature set names what evaluate.combine routes here
+            judged = {"images": datasets.Image(), "prompts": datasets.Value("string")}
+            features = [datasets.Features(judged),
+                        datasets.Features({**judged, "conditioning": datasets.Sequence(datasets.Image())})]
         else:
             grid = datasets.Value("string")
             score = datasets.Value("float64")
@@ -130,9 +150,9 @@ class VIEScore2(evaluate.Metric):
         if self.config_name == "default":
             self.scorer()
 
-    def _feature_names(self):
-        # Judge mode stores one record per image; the evaluation config stores its inputs.
-        return list(STORED) if self.config_name == "default" else super()._feature_names()
+    def stored_features(self):
+        """Judge mode stores one record per image; the evaluation config stores its inputs."""
+        return STORED if self.config_name == "default" else None
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Judge mode: judge the images now and store their records (`conditioning` optional).
@@ -162,7 +182,7 @@ class VIEScore2(evaluate.Metric):
         Evaluation mode: as evaluate's."""
         if self.config_name != "default":
             return super().add(prediction=prediction, reference=reference, **kwargs)
-        image, prompt = kwargs.pop("image", None), kwargs.pop("prompt", None)
+        image, prompt = _one(kwargs, "image"), _one(kwargs, "prompt")  # or by feature name (evaluate.combine)
         if image is None or prompt is None or kwargs.keys() - {"conditioning"}:
             raise ValueError("config 'default' add takes image=, prompt= and optional conditioning=")
         self.add_batch(images=[image], prompts=[prompt], conditioning=[kwargs.get("conditioning") or []])
@@ -176,7 +196,7 @@ class VIEScore2(evaluate.Metric):
             self.add_batch(predictions=predictions, references=references, **inputs)
         if self.writer is None and self.num_process == 1:
             raise ValueError("no images to aggregate: pass images= and prompts= or call add/add_batch first")
-        return super().compute(**kwargs)
+        return self.compute_stored(**kwargs)
 
     def scorer(self):
         """The VIEScore2 scorer, with its judge loaded on first use."""
@@ -204,3 +224,11 @@ class VIEScore2(evaluate.Metric):
                 "parse_failures": sum(r.parse_failures for r in records),
                 "status_counts": dict(Counter(r.status for r in records)),
                 "records": [r.to_json() for r in records], "manifest": self.scorer().manifest()}
+
+
+def _one(kwargs, name):
+    """Pop the one example of `add` given as `name=` or by its feature name `names=` (not both)."""
+    singular, feature_named = kwargs.pop(name, None), kwargs.pop(name + "s", None)
+    if singular is not None and feature_named is not None:
+        raise ValueError(f"give {name}= or {name}s=, not both")
+    return singular if singular is not None else feature_named
