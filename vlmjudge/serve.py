@@ -23,36 +23,35 @@ messages (text and base64 `image_url` data URLs; no URL is ever fetched), system
 
 A request the judge fails on gets HTTP 500 (clients retry it). `--inject-faults RATE`
 is a testing aid for clients' retry logic (see `vlmjudge._serve_faults`).
+
+Hardening (`ServeLimits`, every field a flag): a bounded request queue (HTTP 503 with
+Retry-After past it) behind a listen backlog at least as long, so clients that connect
+at once are queued, not reset; caps on max_tokens (larger asks are lowered to the cap),
+prompt tokens, body bytes and image pixels; socket read and whole-body timeouts (HTTP
+408); the API key checked from the headers before any body is read, on every route but
+`/health`; every bad body a 4xx JSON error and every handler failure a 500 JSON error;
+a request whose client disconnects is cancelled (dropped from the queue, or stopped at
+its next token by a backend that decodes token by token). `/health` reports the queue.
 """
 from __future__ import annotations
 
 import argparse
 import hmac
-import json
 import logging
 import os
-import socket
-import socketserver
 import sys
 import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 from ._serve_batcher import MicroBatcher
 from ._serve_faults import FaultInjector
-from ._serve_parse import (
-    BadRequest,
-    completion_body,
-    error_body,
-    parse_chat_body,
-    probs_body,
-)
+from ._serve_http import Handler, HTTPServer
+from ._serve_parse import ServeLimits
 
 log = logging.getLogger("vlmjudge.serve")
 
-#: Largest request body accepted (base64 images included).
-MAX_BODY_BYTES = 256 * 1024 * 1024
+#: Largest request body accepted by default (base64 images included).
+MAX_BODY_BYTES = ServeLimits.max_body_bytes
 
 
 class JudgeServer:
@@ -60,13 +59,16 @@ class JudgeServer:
 
     def __init__(self, judge: Any, *, host: str = "127.0.0.1", port: int = 0, model_name: str | None = None,
                  max_batch: int = 64, max_wait_s: float = 0.005, faults: FaultInjector | None = None,
-                 api_key: str | None = None) -> None:
+                 api_key: str | None = None, limits: ServeLimits | None = None) -> None:
         self.judge = judge
         self.model_name = model_name or judge.model_id or judge.backend
         self.faults = faults
+        self.limits = limits or ServeLimits()
         self._api_key = api_key
-        self.batcher = MicroBatcher(judge, max_batch=max_batch, max_wait_s=max_wait_s)
-        self.httpd = _HTTPServer((host, port), _Handler)
+        self.count_tokens = _token_counter(judge)
+        self.batcher = MicroBatcher(judge, max_batch=max_batch, max_wait_s=max_wait_s,
+                                    max_queue=self.limits.max_queue)
+        self.httpd = HTTPServer((host, port), Handler, backlog=self.limits.max_queue)
         self.httpd.app = self  # type: ignore[attr-defined]
         self._thread: threading.Thread | None = None
 
@@ -106,125 +108,13 @@ class JudgeServer:
         return hmac.compare_digest((header or "").encode(), f"Bearer {self._api_key}".encode())
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True  # a handler stuck on a slow client never blocks shutdown
-
-    def server_bind(self) -> None:
-        """Bind without http.server's reverse-DNS lookup of the host (slow where DNS is absent)."""
-        socketserver.TCPServer.server_bind(self)
-        self.server_name, self.server_port = self.server_address[:2]
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "vlmjudge-serve"
-
-    @property
-    def app(self) -> JudgeServer:
-        return self.server.app  # type: ignore[attr-defined]
-
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("%s %s", self.address_string(), format % args)
-
-    def do_GET(self) -> None:
-        path = self.path.split("?", 1)[0].rstrip("/")
-        if path == "/health":
-            self._send(200, {"status": "ok"})
-        elif path == "/v1/models":
-            self._send(200, {"object": "list", "data": [{"id": self.app.model_name, "object": "model",
-                                                         "created": 0, "owned_by": "vlmjudge"}]})
-        else:
-            self._send(404, error_body(f"no route {path}", "not_found", 404))
-
-    def do_POST(self) -> None:
-        path = self.path.split("?", 1)[0].rstrip("/")
-        body = self._read_body()
-        if body is None:
-            return
-        if path != "/v1/chat/completions":
-            self._send(404, error_body(f"no route {path}", "not_found", 404))
-            return
-        if not self.app.authorized(self.headers.get("Authorization")):
-            self._send(401, error_body("invalid or missing API key", "authentication_error", 401))
-            return
-        if self._inject_fault():
-            return
-        try:
-            payload = json.loads(body)
-            if isinstance(payload, dict) and payload.get("model") not in (None, self.app.model_name):
-                self._send(404, error_body(f"model {payload.get('model')!r} is not served here "
-                                           f"(serving {self.app.model_name!r})", "not_found", 404))
-                return
-            call = parse_chat_body(payload)
-        except (json.JSONDecodeError, BadRequest) as exc:
-            self._send(400, error_body(str(exc), "invalid_request_error", 400))
-            return
-        try:
-            result = self.app.batcher.submit(call).result()
-        except ValueError as exc:  # the judge rejected the input (for example an option that is not one token)
-            self._send(400, error_body(str(exc), "invalid_request_error", 400))
-            return
-        except Exception as exc:  # the judge broke on this request: the client may retry
-            log.warning("judge failed: %s", exc)
-            self._send(500, error_body(f"judge failed: {exc}", "server_error", 500))
-            return
-        if call.op == "generate":
-            if not result.ok:
-                self._send(500, error_body("the judge failed on this request", "server_error", 500))
-            else:
-                self._send(200, completion_body(self.app.model_name, result))
-        elif not result:
-            self._send(500, error_body("the judge gave no probabilities for this request", "server_error", 500))
-        else:
-            self._send(200, probs_body(self.app.model_name, result))
-
-    def _read_body(self) -> bytes | None:
-        try:
-            length = int(self.headers.get("Content-Length", "0"))
-        except ValueError:
-            length = -1
-        if length < 0 or length > MAX_BODY_BYTES:
-            self.close_connection = True
-            self._send(400 if length < 0 else 413, error_body("bad or too large Content-Length",
-                                                              "invalid_request_error", 400))
-            return None
-        return self.rfile.read(length)
-
-    def _inject_fault(self) -> bool:
-        faults = self.app.faults
-        kind = faults.draw() if faults is not None else None
-        if kind is None:
-            return False
-        log.debug("injecting fault %s", kind)
-        if kind == "rate_limit":
-            self._send(429, error_body("injected fault: rate limited", "rate_limit_error", 429))
-        elif kind == "server_error":
-            self._send(500, error_body("injected fault: server error", "server_error", 500))
-        else:
-            if kind == "delay":
-                time.sleep(faults.delay_s)  # past the client's timeout: it has given up by now
-            self._drop()
-        return True
-
-    def _drop(self) -> None:
-        """Close the connection without a response."""
-        self.close_connection = True
-        try:
-            self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError as exc:  # the client has already closed it: the connection is gone either way
-            log.debug("drop: %s", exc)
-
-    def _send(self, status: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError) as exc:
-            log.debug("client went away before the response: %s", exc)
-            self.close_connection = True
+def _token_counter(judge: Any) -> Callable[[str], int] | None:
+    """Counts prompt tokens with the judge's tokenizer, where it has one (None: UTF-8 bytes are
+    counted instead, an upper bound for byte-level tokenizers)."""
+    tokenizer = getattr(judge, "tokenizer", None)
+    if tokenizer is None or not callable(getattr(tokenizer, "encode", None)):
+        return None
+    return lambda text: len(tokenizer.encode(text, add_special_tokens=False))
 
 
 def configure_serve(parser: argparse.ArgumentParser) -> None:
@@ -242,10 +132,26 @@ def configure_serve(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-batch", type=int, default=64, help="most HTTP requests in one judge call")
     parser.add_argument("--max-wait-ms", type=float, default=5.0,
                         help="how long the batcher waits for more requests to group")
+    d = ServeLimits()
+    limits = parser.add_argument_group("limits (per request, and the queue)")
+    limits.add_argument("--max-tokens", type=int, default=d.max_tokens,
+                        help="cap on max_tokens: a larger request is lowered to it")
+    limits.add_argument("--max-prompt-tokens", type=int, default=d.max_prompt_tokens,
+                        help="prompt text tokens (images excluded); more is HTTP 400")
+    limits.add_argument("--max-body-bytes", type=int, default=d.max_body_bytes, help="request body; more is HTTP 413")
+    limits.add_argument("--max-image-pixels", type=int, default=d.max_image_pixels,
+                        help="pixels of one image, checked before decoding it")
+    limits.add_argument("--max-queue", type=int, default=d.max_queue,
+                        help="requests waiting or running (also the listen backlog); more is HTTP 503")
+    limits.add_argument("--read-timeout-s", type=float, default=d.read_timeout_s,
+                        help="longest wait for one socket read")
+    limits.add_argument("--body-timeout-s", type=float, default=d.body_timeout_s,
+                        help="longest time a request body may take to arrive")
     parser.add_argument("--api-key-env", default=None,
                         help="require clients to send the key held in this environment variable")
     parser.add_argument("--inject-faults", type=float, default=0.0, metavar="RATE",
-                        help="TESTING AID: fail this fraction of requests (429, 500, delay, dropped connection)")
+                        help="TESTING AID: fail this fraction of requests (429, 500, delay, dropped connection, "
+                             "truncated or HTML 200 bodies)")
     parser.add_argument("--fault-seed", type=int, default=0)
     parser.add_argument("--fault-delay-s", type=float, default=5.0, help="the injected delay (past clients' timeout)")
     parser.set_defaults(func=run_serve)
@@ -264,11 +170,19 @@ def run_serve(args: argparse.Namespace) -> int:
         if not api_key:
             print(f"vlmjudge serve: environment variable {args.api_key_env} is empty", file=sys.stderr)
             return 2
+    try:
+        limits = ServeLimits(max_tokens=args.max_tokens, max_prompt_tokens=args.max_prompt_tokens,
+                             max_body_bytes=args.max_body_bytes, max_image_pixels=args.max_image_pixels,
+                             max_queue=args.max_queue, read_timeout_s=args.read_timeout_s,
+                             body_timeout_s=args.body_timeout_s)
+    except ValueError as exc:
+        print(f"vlmjudge serve: {exc}", file=sys.stderr)
+        return 2
     judge = load_judge(args.model, backend=args.backend, **kwargs)
     faults = FaultInjector(args.inject_faults, args.fault_seed, args.fault_delay_s) if args.inject_faults else None
     server = JudgeServer(judge, host=args.host, port=args.port, model_name=args.served_model_name or args.model,
                          max_batch=args.max_batch, max_wait_s=args.max_wait_ms / 1000.0, faults=faults,
-                         api_key=api_key)
+                         api_key=api_key, limits=limits)
     print(f"vlmjudge serve: {server.model_name!r} ({judge.backend}) at {server.url}/v1", file=sys.stderr, flush=True)
     if faults is not None:
         print(f"vlmjudge serve: injecting faults into {args.inject_faults:.0%} of requests (testing aid)",

@@ -41,3 +41,18 @@ def client_kwargs(server, **kw):
 
 def start_server(judge, **kw):
     return JudgeServer(judge, model_name=MODEL, **kw).start()
+
+
+def raw_post(server, body, headers=None, path="/v1/chat/completions", timeout=10.0):
+    """POST raw bytes (or a JSON-able value) with http.client: (status, decoded JSON body)."""
+    import http.client
+    import json
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    host, port = server.httpd.server_address[:2]
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.request("POST", path, data, {"Content-Type": "application/json", **(headers or {})})
+        response = conn.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        conn.close()

@@ -82,7 +82,7 @@ def test_server_rebuilds_the_callers_request():
     ({"messages": [{"role": "user", "content": "hi"}], "stream": True}, "stream"),
     ({"messages": [{"role": "user", "content": "hi"}], "ebnf": "root ::= \"a\"",
       "response_format": {"type": "json_object"}}, "one output constraint"),
-    ({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 0}, "max_new_tokens"),
+    ({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 0}, "max_tokens must be >= 1"),
 ])
 def test_bad_bodies_get_clear_errors(body, message):
     with pytest.raises(BadRequest, match=message):

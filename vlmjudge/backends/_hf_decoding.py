@@ -18,6 +18,8 @@ from transformers import LogitsProcessor, StoppingCriteria
 
 #: Rows whose text ended on an EOS token, a stop string or the grammar's end are "stop".
 STOP, LENGTH = "stop", "length"
+#: A row cancelled by its caller (`RowPlan.cancelled`): empty text, never cached.
+CANCELLED = "error"
 
 
 @dataclass
@@ -31,6 +33,7 @@ class RowPlan:
     stop: tuple[str, ...] = ()
     matcher: Any = None                 # an xgrammar GrammarMatcher, or None
     first_ids: list[int] | None = None  # allowed ids at the first answer position
+    cancelled: Any = None               # a callable: True once nobody waits for this row
     generator: torch.Generator | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -109,7 +112,9 @@ class RowControl(LogitsProcessor):
                 if not plan.matcher.accept_token(token):
                     raise RuntimeError(f"grammar matcher rejected token {token} "
                                        f"({self.tokenizer.convert_ids_to_tokens(token)!r}) it had allowed")
-            if token in self.eos_ids:
+            if plan.cancelled is not None and plan.cancelled():
+                self._close(i, CANCELLED)
+            elif token in self.eos_ids:
                 self._close(i, STOP, eos=True)
             elif plan.stop and self._hit_stop(input_ids[i], plan.stop):
                 self._close(i, STOP)
@@ -135,6 +140,9 @@ class RowControl(LogitsProcessor):
         out = []
         for i, plan in enumerate(self.plans):
             n = self.n_tokens[i]
+            if self.reason[i] == CANCELLED:
+                out.append(("", CANCELLED, n))
+                continue
             ids = sequences[i, self.prompt_len:self.prompt_len + n].tolist()
             if self.ended_on_eos[i]:
                 ids = ids[:-1]
