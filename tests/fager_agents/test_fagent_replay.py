@@ -221,3 +221,22 @@ def test_bad_inputs_raise_clear_errors(abo_dir):
         fager.score([noise(1)], [""], qa_sets=[small_qa()])
     with pytest.raises(ValueError, match="chunk_size"):
         Fager(keyed_replay({}), chunk_size=0)
+
+
+DEGENERATE_ANSWERS = ['{"answer":"yes","x":' + "9" * 5000 + "}",   # beyond Python's int digit limit
+                      "*" * 32000 + "x",                             # quadratic for a backtracking regex
+                      '{"answer": "no", "x": ' + "[" * 5000 + "]" * 5000 + "}"]  # deeper than the stack
+
+
+def test_degenerate_answers_are_counted_failures_and_a_cached_rerun_agrees(tmp_path):
+    """Issue 19: each degenerate answer is a counted parse failure; a rerun served from the
+    response cache (0 model calls) neither crashes nor scores it."""
+    answers = {("7", 0): DEGENERATE_ANSWERS[0], ("7", 1): DEGENERATE_ANSWERS[1], ("7", 2): answer("yes"),
+               ("7", 3): DEGENERATE_ANSWERS[2]}
+    for run in ("first", "rerun"):
+        judge = keyed_replay(answers, cache=tmp_path / "cache.sqlite")
+        verdict = Fager(judge).score([noise(3)], ["a red apple"], qa_sets=[small_qa()], ids=["7"])[0]
+        assert {f.position for f in verdict.parse_failures} == {0, 1, 3}, run
+        assert (verdict.counts.total, verdict.counts.failed, verdict.overall_score) == (1, 3, 100.0), run
+        assert verdict.decision is None and verdict.level_scores.level_1 is None, run  # no level-1 answer
+    assert judge.stats.model_calls == 0 and judge.stats.cache_hits == 4
