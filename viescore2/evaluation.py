@@ -211,26 +211,31 @@ class Preference:
 _CHOICES = {0: 0, 1: 1, "A": 0, "B": 1, "a": 0, "b": 1}
 
 
-def pair_credit(first: float | None, second: float | None, preferred: int | str) -> float:
+def pair_credit(first: float | None, second: float | None, preferred: int | str,
+                nan_is_unparsed: bool = True) -> float:
     """1 when the higher score is the preferred side (0/"A" first, 1/"B" second), 0 when it is the other,
-    0.5 for a tie or an unparsed side (None or NaN: the paper's rule; the release compares NaN as a number)."""
+    0.5 for a tie or an unparsed side. A NaN score is unparsed (the paper's rule); ``nan_is_unparsed=False``
+    compares it as a number, as the release does (``NaN > b`` is false, so the second side wins)."""
     if isinstance(preferred, bool) or preferred not in _CHOICES:
         raise ValueError(f"preferred must be 0/1 or 'A'/'B', got {preferred!r}")
-    if not (_valid(first) and _valid(second)) or first == second:
+    present = _valid if nan_is_unparsed else (lambda v: v is not None)
+    if not (present(first) and present(second)) or first == second:
         return 0.5
     return 1.0 if (0 if first > second else 1) == _CHOICES[preferred] else 0.0
 
 
 def preference_accuracy(scores_first: Sequence[float | None], scores_second: Sequence[float | None],
-                        preferred: Sequence[int | str]) -> Preference:
+                        preferred: Sequence[int | str], nan_is_unparsed: bool = True) -> Preference:
     """Higher score wins; ``preferred`` is 0/"A" (first) or 1/"B" (second); ties and unparseable pairs count 0.5."""
     if not len(scores_first) == len(scores_second) == len(preferred):
         raise ValueError("preference_accuracy needs equally long sequences")
     if not scores_first:
         raise ValueError("no pairs")
-    credits = tuple(pair_credit(a, b, human) for a, b, human in zip(scores_first, scores_second, preferred))
-    bad = sum(1 for a, b in zip(scores_first, scores_second) if not (_valid(a) and _valid(b)))
-    ties = sum(1 for a, b in zip(scores_first, scores_second) if _valid(a) and _valid(b) and a == b)
+    present = _valid if nan_is_unparsed else (lambda v: v is not None)
+    credits = tuple(pair_credit(a, b, human, nan_is_unparsed) for a, b, human in
+                    zip(scores_first, scores_second, preferred))
+    bad = sum(1 for a, b in zip(scores_first, scores_second) if not (present(a) and present(b)))
+    ties = sum(1 for a, b in zip(scores_first, scores_second) if present(a) and present(b) and a == b)
     return Preference(sum(credits) / len(credits), len(credits), ties, bad, credits)
 
 

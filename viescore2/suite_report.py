@@ -6,7 +6,8 @@ The rules are the release's, with one exception kept from the paper:
 
 - an example has localization ground truth when it has category grids, a visual annotation, or
   comes from a source of real clean photos (``CLEAN_SOURCES``: COCO-real, an empty grid);
-- a failed parse predicts nothing: 0 TP, every ground-truth cell a false negative;
+- a failed parse predicts nothing: 0 TP, every ground-truth cell a false negative, grid IoU 0;
+  a clean image predicted clean has grid IoU 1;
 - P/R/F1 from counts are 1.0 when tp + fp + fn = 0 and 0.0 for an undefined ratio; per-example
   values are rounded to 4 decimals and averages are taken over the rounded values;
 - per category, a section the prediction does not write is an empty prediction for that category
@@ -66,7 +67,8 @@ def example_report(parsed: ParsedOutput, reference: Reference, n: int = DEFAULT_
     counts = confusion(set(pred), set(union_of(truth).cells), n)
     tp, fp, fn = counts["tp"], counts["fp"], counts["fn"]
     precision, recall, f1 = ratios(tp, fp, fn)
-    row.update({"grid_iou": round(tp / (tp + fp + fn), DIGITS) if tp + fp + fn else 1.0,
+    iou = 0.0 if not parsed.grid_parsed else tp / (tp + fp + fn) if tp + fp + fn else 1.0
+    row.update({"grid_iou": round(iou, DIGITS),
                 "cell_tp": tp, "cell_fp": fp, "cell_fn": fn, "cell_tn": counts["tn"],
                 "cell_precision": round(precision, DIGITS), "cell_recall": round(recall, DIGITS),
                 "cell_f1": round(f1, DIGITS)})

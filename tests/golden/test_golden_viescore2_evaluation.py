@@ -108,3 +108,4 @@ def dev_eval(inp):
 def test_dev_eval(case):
     """False alarms on clean images, per-source F1 and micro P/R/F1 (0.0 when undefined) of dev_eval."""
     replay("viescore2/dev_eval", case, dev_eval)
+

@@ -111,6 +111,8 @@ def test_preference_accuracy_ties_and_unparseable_count_half():
     # the release's "A"/"B" choices; a NaN score is unparsed (the paper), not a number that loses
     nan = preference_accuracy([float("nan"), 8], [4, 2], ["A", "B"])
     assert nan.credits == (0.5, 0.0) and nan.unparseable == 1
+    as_release = preference_accuracy([float("nan"), float("nan")], [4, 2], ["A", "B"], nan_is_unparsed=False)
+    assert as_release.credits == (0.0, 1.0) and as_release.unparseable == 0
     with pytest.raises(ValueError):
         preference_accuracy([1], [2], [2])
 

@@ -38,10 +38,11 @@ def test_suite_report_rows_and_summary():
     assert first["grid_iou"] == 0.5 and first["cell_f1"] == pytest.approx(0.6667)
     assert clean["grid_iou"] == 1.0 and clean["cell_precision"] == 1.0  # clean and empty: 1.0
     assert failed["grid_parsed"] is False and failed["pred_score"] == 6.0
+    assert failed["grid_iou"] == 0.0 and failed["cell_f1"] == 1.0  # a failure has IoU 0; counts are all 0
     assert unlocalized["grid_iou"] is None and unlocalized["channel_confusion"] is None
     summary = out["summary"]
     assert summary["n_localization_gt"] == 3 and summary["n_problem_gt"] == 1
-    assert summary["avg_grid_iou"] == pytest.approx(round((0.5 + 1.0 + 1.0) / 3, 4))
+    assert summary["avg_grid_iou"] == pytest.approx(round((0.5 + 1.0 + 0.0) / 3, 4))
     assert summary["avg_grid_iou_problem_only"] == 0.5
     assert summary["grid_parse_rate"] == 75.0 and summary["avg_gt_score"] == pytest.approx(6.5)
     # the paper: a failed parse on a clean image is no success; the release counts it
