@@ -10,7 +10,8 @@ Qwen-VL model's vision-tower outputs are also kept across calls (`vision_cache_m
 2 GiB, 0 for off; see `_hf_vision`), so an image asked about in several calls (TerraVis
 stages, FAGER chunks) is encoded once; `stats.images_encoded` counts the tower's runs. `choice_probs`
 reads the next-token logits at the end of prompt + prefix, softmaxed over the option token
-ids only. Generation decodes greedily with per-row control (grammar, first options, sampling
+ids only (`normalize=False`: each option id's probability under the full-vocabulary softmax).
+Generation decodes greedily with per-row control (grammar, first options, sampling
 seeds, stop strings, budgets; see `_hf_decoding`). With `prefix_reuse=False` every batch is
 one left-padded forward (or one `model.generate` call) over whole prompts: the unshared path
 that the shared one equals. A CUDA out-of-memory error halves the batch and retries, so no
@@ -42,7 +43,7 @@ from contextlib import contextmanager
 from typing import Any, Sequence
 
 from ..judge import Judge
-from ..requests import CANCEL_META_KEY, Answer, Request
+from ..requests import Answer, Request
 from . import _hf_batching as batching
 from . import _hf_loading as loading
 from . import _hf_identity as checkpoints
@@ -180,6 +181,9 @@ class TransformersJudge(Judge):
     def _choice_probs(self, requests: list[Request], options: list[str]) -> list[dict[str, float]]:
         return self._run_in_batches("choice_probs", requests, options)
 
+    def _choice_probs_raw(self, requests: list[Request], options: list[str]) -> list[dict[str, float]]:
+        return self._run_in_batches("choice_probs_raw", requests, options)
+
     def _run_in_batches(self, op: str, requests: list[Request], options: list[str] | None) -> list:
         """Plan batches (grouped, sorted by size), prefetch each next one, restore the order."""
         digests: dict[tuple, str] = {}  # one memo for the call's prompts (see `Prompt.digests`)
@@ -253,8 +257,8 @@ class TransformersJudge(Judge):
         """One model call for one batch (the unit the OOM split retries; tests inject errors here)."""
         if op == "generate":
             return self._generate_batch(batch)
-        if op == "choice_probs":
-            return self._probs_batch(batch, options or [])
+        if op in ("choice_probs", "choice_probs_raw"):
+            return self._probs_batch(batch, options or [], normalize=op == "choice_probs")
         raise ValueError(f"unknown operation {op!r}")
 
     # -- one batch -------------------------------------------------------------------------------
@@ -327,15 +331,16 @@ class TransformersJudge(Judge):
         self._count_plain(inputs, batch)
         return logits, texts, None
 
-    def _probs_batch(self, batch: list[Request], options: list[str]) -> list[dict[str, float]]:
+    def _probs_batch(self, batch: list[Request], options: list[str], normalize: bool = True) -> list[dict[str, float]]:
+        """Softmax over the option ids, or (normalize=False) their share of the full softmax."""
         import torch
         with torch.inference_mode():
             logits, texts, _ = self._first_logits(batch)
         out = []
         for row, text in zip(logits, texts):
             ids = self.option_ids(text, options)
-            probs = torch.softmax(row[ids], dim=-1).tolist()
-            out.append(dict(zip(options, probs)))
+            probs = torch.softmax(row[ids], dim=-1) if normalize else torch.softmax(row, dim=-1)[ids]
+            out.append(dict(zip(options, probs.tolist())))
         return out
 
     def _generate_batch(self, batch: list[Request]) -> list[Answer]:
@@ -384,7 +389,7 @@ class TransformersJudge(Judge):
         from ._hf_decoding import RowPlan
         d, c = request.decoding, request.constraint
         plan = RowPlan(max_new_tokens=d.max_new_tokens, temperature=d.temperature, top_p=d.top_p,
-                       seed=d.seed, stop=tuple(d.stop), cancelled=request.meta.get(CANCEL_META_KEY))
+                       seed=d.seed, stop=tuple(d.stop))
         if c is not None:
             if c.first_options:
                 plan.first_ids = self.option_ids(text, c.first_options)
