@@ -24,6 +24,9 @@ def add_judge_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--model", help="Hub id, local checkpoint dir, server model name, or replay JSONL")
     g.add_argument("--revision", default=None, help="Hub revision (branch, tag or commit)")
     g.add_argument("--backend", default="transformers", help="transformers | openai | replay | module:Class")
+    g.add_argument("--base-url", default=None,
+                   help="an OpenAI-compatible server, e.g. http://HOST:8000/v1 (vlmjudge serve, vLLM, SGLang); "
+                        "implies --backend openai")
     g.add_argument("--device", default=None, help="cpu, cuda, cuda:1, ... (default: cuda if available)")
     g.add_argument("--dtype", default=None, help="bfloat16, float16, float32 (default: the backend's)")
     g.add_argument("--batch-size", type=int, default=8)
@@ -44,7 +47,14 @@ def judge_from_args(args: argparse.Namespace) -> Any:
             kwargs[name] = getattr(args, name)
     if getattr(args, "key_fields", None):
         kwargs["key_fields"] = tuple(args.key_fields.split(","))
-    return load_judge(args.model, backend=args.backend, **kwargs)
+    backend = args.backend
+    if getattr(args, "base_url", None):
+        if backend == "transformers":  # the default, and in-process: a server URL means the openai backend
+            backend = "openai"
+        elif backend != "openai":
+            raise SystemExit(f"--base-url is for the openai backend, not --backend {backend}")
+        kwargs["base_url"] = args.base_url
+    return load_judge(args.model, backend=backend, **kwargs)
 
 
 #: What each backend needs installed, checked without importing it (importing is slow).

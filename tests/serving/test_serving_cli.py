@@ -40,3 +40,25 @@ def test_serve_subprocess_with_faults_answers_every_request(tmp_path, monkeypatc
     assert [a.text for a in got] == expected
     assert client.counters["retries"] > 0 and client.counters["failed_requests"] == 0
     assert proc.returncode == 0 and "stopped" in err
+
+
+def test_base_url_flag_points_the_shared_judge_flags_at_a_server():
+    import argparse
+
+    import pytest
+    from serving_support import MODEL, replay_judge, start_server
+
+    from vlmjudge.backends.openai import OpenAIJudge
+    from vlmjudge.cli import add_judge_flags, judge_from_args
+
+    requests = make_requests(2)
+    parser = argparse.ArgumentParser()
+    add_judge_flags(parser)
+    with start_server(replay_judge(requests)) as server:
+        args = parser.parse_args(["--model", MODEL, "--base-url", server.url + "/v1"])
+        judge = judge_from_args(args)  # --backend left at its default: the URL implies openai
+        assert isinstance(judge, OpenAIJudge) and judge.manifest()["base_url"] == server.url + "/v1"
+        assert [a.text for a in judge.generate(requests)] == [recorded(requests)[r.content_hash()]["text"]
+                                                              for r in requests]
+    with pytest.raises(SystemExit, match="openai backend"):
+        judge_from_args(parser.parse_args(["--model", "a.jsonl", "--backend", "replay", "--base-url", "http://h/v1"]))
