@@ -43,7 +43,7 @@ from contextlib import contextmanager
 from typing import Any, Sequence
 
 from ..judge import Judge
-from ..requests import Answer, Request
+from ..requests import CANCEL_META_KEY, Answer, Request
 from . import _hf_batching as batching
 from . import _hf_loading as loading
 from . import _hf_identity as checkpoints
@@ -389,7 +389,7 @@ class TransformersJudge(Judge):
         from ._hf_decoding import RowPlan
         d, c = request.decoding, request.constraint
         plan = RowPlan(max_new_tokens=d.max_new_tokens, temperature=d.temperature, top_p=d.top_p,
-                       seed=d.seed, stop=tuple(d.stop))
+                       seed=d.seed, stop=tuple(d.stop), cancelled=request.meta.get(CANCEL_META_KEY))
         if c is not None:
             if c.first_options:
                 plan.first_ids = self.option_ids(text, c.first_options)
