@@ -20,6 +20,8 @@ _EXPORTS = {
     "run_benchmark": "regeneration.benchmark", "load_references": "regeneration.benchmark",
     "RegenerationSimilarity": "regeneration.metric", "PromptPack": "regeneration.prompts",
     "load_pack": "regeneration.prompts", "SPEC": "regeneration.spec",
+    "SELECTION_PRESETS": "regeneration.config", "release_summary": "regeneration.benchmark",
+    "extract_json": "regeneration.parsing", "JSONReadError": "regeneration.parsing",
 }
 
 __all__ = list(_EXPORTS)
