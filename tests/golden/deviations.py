@@ -22,12 +22,25 @@ TERRAVIS: list[Deviation] = []
 
 # --- viescore2 ------------------------------------------------------------------------------------
 def _unreadable_annotation(inp: dict) -> bool:
-    """A ground-truth annotation that cannot be read: a missing file, an unknown kind, bad polygon points."""
-    if inp.get("data_form") == "missing_file" or inp.get("type") not in ("mask", "heatmap", "bbox", "polygon", "svg"):
+    """A ground-truth annotation that cannot be read: a missing file, an unknown kind, polygon points that
+    are not [x, y] pairs, boxes that are not [x, y, w, h], a path that is not a string, or an array of
+    values outside [0, 1]."""
+    kind, data = inp.get("type"), inp.get("data")
+    if inp.get("data_form") == "missing_file" or kind not in ("mask", "heatmap", "bbox", "polygon", "svg"):
         return True
-    points = inp.get("data")
-    return inp.get("type") == "polygon" and isinstance(points, list) and not all(
-        isinstance(p, list) and len(p) == 2 for p in points)
+    if inp.get("data_form") == "array":
+        import numpy as np
+        from .replay import decode_array
+        values = decode_array(inp["array"]).astype(float)
+        return bool(np.isnan(values).any() or values.min(initial=0) < 0 or values.max(initial=0) > 1)
+    if not data:
+        return False
+    if kind == "polygon":
+        return not isinstance(data, list) or not all(isinstance(p, list) and len(p) == 2 for p in data)
+    if kind == "bbox":
+        boxes = data if isinstance(data, list) and isinstance(data[0], list) else [data]
+        return not all(isinstance(b, list) and len(b) == 4 for b in boxes)
+    return kind == "svg" and not isinstance(data, str)
 
 
 def _unsupervised_target(inp: dict) -> bool:
@@ -43,8 +56,8 @@ VIESCORE2: list[Deviation] = [
               "a target that supervises nothing (no readable grid, no overall score, no PQ+SC pair) raises "
               "ValueError as corrupt data, where the release trains on it with every term 0 but the format"),
     Deviation("viescore2/gt_grid", _unreadable_annotation,
-              "an annotation that cannot be read (missing file, unknown kind, malformed points) raises "
-              "instead of becoming a clean ground-truth grid"),
+              "an annotation that cannot be read (missing file, unknown kind, malformed points or boxes, "
+              "values outside [0, 1]) raises instead of becoming a clean ground-truth grid"),
 ]
 
 # --- fager ----------------------------------------------------------------------------------------
