@@ -40,8 +40,8 @@ class ServeLimits:
     max_tokens: int = 4096
     #: Prompt text tokens (images are bounded by `max_image_pixels`); more is HTTP 400.
     max_prompt_tokens: int = 32768
-    #: Request body size; more is HTTP 413, refused before the body is read.
-    max_body_bytes: int = 64 * 1024 * 1024
+    #: Request body size (base64 images included); more is HTTP 413, refused before the body is read.
+    max_body_bytes: int = 256 * 1024 * 1024
     #: Pixels of one image, checked from its header before it is decoded.
     max_image_pixels: int = DEFAULT_MAX_PIXELS
     #: Nesting of the JSON body (JSON schemas included).
@@ -50,7 +50,7 @@ class ServeLimits:
     max_stop: int = 16
     #: Seconds one socket read may wait, and the whole body may take, before HTTP 408.
     read_timeout_s: float = 30.0
-    body_timeout_s: float = 120.0
+    body_timeout_s: float = 300.0
     #: Requests waiting or running in the batcher; one more is HTTP 503 (clients retry). The
     #: listen backlog is at least this, so that many clients connecting at once are all accepted.
     max_queue: int = 1024
