@@ -171,8 +171,15 @@ def read_answer_list(text: str, *, strip_thinking: bool = False) -> list[dict[st
         raise AnswerParseError(f"'answers' must be a list of objects: {_preview(text)}")
     order = [_entry_id(entry) for entry in entries]
     ranked = sorted(range(len(entries)), key=order.__getitem__)
-    return [{"answer": entries[i].get("answer", "unknown"), "rationale": entries[i].get("rationale", "")}
-            for i in ranked]
+    return [{"answer": answer_value(entries[i]), "rationale": entries[i].get("rationale", "")} for i in ranked]
+
+
+def answer_value(entry: Any) -> Any:
+    """The `answer` of one entry of a batched reply, as written; "unknown" when the entry has none
+    (the release's default). AnswerParseError when the entry is not a JSON object."""
+    if not isinstance(entry, dict):
+        raise AnswerParseError(f"an answer entry must be a JSON object, got {type(entry).__name__}")
+    return entry.get("answer", "unknown")
 
 
 def _entry_id(entry: dict[str, Any]) -> int:

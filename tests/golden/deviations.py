@@ -82,6 +82,22 @@ FAGER: list[Deviation] = [
     Deviation("fager/score_image", _fager_threshold_on_a_reachable_score,
               "scores are exact fractions (50 (2 yes + unknown) / n), so a score equal to a threshold "
               "meets it; the release's float (sum / n) * 100 can land just past it"),
+    Deviation("fager/score_image",
+              lambda inp: any(level not in ("level_1", "level_2", "level_3") for level in inp.get("levels", [])),
+              "a QA row whose level is not level_1, level_2 or level_3 makes the QA set invalid (an error); "
+              "the release silently never asks it"),
+    Deviation("fager/score_image",
+              lambda inp: not (0 <= inp.get("regenerate_threshold", 20.0) <= inp.get("keep_threshold", 95.0) <= 100),
+              "thresholds outside 0..100, or a regenerate threshold above the keep threshold, are refused "
+              "(GatingPolicy raises ValueError); the release applies them as given"),
+    Deviation("fager/ab_test",
+              lambda inp: any(len({k for k, _ in inp.get(side, [])}) != len(inp.get(side, []))
+                              for side in ("real", "fake")),
+              "a key repeated on one side is an error; the release's inner join pairs every copy"),
+    Deviation("fager/ab_test",
+              lambda inp: any(s in ("Infinity", "-Infinity") for side in ("real", "fake")
+                              for _, s in inp.get(side, [])),
+              "an infinite score is an error, not a pair; the release pairs it"),
 ]
 
 # --- regeneration ---------------------------------------------------------------------------------

@@ -21,12 +21,20 @@ def _items(levels: list[str]) -> list[QAItem]:
 
 
 def _score_image(inp: dict) -> dict:
-    """`score_answers` over the answer values (null: the model's list left the question out)."""
+    """`score_answers` over the answer values (null: the model's list left the question out).
+
+    A QA set or thresholds the project refuses (a level outside level_1..3, a threshold outside
+    0..100) are its documented ValueError.
+    """
     answers = [None if value is None else QuestionAnswer(answer=parsing.normalize_answer(value), rationale="")
                for value in inp["answers"]]
-    policy = scoring.GatingPolicy(regenerate_threshold=inp["regenerate_threshold"],
-                                  keep_threshold=inp["keep_threshold"])
-    verdict = scoring.score_answers(_items(inp["levels"]), answers, policy)
+    try:
+        policy = scoring.GatingPolicy(regenerate_threshold=inp["regenerate_threshold"],
+                                      keep_threshold=inp["keep_threshold"])
+        items = _items(inp["levels"])
+    except ValueError as error:  # pydantic's ValidationError included
+        return {"error": type(error).__name__}
+    verdict = scoring.score_answers(items, answers, policy)
     record = fager_replay.verdict_to_record(verdict)
     level_scores = {level: value for level, value in verdict.level_scores.model_dump().items()
                     if level in verdict.gating.evaluated_levels and value is not None}
@@ -46,11 +54,14 @@ def test_score_image(case):
 
 
 def _score_answer(inp: dict) -> dict:
-    entry = inp["entry"]
-    normalized = parsing.normalize_answer(entry.get("answer"))
     try:
-        on_raw = scoring.score_answer(entry.get("answer"))
-    except TypeError:
+        value = parsing.answer_value(inp["entry"])
+    except parsing.AnswerParseError as error:
+        return {"error": type(error).__name__}
+    normalized = parsing.normalize_answer(value)
+    try:
+        on_raw = scoring.score_answer(value)
+    except TypeError:  # the release's score_answer fails on a value that is not text
         on_raw = None
     return {"normalized": normalized, "score": scoring.answer_points(normalized), "score_answer_on_raw": on_raw}
 
