@@ -88,7 +88,7 @@ def test_a_disconnect_dequeues_a_waiting_request_and_stops_a_running_one():
 
 def test_identical_requests_run_once_and_one_leaving_does_not_stop_the_other():
     judge = _Stepper()
-    with JudgeServer(judge, model_name=MODEL, max_batch=8, max_wait_s=0.3) as server:
+    with JudgeServer(judge, model_name=MODEL, max_batch=8, max_wait_s=1.0) as server:  # both in one round
         port = server.httpd.server_address[1]
         leaver, stayer = _send(port, "same", 20), _send(port, "same", 20)
         _wait_for(lambda: server.batcher.status()["running"] == 2)
