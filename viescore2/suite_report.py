@@ -112,17 +112,19 @@ def suite_report(texts: Sequence[str], references: Sequence[Reference], n: int =
                  ) -> dict[str, Any]:
     """``{"rows": [...], "summary": {...}}`` in the release's layout; keys the release leaves out are absent.
 
-    References carry scores on 0..10 and the example's ``source``.
+    References carry scores on 0..10 and the example's ``source``. A text that is None (the judge gave
+    no answer) counts among ``errors`` and is read as an empty, unparseable answer.
     """
     if len(texts) != len(references):
         raise ValueError(f"{len(texts)} predictions but {len(references)} references")
-    parsed = [parse_output(t, n=n) for t in texts]
+    errors = sum(t is None for t in texts)
+    parsed = [parse_output("" if t is None else t, n=n) for t in texts]
     rows = [example_report(p, r, n) for p, r in zip(parsed, references)]
     loc = [(row, ref) for row, ref in zip(rows, references) if ref.localization is not None]
     problem = [row for row, ref in loc if not union_of(ref.localization).is_empty]
     parse_rate = round(100.0 * sum(p.grid_parsed for p in parsed) / len(parsed), 1) if parsed else 0.0
     summary: dict[str, Any] = {
-        "total_samples": len(texts), "scored_samples": len(texts), "errors": 0,
+        "total_samples": len(texts), "scored_samples": len(texts) - errors, "errors": errors,
         "per_source_counts": dict(Counter(str(r.source) for r in references)), "n_localization_gt": len(loc)}
     summary["avg_grid_iou"] = _mean([row["grid_iou"] for row, _ in loc], DIGITS)
     summary["avg_grid_iou_problem_only"] = _mean([row["grid_iou"] for row in problem], DIGITS)

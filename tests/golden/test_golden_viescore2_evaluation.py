@@ -3,15 +3,18 @@ line of tests/data/golden/viescore2/{gt_grid, heatmap_grids, srcc, preference, e
 import pytest
 
 from viescore2.annotations import grid_from_annotation
+from PIL import Image
+
 from viescore2.evaluation import preference_accuracy
-from viescore2.raster import grid_from_richhf
 from viescore2.grid import Grid
+from viescore2.raster import grid_from_richhf
 from viescore2.suite_report import correlation_block, development_report, reference_from_release, suite_report
 
 from .replay import cases, decode_array, number, replay
 
 
 def cell_set(pairs):
+    """Corpus [row, col] pairs as a set of cells."""
     return {(int(r), int(c)) for r, c in pairs}
 
 
@@ -20,15 +23,17 @@ def cell_list(cells):
     return [list(c) for c in sorted(cells)]
 
 
-def gt_grid(inp):
-    """`grid_from_annotation` on the annotation as the release was given it (PNG files as arrays)."""
+def gt_grid(inp, folder):
+    """`grid_from_annotation` on the annotation as the release was given it: a grayscale PNG file
+    (written to ``folder``), a float array, inline data, or a path that does not exist."""
     form = inp["data_form"]
     if form == "png_file":
-        data = decode_array(inp["image"])
+        data = str(folder / "annotation.png")
+        Image.fromarray(decode_array(inp["image"]), mode="L").save(data)
     elif form == "array":
         data = decode_array(inp["array"]).astype(float)
     elif form == "missing_file":
-        data = "no-such-annotation.png"
+        data = str(folder / "no-such-annotation.png")
     else:
         data = inp["data"]
     try:
@@ -39,12 +44,13 @@ def gt_grid(inp):
 
 
 @pytest.mark.parametrize("case", cases("viescore2/gt_grid"))
-def test_gt_grid(case):
+def test_gt_grid(case, tmp_path):
     """Masks > 0.5 and heatmaps > 0.25 after a LANCZOS resize; shapes drawn on the 1000 x 1000 canvas."""
-    replay("viescore2/gt_grid", case, gt_grid)
+    replay("viescore2/gt_grid", case, lambda inp: gt_grid(inp, tmp_path))
 
 
 def heatmap_grids(inp):
+    """`grid_from_richhf` on the channel map (None: the sample has no sidecar map)."""
     grid = grid_from_richhf(decode_array(inp["image"]), n=inp["grid_size"],
                             major_threshold=inp["major_threshold"])
     return {"problem": cell_list(grid.cells), "major": cell_list(grid.marks)}
@@ -73,6 +79,7 @@ def test_srcc(case):
 
 
 def preference(inp):
+    """`preference_accuracy` with the release's "A"/"B" choices; "NaN" strings decoded to floats."""
     pairs = inp["pairs"]
     result = preference_accuracy([number(p["a"]) for p in pairs], [number(p["b"]) for p in pairs],
                                  [p["chosen"] for p in pairs])
@@ -99,6 +106,7 @@ def test_evaluation(case):
 
 
 def dev_eval(inp):
+    """`development_report` on the texts, ground-truth grids, sources and clean flags."""
     rows = inp["rows"]
     return development_report([r["pred_text"] for r in rows], [Grid(cell_set(r["gt_cells"])) for r in rows],
                               [r["source"] for r in rows], [r["clean"] for r in rows])

@@ -50,6 +50,10 @@ def test_suite_report_rows_and_summary():
     assert suite_report(texts, refs, clean_failures_count=True)["summary"]["clean_correct"] == 2
     assert summary["score_pred_n"] == 4 and summary["score_spearman"] == pytest.approx(0.8)
     assert "channel_samples" not in summary and "pq_n" not in summary  # absent, as the release leaves them
+    assert (summary["errors"], summary["scored_samples"]) == (0, 4)
+    no_answer = suite_report([None] + texts[1:], refs)
+    assert (no_answer["summary"]["errors"], no_answer["summary"]["scored_samples"]) == (1, 3)
+    assert no_answer["rows"][0]["grid_parsed"] is False and no_answer["rows"][0]["cell_fn"] == 1
 
 
 def test_suite_report_channels_and_a_lone_section():
