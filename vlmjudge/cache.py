@@ -28,6 +28,15 @@ def cache_key(identity: dict[str, Any], operation: str, request_hash: str,
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
+class CacheFileError(RuntimeError):
+    """The response cache file exists but cannot be used: named, with how to recover."""
+
+    def __init__(self, path: str, cause: BaseException) -> None:
+        self.path = path
+        super().__init__(f"the response cache {path} cannot be read ({cause}); move it aside "
+                         f"(mv {path} {path}.broken) and rerun: the run then starts a new cache")
+
+
 class ResponseCache:
     """Key -> JSON value store on one SQLite file; safe across threads and processes."""
 
@@ -36,10 +45,16 @@ class ResponseCache:
         parent = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(parent, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, timeout=timeout_s, check_same_thread=False,
-                                     isolation_level=None)
-        self._prepare(timeout_s)
-        self._conn.execute("PRAGMA synchronous=NORMAL")
+        try:
+            self._conn = sqlite3.connect(self.path, timeout=timeout_s, check_same_thread=False,
+                                         isolation_level=None)
+            self._prepare(timeout_s)
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("SELECT key, value FROM responses LIMIT 1").fetchall()
+        except sqlite3.DatabaseError as exc:  # not a database, a malformed one, or a foreign table
+            if "locked" in str(exc):  # busy, not broken: another process holds it past the timeout
+                raise
+            raise CacheFileError(self.path, exc) from None
 
     def _prepare(self, timeout_s: float) -> None:
         """WAL mode and the table, retried while another process does the same: switching a

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import signal
 import sys
 from typing import Any, Sequence
 
 from . import __version__
+from .intake import RUN, CommandError
 from .registry import command_hooks, list_methods
 
 OPTIONAL_LIBS = ("torch", "torchvision", "transformers", "accelerate", "evaluate", "datasets", "torchmetrics",
@@ -36,11 +39,25 @@ def add_judge_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--out", default=None, help="where results go")
 
 
+def looks_like_path(model: str) -> bool:
+    """A --model that is meant as a folder: never tried on the Hub (a typo there costs minutes)."""
+    return (model.startswith(("/", "./", "../", "~")) or model.endswith("/") or model.count("/") > 1
+            or os.path.isabs(model))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
 def judge_from_args(args: argparse.Namespace) -> Any:
-    """A judge from the shared flags."""
+    """A judge from the shared flags; a --model that cannot load is one clear line, at once."""
     from .judge import load_judge
     if not args.model:
-        raise SystemExit("--model is required")
+        raise CommandError("--model is required")
+    if args.backend == "transformers" and not getattr(args, "base_url", None) and looks_like_path(args.model) \
+            and not os.path.isdir(os.path.expanduser(args.model)):
+        raise CommandError(f"--model {args.model}: no such checkpoint folder")
     kwargs: dict[str, Any] = {"batch_size": args.batch_size, "cache": args.cache}
     for name in ("revision", "device", "dtype"):
         if getattr(args, name, None) is not None:
@@ -54,7 +71,14 @@ def judge_from_args(args: argparse.Namespace) -> Any:
         elif backend != "openai":
             raise SystemExit(f"--base-url is for the openai backend, not --backend {backend}")
         kwargs["base_url"] = args.base_url
-    return load_judge(args.model, backend=backend, **kwargs)
+    model = os.path.expanduser(args.model) if looks_like_path(args.model) else args.model
+    try:
+        return load_judge(model, backend=backend, **kwargs)
+    except (OSError, ValueError, ImportError) as exc:  # Hub and file errors are OSErrors
+        from .cache import CacheFileError
+        if isinstance(exc, CacheFileError):
+            raise
+        raise CommandError(f"cannot load --model {args.model}: {_first_line(exc)}") from None
 
 
 #: What each backend needs installed, checked without importing it (importing is slow).
@@ -176,9 +200,34 @@ def _broken(name: str, exc: Exception) -> int:
     return 2
 
 
+def _terminate(signum, frame) -> None:
+    """SIGTERM ends a run the way Ctrl-C does: one line, finished work kept."""
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    from .cache import CacheFileError
+    from .intake import EXIT_INTERRUPTED, EXIT_USAGE
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    previous = signal.signal(signal.SIGTERM, _terminate) if _in_main_thread() else None
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        where = f" ({RUN.out})" if RUN.out else ""
+        print(f"interrupted: {RUN.saved} result(s) finished and saved in the response cache{where}; "
+              "a rerun resumes from there", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (CommandError, CacheFileError) as error:
+        print(f"vlmjudge: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _in_main_thread() -> bool:
+    import threading
+    return threading.current_thread() is threading.main_thread()
 
 
 if __name__ == "__main__":

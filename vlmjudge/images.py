@@ -21,6 +21,11 @@ Conventions:
   the ``VLMJUDGE_MAX_PIXELS`` environment variable, else
   :data:`DEFAULT_MAX_PIXELS`) from its header, before decoding: this is the
   decompression-bomb guard.
+* One size rule for every method and face: an image a vision processor cannot
+  take at all (no pixels, or an aspect ratio over :data:`MAX_ASPECT_RATIO`, where
+  Qwen-VL's resize raises and other families degrade to a sliver) is bad input;
+  one merely below :data:`RECOMMENDED_MIN_SIDE` is scored, and
+  :func:`resolution_note` gives the flag its record carries.
 
 torch is never imported here: a tensor can only exist if the caller has
 imported torch already, so it is looked up in ``sys.modules``.
@@ -41,7 +46,10 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 __all__ = [
     "DEFAULT_MAX_PIXELS",
     "MAX_PIXELS_ENV",
+    "MAX_ASPECT_RATIO",
+    "RECOMMENDED_MIN_SIDE",
     "ImageInputError",
+    "resolution_note",
     "image_bytes_digest",
     "resolve_max_pixels",
     "to_pil",
@@ -52,6 +60,10 @@ __all__ = [
 DEFAULT_MAX_PIXELS = 50_000_000
 #: Environment variable that overrides :data:`DEFAULT_MAX_PIXELS`.
 MAX_PIXELS_ENV = "VLMJUDGE_MAX_PIXELS"
+#: Longest side over shortest side that processors accept (Qwen-VL's smart_resize refuses more).
+MAX_ASPECT_RATIO = 200
+#: Below this shortest side an image is still scored, but its record says it was small for a judge.
+RECOMMENDED_MIN_SIDE = 64
 
 _FLOAT_SLACK = 1e-5
 _WHITE = (255, 255, 255)
@@ -226,9 +238,20 @@ def _from_encoded(fp: Any, limit: int, *, what: str, size: int) -> Image.Image:
         img.close()
 
 
+def resolution_note(img: Image.Image) -> str | None:
+    """A flag for an image smaller than judges are made for (scored all the same), or None."""
+    if min(img.size) < RECOMMENDED_MIN_SIDE:
+        return (f"low resolution: {img.width}x{img.height} is below the recommended "
+                f"{RECOMMENDED_MIN_SIDE} px on its shorter side; the judge sees mostly upscaling")
+    return None
+
+
 def _check_size(width: int, height: int, limit: int) -> None:
     if width <= 0 or height <= 0:
         raise _Bad(f"empty input: zero-size image ({width}x{height})")
+    if max(width, height) > MAX_ASPECT_RATIO * min(width, height):
+        raise _Bad(f"{width}x{height} has an aspect ratio over {MAX_ASPECT_RATIO}:1, "
+                   "which vision processors cannot take")
     if width * height > limit:
         raise _Bad(
             f"{width}x{height} = {width * height} pixels is over the limit of {limit} "

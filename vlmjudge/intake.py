@@ -1,0 +1,132 @@
+"""What a command-line run takes in, what it could not take, and how it exits.
+
+One bad-input policy for every method's CLI and the distributed runner: with `on_error="skip"` (the
+CLI default) an unreadable or unprocessable image is skipped, counted, reported one per line as
+`path: reason`, and written to a failures file beside the output, while the rest are scored; with
+`on_error="raise"` (the Python API default) the first one stops the run with its index and path.
+Images are checked here, before any model loads, so a bad folder fails fast.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import IO, Iterable, Sequence
+
+from .images import ImageInputError, resolution_note, to_pil
+
+#: The image files a folder input contributes, everywhere (CLIs, distributed runner, reports).
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff")
+ON_ERROR_CHOICES = ("skip", "raise")
+
+#: Exit statuses of the judging commands (also in each command's --help).
+EXIT_OK = 0           # every item has a result (an N/A image and a counted parse failure are results)
+EXIT_USAGE = 2        # bad arguments, a bad --model, an unreadable cache file
+EXIT_SOME_FAILED = 3  # some items were skipped as bad input or failed to run; the rest have results
+EXIT_NONE_SCORED = 4  # no item got a result
+EXIT_INTERRUPTED = 130
+EXIT_HELP = ("exit status: 0 every item has a result (N/A images and counted parse failures are results); "
+             "3 some items were skipped as bad input or failed to run (listed, and written to "
+             "<out>.failures.jsonl); 4 no item got a result; 2 a usage error (arguments, --model, cache "
+             "file); 130 interrupted (a rerun resumes from the cache)")
+
+
+class CommandError(SystemExit):
+    """A usage problem a person fixes (a bad --model, a missing file): one line, exit status 2.
+
+    A SystemExit, so a method's own entry point that does not catch it still prints one line.
+    """
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        super().__init__(f"vlmjudge: error: {message}")
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class RunProgress:
+    """What an interrupted run had finished, for the one line Ctrl-C or SIGTERM prints."""
+
+    def __init__(self) -> None:
+        self.saved = 0
+        self.out: str | None = None
+
+
+#: Updated by the judging commands as records are written.
+RUN = RunProgress()
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One item that got no result: its position in the user's input, its path or id, and why."""
+    index: int
+    item: str
+    reason: str
+
+    def line(self) -> str:
+        return f"{self.item}: {self.reason}"
+
+
+@dataclass
+class CheckedImage:
+    """An image that passed the checks, with its position in the input and any resolution flag."""
+    index: int
+    item: str
+    image: object
+    note: str | None
+
+
+def check_images(items: Sequence[tuple[str, str | os.PathLike]], on_error: str = "skip"
+                 ) -> tuple[list[CheckedImage], list[Failure]]:
+    """Decode and size-check every (id, path) before a model loads; bad ones skipped or raised."""
+    if on_error not in ON_ERROR_CHOICES:
+        raise ValueError(f"on_error must be one of {ON_ERROR_CHOICES}, got {on_error!r}")
+    good, bad = [], []
+    for index, (item_id, path) in enumerate(items):
+        try:
+            image = to_pil(path, index=index)
+        except ImageInputError as error:
+            if on_error == "raise":
+                raise ImageInputError(f"{path}: {error.reason}", index) from error
+            bad.append(Failure(index, str(path), error.reason))
+            continue
+        good.append(CheckedImage(index, str(item_id), image, resolution_note(image)))
+    return good, bad
+
+
+def failures_path(out: str | os.PathLike) -> Path:
+    """Where a run's failures go: `<out>.failures.jsonl`, beside its records."""
+    out = Path(out)
+    return out.with_name(out.name + ".failures.jsonl")
+
+
+def report_failures(failures: Iterable[Failure], out: str | os.PathLike | None,
+                    stream: IO[str] | None = None) -> Path | None:
+    """Print `path: reason` per failure and write them beside the output; returns the file, if any."""
+    failures = list(failures)
+    stream = stream or sys.stderr
+    target = failures_path(out) if out else None
+    if target is not None and target.exists() and not failures:
+        target.unlink()  # a clean rerun leaves no stale list behind
+    if not failures:
+        return None
+    print(f"skipped {len(failures)} item(s):", file=stream)
+    for failure in failures:
+        print(f"  {failure.line()}", file=stream)
+    if target is not None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "w", encoding="utf-8") as handle:
+            for failure in failures:
+                handle.write(json.dumps(asdict(failure), ensure_ascii=False) + "\n")
+        print(f"wrote {target}", file=stream)
+    return target
+
+
+def exit_status(n_items: int, n_results: int) -> int:
+    """0 when every item has a result, 4 when none has, 3 in between."""
+    if n_results >= n_items:
+        return EXIT_OK
+    return EXIT_NONE_SCORED if n_results == 0 else EXIT_SOME_FAILED
