@@ -27,11 +27,13 @@ from dataclasses import dataclass, field
 
 SCORE_KEYS = ("score", "pq", "sc")
 
-# A row starts at the first digit of a number (never inside one, so the scan stays linear).
-_UNION_ROW = re.compile(r"(?<!\d)(\d+)\s*:\s*([0-9][0-9,\s]*)")
-_MARKED_ROW = re.compile(r"(?<!\d)(\d+)\s*:\s*([0-9][0-9,!\s]*)")
+# A row starts at the first digit of a number (never inside one, so the scan stays linear) and
+# never crosses a line break: `_SPACE` is any white space but the newline.
+_SPACE = r"[^\S\n]"
+_UNION_ROW = re.compile(rf"(?<!\d)(\d+){_SPACE}*:{_SPACE}*([0-9](?:[0-9,]|{_SPACE})*)")
+_MARKED_ROW = re.compile(rf"(?<!\d)(\d+){_SPACE}*:{_SPACE}*([0-9](?:[0-9,!]|{_SPACE})*)")
 _COLUMN = re.compile(r"(\d+)(!?)")
-_HEADER = re.compile(r"[ \t]*(artifact|misalign)[ \t]*:[ \t]*", re.IGNORECASE)
+_HEADER = re.compile(r"^[ \t]*(artifact|misalign)[ \t]*:[ \t]*$", re.IGNORECASE | re.MULTILINE)
 _NONE = re.compile(r"\bnone\b", re.IGNORECASE)
 _SCORE = re.compile(r"\b(score|pq|sc)\s*:\s*(\d+(?:\.\d+)?)\s*/\s*10(?!\d)", re.IGNORECASE)
 
@@ -58,17 +60,17 @@ def strip_groups(text: str) -> str:
     return "".join(parts)
 
 
-def read_rows(line: str, n: int, marked: bool) -> list[tuple[int, int, bool]]:
-    """The in-range ``(row, column, marked)`` cells of one line; ``marked`` reads ``!`` after a column."""
-    cells = []
-    for match in (_MARKED_ROW if marked else _UNION_ROW).finditer(line):
-        row = index_value(match.group(1))
+def read_rows(text: str, n: int, marked: bool) -> set[tuple[int, int, bool]]:
+    """The in-range ``(row, column, marked)`` cells of a text; ``marked`` reads ``!`` after a column."""
+    cells = set()
+    for row_digits, columns in set((_MARKED_ROW if marked else _UNION_ROW).findall(text)):
+        row = index_value(row_digits)
         if row is None or not 1 <= row <= n:
             continue
-        for column_match in _COLUMN.finditer(match.group(2)):
-            column = index_value(column_match.group(1))
+        for column_digits, mark in set(_COLUMN.findall(columns)):
+            column = index_value(column_digits)
             if column is not None and 1 <= column <= n:
-                cells.append((row, column, column_match.group(2) == "!"))
+                cells.add((row, column, mark == "!"))
     return cells
 
 
@@ -126,22 +128,17 @@ def read_text(text: str, n: int) -> Reading:
     reading.scores, reading.rejected = read_scores(text)
     body = strip_groups(text)
     reading.none_word = _NONE.search(body) is not None
-    for line in body.replace("!", "").split("\n"):
-        reading.cells.update((r, c) for r, c, _ in read_rows(line, n, marked=False))
-    for line in body.split("\n"):
-        reading.marks.update((r, c) for r, c, mark in read_rows(line, n, marked=True) if mark)
+    reading.cells.update((r, c) for r, c, _ in read_rows(body.replace("!", ""), n, marked=False))
+    reading.marks.update((r, c) for r, c, mark in read_rows(body, n, marked=True) if mark)
     reading.marks &= reading.cells
-    current: Section | None = None
-    for line in text.split("\n"):
-        header = _HEADER.fullmatch(line)
-        if header:
-            name = header.group(1).lower()
-            reading.sections.pop(name, None)  # a repeated header replaces the earlier section
-            current = reading.sections[name] = Section()
-            continue
-        if current is not None:
-            for r, c, mark in read_rows(line, n, marked=True):
-                current.cells.add((r, c))
-                if mark:
-                    current.marks.add((r, c))
+    headers = list(_HEADER.finditer(text))
+    for index, header in enumerate(headers):
+        end = headers[index + 1].start() if index + 1 < len(headers) else len(text)
+        name = header.group(1).lower()
+        reading.sections.pop(name, None)  # a repeated header replaces the earlier section
+        section = reading.sections[name] = Section()
+        for r, c, mark in read_rows(text[header.end():end], n, marked=True):
+            section.cells.add((r, c))
+            if mark:
+                section.marks.add((r, c))
     return reading
