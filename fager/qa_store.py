@@ -51,7 +51,11 @@ def read_qa_csv(path: str | os.PathLike) -> list[QASet]:
 
 def parse_qa_csv(text: str, source: str = "<QA.csv>") -> list[QASet]:
     """Parse QA.csv text; every row must carry gold answer `yes` and the yes|no|unknown space."""
-    reader = csv.reader(io.StringIO(text))
+    try:  # read whole first: csv raises its own Error (a field over its size limit, a stray quote)
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as error:
+        raise QAFormatError(f"{source}: not readable as CSV ({error})") from None
+    reader = iter(rows)
     header = next(reader, None)
     if header is None or tuple(header) != QA_COLUMNS:
         raise QAFormatError(f"{source}: header must be {','.join(QA_COLUMNS)}; got {header}")

@@ -96,8 +96,8 @@ def read_details(path: str | os.PathLike) -> list[Verdict]:
                     verdicts.append(Verdict.model_validate(record))
                 else:
                     verdicts.append(record_to_verdict(record))
-            except (json.JSONDecodeError, ValidationError, ValueError) as error:
-                raise ReplayFormatError(f"{path}:{line_no}: {error}") from None
+            except (json.JSONDecodeError, ValidationError, ValueError, RecursionError) as error:
+                raise ReplayFormatError(f"{path}:{line_no}: {type(error).__name__}: {str(error)[:200]}") from None
     return verdicts
 
 
@@ -255,7 +255,11 @@ def write_summary(verdicts: Iterable[Verdict], path: str | os.PathLike) -> None:
 def read_summary(path: str | os.PathLike) -> list[dict[str, str]]:
     """Rows of a summary.csv (released layout, with or without n_failed) as column -> cell."""
     with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.reader(handle)
+        try:
+            lines = list(csv.reader(handle))
+        except csv.Error as error:
+            raise ReplayFormatError(f"{path}: not readable as CSV ({error})") from None
+        reader = iter(lines)
         header = next(reader, None)
         if header is None or tuple(header[:len(RELEASED_SUMMARY_COLUMNS)]) != RELEASED_SUMMARY_COLUMNS:
             raise ReplayFormatError(f"{path}: header must start with {','.join(RELEASED_SUMMARY_COLUMNS)}; "

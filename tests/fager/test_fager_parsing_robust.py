@@ -127,3 +127,24 @@ def test_one_megabyte_runs_in_linear_time(unit):
     _reads_or_refuses(text)
     _reads_or_refuses("```" + text + "```")
     assert time.perf_counter() - start < 10.0
+
+
+QA_HEADER = "index,prompt,level,category,importance,question,gold_answer,answer_space,source_fact\n"
+
+
+@SETTINGS
+@given(st.text(max_size=300), st.booleans())
+def test_qa_csv_text_is_read_or_refused_with_qa_format_error(text, with_header):
+    from fager.qa_store import QAFormatError, parse_qa_csv
+    try:
+        parse_qa_csv(QA_HEADER + text if with_header else text)
+    except QAFormatError:
+        pass
+
+
+@pytest.mark.parametrize("body", ['1,"' + "a" * 200_000 + '",level_1\n', "1," + "b" * 200_000 + "\n", '"\n' * 5])
+def test_oversized_or_broken_qa_csv_fields_are_qa_format_errors(body):
+    """csv's own field-size limit (128 KiB) and stray quotes surface as QAFormatError, not csv.Error."""
+    from fager.qa_store import QAFormatError, parse_qa_csv
+    with pytest.raises(QAFormatError):
+        parse_qa_csv(QA_HEADER + body)
