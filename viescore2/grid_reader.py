@@ -11,8 +11,8 @@ This module only scans text; `viescore2.grid.parse_output` turns a `Reading` int
 - **Category sections.** A line holding only ``artifact:`` or ``misalign:`` opens a section that
   runs to the next such line; its rows are read the same way, with ``!`` after a column marking
   a high-coverage cell. A repeated header replaces the earlier section, as in the release.
-- **Scores.** The first ``score|pq|sc : <number> / 10`` of each label; a value outside 0..10
-  leaves that score unread.
+- **Scores.** The first ``score|pq|sc : <number> / 10`` of each label, the number written with
+  one or two digits before an optional decimal part; a value outside 0..10 leaves that score unread.
 
 Where the release has a known bug, this reader follows the paper instead: rows and columns are
 whole numbers (``r5: 123`` is column 123, out of range, not columns 12 and 3), a row never
@@ -35,7 +35,8 @@ _MARKED_ROW = re.compile(rf"(?<!\d)(\d+){_SPACE}*:{_SPACE}*([0-9](?:[0-9,!]|{_SP
 _COLUMN = re.compile(r"(\d+)(!?)")
 _HEADER = re.compile(r"^[ \t]*(artifact|misalign)[ \t]*:[ \t]*$", re.IGNORECASE | re.MULTILINE)
 _NONE = re.compile(r"\bnone\b", re.IGNORECASE)
-_SCORE = re.compile(r"\b(score|pq|sc)\s*:\s*(\d+(?:\.\d+)?)\s*/\s*10(?!\d)", re.IGNORECASE)
+# One or two digits, as the release reads them: "score: 123/10" is no match, so a later score is read.
+_SCORE = re.compile(r"\b(score|pq|sc)\s*:\s*(\d{1,2}(?:\.\d+)?)\s*/\s*10(?!\d)", re.IGNORECASE)
 
 
 def index_value(digits: str) -> int | None:
@@ -113,9 +114,8 @@ def read_scores(text: str) -> tuple[dict, set]:
         key = match.group(1).lower()
         if key in scores or key in rejected:
             continue
-        whole = match.group(2).split(".")[0]
-        value = float(match.group(2)) if len(whole.lstrip("0")) <= 2 else None
-        if value is not None and 0.0 <= value <= 10.0:
+        value = float(match.group(2))
+        if 0.0 <= value <= 10.0:
             scores[key] = value
         else:
             rejected.add(key)
@@ -127,7 +127,7 @@ def read_text(text: str, n: int) -> Reading:
     reading = Reading()
     reading.scores, reading.rejected = read_scores(text)
     body = strip_groups(text)
-    reading.none_word = _NONE.search(body) is not None
+    reading.none_word = _NONE.search(body.replace("!", "")) is not None
     reading.cells.update((r, c) for r, c, _ in read_rows(body.replace("!", ""), n, marked=False))
     reading.marks.update((r, c) for r, c, mark in read_rows(body, n, marked=True) if mark)
     reading.marks &= reading.cells
