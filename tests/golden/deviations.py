@@ -18,6 +18,7 @@ class Deviation:
 
 
 # --- terravis -------------------------------------------------------------------------------------
+# None: every TerraVis corpus replays exactly (metrics/terravis/README.md lists what differs beyond them).
 TERRAVIS: list[Deviation] = []
 
 # --- viescore2 ------------------------------------------------------------------------------------
