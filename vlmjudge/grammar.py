@@ -45,7 +45,14 @@ DEFAULT_MAX_ITEMS = 64
 # xgrammar 0.2.9 writes a maxLength string's character rule as this class, which lets raw
 # control characters (tab, \x00...) through and has no escapes.
 _LOOSE_CHAR_RULE = re.compile(r'^(\w+_characters) ::= \(\(\[\^\\"\\\\\\r\\n\]\)\)$', re.M)
-_STRICT_CHAR = r'[^\0-\x1f\"\\]'  # one class: see the module doc for why no escapes
+# One class (see the module doc for why no escapes). UTF-16 surrogates are excluded: their
+# UTF-8 bytes are not text, a tokenizer decodes them to U+FFFD (one per byte), and a string
+# of maxLength characters would come back longer.
+_STRICT_CHAR = r'[^\0-\x1f\"\\\uD800-\uDFFF]'
+# xgrammar's unbounded string character (used by free-form JSON values), and the same
+# class without surrogates.
+_BASIC_CHAR = '[^\\0-\\x1f\\"\\\\\\r\\n]'
+_BASIC_CHAR_STRICT = '[^\\0-\\x1f\\"\\\\\\r\\n\\uD800-\\uDFFF]'
 # JSON escapes without \u, for unbounded strings: a \u escape could name a lone surrogate,
 # which strict parsers reject; any character can be written raw instead.
 _ESCAPE_RULE = r'vj_escape ::= [\"\\/bfnrt]'
@@ -95,6 +102,7 @@ def _strict_strings(ebnf: str) -> str:
         raise RuntimeError("xgrammar's JSON grammar changed shape (no basic_escape rule); "
                            "update vlmjudge.grammar before trusting strict strings")
     ebnf = _LOOSE_CHAR_RULE.sub(lambda m: f"{m.group(1)} ::= {_STRICT_CHAR}", ebnf)
+    ebnf = ebnf.replace(_BASIC_CHAR, _BASIC_CHAR_STRICT)
     if re.search(r'\[\^\\"\\\\\\r\\n\]', ebnf):
         raise RuntimeError("xgrammar's JSON string rule changed shape; update vlmjudge.grammar")
     return ebnf + "\n" + _ESCAPE_RULE + "\n"
@@ -129,6 +137,7 @@ class ConstraintCompiler:
         self.stop_token_ids = list(stop_token_ids)
         info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size,
                                                   stop_token_ids=self.stop_token_ids)
+        self.tokenizer_info = info  # its decoded vocabulary writes closing text as tokens
         self._compiler = xgr.GrammarCompiler(info)
         self._compiled: dict[tuple[str, str], Any] = {}
 

@@ -176,11 +176,15 @@ def test_json_schema_constraint_50_of_50_parse_strictly(loaded, fresh, noise):
     assert {p.answer for p in parsed} == {"yes", "no"}
 
 
-def test_json_budget_too_small_reports_length(loaded):
+def test_json_budget_below_the_shortest_document_is_refused_and_ebnf_reports_length(loaded):
     judge = loaded["qwen3_vl"]
     req = Request(text="JSON please", constraint=Constraint.json_schema(Verdict),
                   decoding=Decoding(max_new_tokens=5))
-    answer = judge.generate([req])[0]
+    with pytest.raises(ValueError, match="shorter than the shortest document"):
+        judge.generate([req])
+    ebnf = Request(text="words please", constraint=Constraint.ebnf('root ::= [a-z]{20}'),
+                   decoding=Decoding(max_new_tokens=5))
+    answer = judge.generate([ebnf])[0]
     assert answer.finish_reason == "length" and answer.num_tokens == 5
 
 

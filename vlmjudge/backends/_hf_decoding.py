@@ -7,6 +7,9 @@ row's grammar mask, first-token option restriction and (for sampled rows) draws 
 with the row's own seeded generator, leaving only that token open; as a stopping criterion
 it feeds each new token to the row's grammar matcher and closes the row on EOS, a stop
 string or its own budget. A row's draws thus do not depend on what else is in the batch.
+A row under a JSON-schema constraint also has a closer (`_hf_forcing.RowCloser`): the token
+it would take (its draw, or the argmax) goes through only while the shortest ending of its
+document still fits in the budget after it; otherwise the closer's next token is taken.
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ class RowPlan:
     matcher: Any = None                 # an xgrammar GrammarMatcher, or None
     first_ids: list[int] | None = None  # allowed ids at the first answer position
     cancelled: Any = None               # a callable: True once nobody waits for this row
+    closer: Any = None                  # a `_hf_forcing.RowCloser` (JSON-schema rows), or None
     generator: torch.Generator | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -74,8 +78,12 @@ class RowControl(LogitsProcessor):
                 if self.plans[i].first_ids is not None:
                     _keep_only(scores, i, self.plans[i].first_ids)
         for i in open_rows:
-            if self.plans[i].temperature > 0:
-                token = _sample(scores[i], self.plans[i])
+            plan = self.plans[i]
+            token = _sample(scores[i], plan) if plan.temperature > 0 else None
+            if plan.closer is not None:
+                wanted = token if token is not None else int(scores[i].argmax())
+                token = plan.closer.choose(wanted, plan.max_new_tokens - self.n_tokens[i])
+            if token is not None:
                 _keep_only(scores, i, [token])
         return scores
 
@@ -112,6 +120,8 @@ class RowControl(LogitsProcessor):
                 if not plan.matcher.accept_token(token):
                     raise RuntimeError(f"grammar matcher rejected token {token} "
                                        f"({self.tokenizer.convert_ids_to_tokens(token)!r}) it had allowed")
+                if plan.closer is not None:
+                    plan.closer.advance(token)
             if plan.cancelled is not None and plan.cancelled():
                 self._close(i, CANCELLED)
             elif token in self.eos_ids:

@@ -176,6 +176,8 @@ class TransformersJudge(Judge):
 
     # -- the two primitives ----------------------------------------------------------------------
     def _generate(self, requests: list[Request]) -> list[Answer]:
+        if any(r.constraint is not None for r in requests):  # before any model work
+            self._grammar_compiler().closers.check_budgets(requests)
         return self._run_in_batches("generate", requests, None)
 
     def _choice_probs(self, requests: list[Request], options: list[str]) -> list[dict[str, float]]:
@@ -394,12 +396,13 @@ class TransformersJudge(Judge):
             if c.first_options:
                 plan.first_ids = self.option_ids(text, c.first_options)
             plan.matcher = self._grammar_compiler().matcher(c)
+            plan.closer = self._grammars.closers.row(c, plan.matcher)
         return plan
 
     def _grammar_compiler(self):
-        if self._grammars is None:
-            from ..grammar import ConstraintCompiler
-            self._grammars = ConstraintCompiler(self.tokenizer, self.vocab_size, self.eos_ids)
+        if self._grammars is None:  # with the closers of JSON-schema rows beside it (`_hf_forcing`)
+            from ._hf_forcing import compiler_with_closers
+            self._grammars = compiler_with_closers(self.tokenizer, self.vocab_size, self.eos_ids)
         return self._grammars
 
     @contextmanager
