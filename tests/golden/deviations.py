@@ -52,10 +52,21 @@ def _unsupervised_target(inp: dict) -> bool:
     return parsed.union is None and not supervised_keys(parsed.scores)
 
 
+def _marks_outside_sections(inp: dict) -> bool:
+    """A GRPO target whose grid carries ``!`` marks outside the artifact/misalign sections (a single grid)."""
+    from viescore2.grid import parse_output
+    parsed = parse_output(inp["target"])
+    in_sections = set().union(*(g.marks for g in parsed.sections.values()))
+    return parsed.union is not None and bool(parsed.union.marks - in_sections)
+
+
 VIESCORE2: list[Deviation] = [
     Deviation("viescore2/rewards", _unsupervised_target,
               "a target that supervises nothing (no readable grid, no overall score, no PQ+SC pair) raises "
               "ValueError as corrupt data, where the release trains on it with every term 0 but the format"),
+    Deviation("viescore2/rewards", _marks_outside_sections,
+              "coverage marks written in a single grid (no category sections) weight the Dice reward; the "
+              "release weights only marks inside artifact/misalign sections"),
     Deviation("viescore2/gt_grid", _unreadable_annotation,
               "an annotation that cannot be read (missing file, unknown kind, malformed points or boxes, "
               "values outside [0, 1]) raises instead of becoming a clean ground-truth grid"),
