@@ -4,6 +4,8 @@ A backend implements two batched primitives, `_generate` and `_choice_probs`, on
 chunk of requests. The shared `Judge` base does what every backend needs identically:
 input checks, the response cache (look up first, store each finished chunk at once so
 a killed run resumes), chunking with a progress bar, call counting and the manifest.
+Identical requests within one call (same content hash) are computed once and their
+answer is fanned back out in order (`stats.deduplicated` counts the copies).
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
 
 from .cache import ResponseCache, cache_key
-from .requests import Answer, Request
+from .requests import CANCEL_META_KEY, Answer, Request
 
 BACKENDS = {
     "transformers": "vlmjudge.backends.transformers:TransformersJudge",
@@ -36,6 +38,8 @@ class JudgeStats:
     prefill_tokens: int = 0
     generated_tokens: int = 0
     cache_hits: int = 0
+    #: requests answered by an identical request (same content hash) of the same call
+    deduplicated: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -82,6 +86,11 @@ class Judge(ABC):
 
     def validate_options(self, options: Sequence[str]) -> None:
         """Raise unless every option is a single token; backends with a tokenizer check it."""
+
+    def dedupe_key(self, request: Request) -> Any:
+        """What makes two requests of one call the same question (computed once); None keeps
+        a request apart. By default its content hash."""
+        return request.content_hash()
 
     # -- the public, shared part -----------------------------------------------------
     def identity(self) -> dict[str, Any]:
@@ -135,6 +144,8 @@ class Judge(ABC):
                     self.stats.cache_hits += 1
                 else:
                     todo.append(i)
+        todo, copies = _unique(requests, todo, self.dedupe_key)
+        self.stats.deduplicated += sum(len(c) for c in copies.values())
         chunks = [todo[s:s + self.batch_size] for s in range(0, len(todo), self.batch_size)]
         show = progress if progress is not None else self.progress
         if show is None:
@@ -148,6 +159,8 @@ class Judge(ABC):
                 self.stats.model_calls += len(chunk)
                 for i, out in zip(chunk, outputs):
                     results[i] = out
+                    for j in copies.get(i, ()):
+                        results[j] = decode(encode(out))  # its own copy: callers may change answers
                 if self.cache is not None:
                     self.cache.put_many((keys[i], encode(out)) for i, out in zip(chunk, outputs) if storable(out))
                 if bar is not None:
@@ -156,6 +169,31 @@ class Judge(ABC):
             if bar is not None:
                 bar.close()
         return results
+
+
+def _unique(requests: list[Request], todo: list[int],
+            key_of: Callable[[Request], Any]) -> tuple[list[int], dict[int, list[int]]]:
+    """The first of each group of identical requests (same `key_of`) among `todo`, and the
+    later ones each stands for. Unseeded sampled requests stay apart (asking twice is
+    asking for two samples), and so do cancellable ones (one client's disconnect must not
+    cancel another's answer)."""
+    first: dict[Any, int] = {}
+    kept: list[int] = []
+    copies: dict[int, list[int]] = {}
+    for i in todo:
+        r = requests[i]
+        if (r.decoding.temperature > 0 and r.decoding.seed is None) or CANCEL_META_KEY in r.meta:
+            kept.append(i)
+            continue
+        h = key_of(r)
+        if h is None:
+            kept.append(i)
+        elif h in first:
+            copies.setdefault(first[h], []).append(i)
+        else:
+            first[h] = i
+            kept.append(i)
+    return kept, copies
 
 
 def _checked(requests: Sequence[Request]) -> list[Request]:

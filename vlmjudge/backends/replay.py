@@ -43,6 +43,15 @@ class ReplayJudge(Judge):
         values = tuple(request.meta[f] for f in self.key_fields)
         return values[0] if len(values) == 1 else values
 
+    def dedupe_key(self, request: Request) -> Any:
+        """The recorded key (so meta-keyed answers stay apart); None for a scripted list,
+        whose repeated asks are served in turn, or a request without its key fields."""
+        try:
+            key = self.key_of(request)
+        except JudgeError:
+            return None
+        return None if isinstance(self.answers.get(key), list) else key
+
     def _recorded(self, request: Request) -> Any:
         key = self.key_of(request)
         if key not in self.answers:
