@@ -109,10 +109,14 @@ def test_sft_and_grpo_builders_default_to_the_training_instruction():
     from viescore2.data import build_grpo
     grid = Grid(frozenset({(1, 1)}), frozenset(), 8)
     split = Annotation(image="img", prompt="a cat", conditioning=["s1", "s2"], scores={"pq": 7, "sc": 4},
-                       localization=CategoryGrids(grid, Grid(n=8)), id="a")
+                       localization=CategoryGrids(grid, Grid(n=8)), id="a", coverage=True)  # a heatmap source
     score_only = Annotation(image="img", prompt="a dog", scores={"score": 6}, id="b")
     for build in (build_sft, build_grpo):
         for marks in (True, False):
             texts = {e["id"]: e["prompt"][0]["content"][-1]["text"] for e in build([split, score_only], marks=marks)}
             assert texts["a"] == build_instruction("a cat", Fields("pq_sc", "split", marks), 8, num_conditioning=2)
             assert texts["b"] == build_instruction("a dog", "overall", 16)
+    # a mask source has no coverage supervision: its instruction never asks for marks (issue 24 item 6)
+    mask = Annotation(image="img", prompt="a cat", localization=grid, id="m", coverage=False)
+    assert build_sft([mask])[0]["prompt"][0]["content"][-1]["text"] == build_instruction(
+        "a cat", Fields("none", "single", False), 8)
