@@ -45,8 +45,8 @@ from typing import Any, Sequence
 from ..judge import Judge
 from ..requests import CANCEL_META_KEY, Answer, Request
 from . import _hf_batching as batching
-from . import _hf_loading as loading
 from . import _hf_identity as checkpoints
+from . import _hf_loading as loading
 from . import _hf_prefix as prefixes
 from . import _hf_vision as vision_store
 
@@ -83,8 +83,8 @@ class TransformersJudge(Judge):
                 hf_cache_dir=hf_cache_dir)
             processor = processor if processor is not None else loaded_processor
             commit = loading.resolved_commit(model_id, revision, hf_cache_dir)
-        else:
             checkpoint = checkpoints.checkpoint_identity(model_id, commit)
+        else:
             if not isinstance(model, torch.nn.Module):
                 raise TypeError(f"model must be a Hub id, a folder or a torch module, got {type(model).__name__}")
             model_id = loading.model_name(model)
@@ -106,9 +106,9 @@ class TransformersJudge(Judge):
         super().__init__(model_id=model_id, revision=commit or revision,
                          dtype=str(model.dtype).removeprefix("torch."), device=str(model.device),
                          batch_size=chunk, cache=cache, progress=progress)
-        self.eos_ids = loading.eos_token_ids(model, self.tokenizer)
         self.checkpoint = checkpoint
         self.processor_options = checkpoints.processor_options_digest(processor)
+        self.eos_ids = loading.eos_token_ids(model, self.tokenizer)
         pad = self.tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else self.eos_ids[0]
         self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
@@ -420,12 +420,6 @@ class TransformersJudge(Judge):
             self.model.generation_config = saved
 
     # -- records -----------------------------------------------------------------------------------
-    def manifest(self) -> dict[str, Any]:
-        """Model id, resolved commit, dtype, device, batch size and library versions."""
-        return {**super().manifest(), "model": self.model_id, "revision": self.revision,
-                "requested_revision": self.requested_revision,
-                "batch_size": "auto" if self.auto_batch else self.rows, "chunk_size": self.batch_size,
-                "prefix_reuse": self.prefix_reuse, "attn_implementation": self.attn_implementation,
     def identity(self) -> dict[str, Any]:
         """A loaded checkpoint by content (folder digest or Hub commit), never by its path or name."""
         if self.checkpoint is None:
@@ -433,6 +427,12 @@ class TransformersJudge(Judge):
         return {"backend": self.backend, "checkpoint": self.checkpoint, "dtype": self.dtype,
                 "processor": self.processor_options}
 
+    def manifest(self) -> dict[str, Any]:
+        """Model id, resolved commit, dtype, device, batch size and library versions."""
+        return {**super().manifest(), "model": self.model_id, "revision": self.revision,
+                "requested_revision": self.requested_revision,
+                "batch_size": "auto" if self.auto_batch else self.rows, "chunk_size": self.batch_size,
+                "prefix_reuse": self.prefix_reuse, "attn_implementation": self.attn_implementation,
                 "vision_cache_mb": self.vision_cache.max_bytes / 2**20 if self.vision_cache.enabled else 0,
                 "libraries": loading.library_versions(),
                 "option_tokens": "an option is the next word after the prompt: after a space unless "
