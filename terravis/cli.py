@@ -16,17 +16,20 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff")
+from vlmjudge.intake import IMAGE_SUFFIXES  # one list of image suffixes for every command
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the terravis subcommands to the `vlmjudge terravis` parser (entry point `vlmjudge.commands`)."""
     from vlmjudge.cli import add_judge_flags
+    from vlmjudge.cli_intake import EXIT_EPILOG, add_on_error_flag
 
     commands = parser.add_subparsers(dest="terravis_command", required=True)
     score = commands.add_parser("score", help="score images (files or folders) into a JSONL of records",
                                 description="Eligibility, 18 violation checks and severities for every image; "
-                                            "one JSON record per image.")
+                                            "one JSON record per image. An image below the recommended "
+                                            "resolution is scored, its record's meta.resolution_note says so.",
+                                epilog=EXIT_EPILOG)
     score.add_argument("inputs", nargs="+", metavar="IMAGES_OR_DIR", help="image files or folders (recursive)")
     add_judge_flags(score)
     score.add_argument("--no-cache", action="store_true", help="do not cache answers (no resume)")
@@ -38,6 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                        help="name of the text-to-image model that made these images (the record's 'model')")
     score.add_argument("--chunk-size", type=int, default=16, help="images per stage-batched judge run")
     score.add_argument("--no-progress", action="store_true")
+    add_on_error_flag(score)
     score.set_defaults(func=run_score)
 
     report = commands.add_parser("report", help="rankings, plots, analyses and an HTML page from saved runs",
@@ -93,9 +97,12 @@ def default_cache_path(out: str | os.PathLike) -> Path:
 
 
 def run_score(args: argparse.Namespace) -> int:
-    """Score every image, writing records as chunks finish; print counts and model calls."""
+    """Check every image, then score the readable ones, writing records as chunks finish; print
+    counts and model calls; the exit status says whether every image got a record (--help)."""
     from vlmjudge.cli import judge_from_args
+    from vlmjudge.cli_intake import finish, nothing_readable, partial_output, screen, start_run
     from vlmjudge.images import ImageInputError, to_pil
+    from vlmjudge.intake import RUN, Failure
 
     from .core import TerraVis
 
@@ -111,6 +118,10 @@ def run_score(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     out = Path(args.out)
+    start_run(out)
+    screened = screen([(path,) for _, path in images], args.on_error)  # before the model loads
+    if not screened.kept:
+        return nothing_readable(screened, out)
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.no_cache:
         args.cache = None
@@ -123,50 +134,59 @@ def run_score(args: argparse.Namespace) -> int:
     except (OSError, ValueError, TypeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    manifest = {**tv.manifest(), "command": "terravis score", "n_images": len(images), "inputs": list(args.inputs),
-                "cache": args.cache}
-    partial = out.with_name(out.name + ".partial")
+    manifest = {**tv.manifest(), "command": "terravis score", "n_images": len(screened.kept),
+                "n_skipped": len(screened.failures), "inputs": list(args.inputs), "cache": args.cache}
+    failures = list(screened.failures)
     statuses: dict[str, int] = {"scored": 0, "not_applicable": 0, "failed": 0}
     scores: list[float] = []
-    bar = _bar(len(images), not args.no_progress)
+    bar = _bar(len(screened.kept), not args.no_progress)
     try:
-        with open(partial, "w", encoding="utf-8") as fh:
+        with partial_output(out) as fh:
             fh.write(json.dumps({"manifest": manifest}, ensure_ascii=False) + "\n")
-            for start in range(0, len(images), args.chunk_size):
-                chunk = images[start:start + args.chunk_size]
-                try:
-                    pils = [to_pil(path) for _, path in chunk]
-                except ImageInputError as error:
-                    bad = chunk[error.index][1] if error.index is not None else chunk
-                    raise ValueError(f"{bad}: {error.reason}") from None
-                meta = [_meta(path, args.t2i_model) for _, path in chunk]
-                for record in tv.score(pils, ids=[i for i, _ in chunk], meta=meta):
+            for start in range(0, len(screened.kept), args.chunk_size):
+                chunk, pils = [], []
+                for index in screened.kept[start:start + args.chunk_size]:
+                    try:  # decoded again here, so the pre-load check holds no images in memory
+                        pils.append(to_pil(images[index][1], index=index))
+                    except ImageInputError as error:  # the file changed since the check
+                        failures.append(Failure(index, str(images[index][1]), error.reason))
+                        continue
+                    chunk.append(index)
+                meta = [_meta(images[i][1], args.t2i_model, screened.notes.get(i)) for i in chunk]
+                records = tv.score(pils, ids=[images[i][0] for i in chunk], meta=meta) if chunk else []
+                for index, record in zip(chunk, records):
                     fh.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
+                    RUN.saved += 1
                     statuses[record.status] += 1
                     if record.score is not None:
                         scores.append(record.score)
+                    if record.status == "failed":  # no answer from the judge: this image has no result
+                        reason = "; ".join(record.errors) or "the judge gave no answer"
+                        failures.append(Failure(index, str(images[index][1]), reason))
                 fh.flush()
                 if bar is not None:
                     bar.update(len(chunk))
-    except ValueError as error:
+    except ValueError as error:  # a pack or judge that cannot take these requests: nothing is kept
         print(f"error: {error}", file=sys.stderr)
         return 2
     finally:
         if bar is not None:
             bar.close()
-    os.replace(partial, out)
     mean = f"{sum(scores) / len(scores):.4f}" if scores else "n/a (no eligible image)"
-    print(f"scored {len(images)} images: {statuses['scored']} scored, {statuses['not_applicable']} N/A, "
-          f"{statuses['failed']} failed; mean score {mean}")
+    skipped = f", {len(screened.failures)} skipped as bad input" if screened.failures else ""
+    print(f"scored {sum(statuses.values())} images: {statuses['scored']} scored, {statuses['not_applicable']} N/A, "
+          f"{statuses['failed']} failed{skipped}; mean score {mean}")
     print(f"wrote {out}")
     print(f"model calls: {judge.stats.model_calls} (cache hits: {judge.stats.cache_hits})")
-    return 0
+    return finish(len(images), statuses["scored"] + statuses["not_applicable"], failures, out)
 
 
-def _meta(path: Path, t2i_model: str | None) -> dict[str, Any]:
+def _meta(path: Path, t2i_model: str | None, resolution_note: str | None = None) -> dict[str, Any]:
     meta: dict[str, Any] = {"path": str(path.resolve())}
     if t2i_model is not None:
         meta["model"] = t2i_model
+    if resolution_note is not None:
+        meta["resolution_note"] = resolution_note
     return meta
 
 

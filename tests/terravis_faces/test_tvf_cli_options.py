@@ -52,10 +52,16 @@ def test_no_cache_and_explicit_cache(tmp_path, capsys):
     assert record.score == SCORE
 
 
-def test_unreadable_image_is_named(tmp_path, capsys):
+def test_unreadable_image_is_named_and_skipped(tmp_path, capsys):
+    """Issue 19: a bad image is skipped and listed (exit 3); --on-error raise stops at it (exit 2)."""
     root = folder(tmp_path, 1)
     (root / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\nnot really")
     out = tmp_path / "r.jsonl"
-    assert main(["terravis", "score", str(root), "--model", "m", "--backend", BACKEND, "--out", str(out)]) == 2
+    argv = ["terravis", "score", str(root), "--model", "m", "--backend", BACKEND, "--out", str(out), "--no-progress"]
+    assert main(argv) == 3
+    assert "broken.png: corrupt" in capsys.readouterr().err
+    assert [r.image_id for r in load_records(out)[0]] == [f"{root.as_posix()}/0.png"]
+    out.unlink()
+    assert main([*argv, "--on-error", "raise"]) == 2
     assert "broken.png" in capsys.readouterr().err
     assert not out.exists()
