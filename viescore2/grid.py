@@ -255,6 +255,8 @@ _STRIP = str.maketrans("", "", "*`")
 
 @dataclass
 class _Section:
+    """What the strict reader collected for one section (the single grid or a category)."""
+
     seen: bool = False
     rows: int = 0
     none: bool = False
@@ -346,6 +348,7 @@ def _parse_strict(text: str, n: int) -> ParsedOutput:
 
 
 def _status_of(grid: Grid | None) -> GridStatus:
+    """FAILED for no grid, NONE for an empty one, OK for one with defect cells."""
     return GridStatus.FAILED if grid is None else GridStatus.NONE if grid.is_empty else GridStatus.OK
 
 

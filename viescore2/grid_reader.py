@@ -127,8 +127,9 @@ def read_text(text: str, n: int) -> Reading:
     reading = Reading()
     reading.scores, reading.rejected = read_scores(text)
     body = strip_groups(text)
-    reading.none_word = _NONE.search(body.replace("!", "")) is not None
-    reading.cells.update((r, c) for r, c, _ in read_rows(body.replace("!", ""), n, marked=False))
+    unmarked = body.replace("!", "")  # the union is read with the marks removed, as in the release
+    reading.none_word = _NONE.search(unmarked) is not None
+    reading.cells.update((r, c) for r, c, _ in read_rows(unmarked, n, marked=False))
     reading.marks.update((r, c) for r, c, mark in read_rows(body, n, marked=True) if mark)
     reading.marks &= reading.cells
     headers = list(_HEADER.finditer(text))
