@@ -30,9 +30,11 @@ def test_tags_weights_and_chunks(tmp_path, capsys):
     assert all(r.meta["model"] == "sdxl" for r in records)
     assert all(r.score == math.exp(-2 * (1 + 1)) for r in records) and (manifest["lam"], manifest["alpha"]) == (2, 1)
     assert out.with_name("r.cache.sqlite").is_file()
-    # 3 x (1 + 18 + 2 evidence + 2 severity) requests; severity is asked from text alone, so the
-    # second chunk's two severity questions are the first chunk's, answered from the cache
-    assert "model calls: 67 (cache hits: 2)" in capsys.readouterr().out
+    # 3 x (1 + 18 + 2 evidence + 2 severity) requests. The replay backend keys answers by (stage, check),
+    # so within one judge call the chunk's two images ask each question once (the core judge computes
+    # identical requests once): 23 calls for the first chunk; severity is asked from text alone, so the
+    # second chunk's two severity questions are the first chunk's, answered from the cache: 21 more
+    assert "model calls: 44 (cache hits: 2)" in capsys.readouterr().out
 
 
 def test_no_cache_and_explicit_cache(tmp_path, capsys):
