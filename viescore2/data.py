@@ -34,7 +34,6 @@ class Annotation:
     id: str | None = None
     coverage: bool | None = None  # the source has coverage supervision (a heatmap); None: it has marks
 
-
     def __post_init__(self) -> None:
         unknown = set(self.scores) - set(SCORE_KEYS)
         if unknown:
