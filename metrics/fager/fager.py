@@ -41,7 +41,9 @@ Args:
     reference_images (`list`, optional): per image, a reference image, a list of them, or None;
         used only when QA sets are built.
     qa_sets (`list`, optional): per image, a QA set (dict, JSON or QA.csv text); when given,
-        no rubric is built for that image.
+        no rubric is built for that image. At load time (`evaluate.load("fager", qa_sets=[...])`),
+        QA sets (dicts or JSON) are matched to added images by prompt: how images added through
+        `evaluate.combine`, which passes only images and prompts, skip the rubric build.
     ids (`list` of `str`, optional): names of the items (reference lookup, replay, reports).
     judge (optional): a ready vlmjudge judge; otherwise one is loaded from `model`.
     model (`str`, default "Qwen/Qwen3-VL-8B-Instruct"): Hub id or folder of the image judge.
@@ -91,9 +93,17 @@ JUDGE_OPTIONS = ("judge", "model", "backend", "text_judge", "text_model", "regen
 class FAGER(ScoredRowsModule, evaluate.Metric):
     """FAGER scores of generated images, with decisions and feedback."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, qa_sets=None, **kwargs):
         self._options = {k: kwargs.pop(k) for k in JUDGE_OPTIONS if k in kwargs}
         super().__init__(*args, **kwargs)
+        #: Load-time QA sets by prompt, for images added without one (evaluate.combine routes
+        #: only the features, images and prompts, so this is how a combined FAGER gets its sets).
+        self._qa_by_prompt = {}
+        for value in qa_sets or ():
+            qa = parse_qa_value(value, "")
+            if qa is None or qa.prompt in self._qa_by_prompt:
+                raise ValueError(f"load-time qa_sets need one set per prompt, got {value!r:.80}")
+            self._qa_by_prompt[qa.prompt] = qa
         self._pipeline = None
         self._n_added = 0
 
@@ -135,6 +145,9 @@ class FAGER(ScoredRowsModule, evaluate.Metric):
         if ids is None:
             prefix = "" if self.num_process == 1 else f"{self.process_id}:"
             ids = [f"{prefix}{self._n_added + i}" for i in range(n)]
+        if self._qa_by_prompt:
+            qa_sets = [q if q is not None else self._qa_by_prompt.get(p)
+                       for q, p in zip(qa_sets or [None] * n, prompts)]
         verdicts = _score(pipeline or self.pipeline, images, prompts, reference_images, qa_sets,
                           [str(i) for i in ids])
         self._n_added += n
