@@ -24,7 +24,8 @@ VARIANTS = ("workflow", "holistic", "gptscore")
 #: How TerraVis reads and scores answers; bumped whenever a default changes what a saved run would
 #: hold, so records made before are not mixed with new ones. 2: generated decisions are read after
 #: the prefix label as the release reads labelled answers (echoes rejected, the last label first),
-#: and a blank answer is an unreadable answer rather than a failed request (issue 18).
+#: a blank answer is an unreadable answer rather than a failed request, and an unreadable answer is
+#: asked twice more (at 0.4, then 0.6), as the release asks (issue 18).
 METHOD_VERSION = "2"
 
 
@@ -46,7 +47,8 @@ class TerraVis:
                  pack: PromptPack | Mapping[str, Any] | str | os.PathLike | None = None, *,
                  decision: Literal["choice", "generate"] = "choice",
                  eligibility_reasons: Literal["na", "all", "none"] = "na", severity_reasons: bool = False,
-                 max_retries: int = 1, retry_temperature: float = 0.7, block_images: int = BLOCK_IMAGES) -> None:
+                 max_retries: int = 2, retry_temperature: float | Sequence[float] = (0.4, 0.6),
+                 block_images: int = BLOCK_IMAGES) -> None:
         if not isinstance(judge, Judge):
             raise TypeError(f"TerraVis needs a vlmjudge Judge (see vlmjudge.load_judge), got {type(judge).__name__}")
         if variant not in VARIANTS:
@@ -112,7 +114,9 @@ class TerraVis:
             "pack_version": self.pack.version, "pack_sha256": self.pack.sha256,
             "decoding": {"decision": self.config.decision, "decision_max_new_tokens": 1, "temperature": 0.0,
                          "text_max_new_tokens": dict(self.pack.max_new_tokens),
-                         "retry_temperature": self.config.retry_temperature,
+                         "retry_temperature": (list(self.config.retry_temperature)
+                                               if isinstance(self.config.retry_temperature, tuple)
+                                               else self.config.retry_temperature),
                          "max_retries": self.config.max_retries},
             "eligibility_reasons": self.config.eligibility_reasons,
             "severity_reasons": self.config.severity_reasons,

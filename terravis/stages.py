@@ -157,12 +157,20 @@ def continuation_request(pack: PromptPack, decided: Request, option: str, stage:
                    meta=meta(decided.meta["item"], TEXT_STAGES[stage], decided.meta["check"], 0))
 
 
+def retry_temperature_at(temperatures: float | Sequence[float], attempt: int) -> float:
+    """The sampling temperature of retry `attempt` (1, 2, ...): a single value for every retry, or
+    one per retry with the last repeated (the release's eligibility retries use 0.4, then 0.6)."""
+    if isinstance(temperatures, (int, float)):
+        return float(temperatures)
+    return float(temperatures[min(attempt, len(temperatures)) - 1])
+
+
 def as_decision_request(request: Request, pack: PromptPack, mode: DecisionMode, options: Sequence[str],
-                        attempt: int = 0, retry_temperature: float = 0.7) -> Request:
+                        attempt: int = 0, retry_temperature: float | Sequence[float] = (0.4, 0.6)) -> Request:
     """The request in the form the mode asks it; a retry samples (a new seed per attempt),
     since repeating a greedy request can only repeat its answer."""
     decoding = Decoding(max_new_tokens=1) if attempt == 0 else \
-        Decoding(max_new_tokens=1, temperature=retry_temperature, seed=attempt)
+        Decoding(max_new_tokens=1, temperature=retry_temperature_at(retry_temperature, attempt), seed=attempt)
     constraint = decision_constraint(options) if mode == "generate" else None
     return Request(images=list(request.images), text=request.text, system=request.system, prefix=request.prefix,
                    constraint=constraint, decoding=decoding,

@@ -30,15 +30,16 @@ ReasonPolicy = Literal["na", "all", "none"]
 @dataclass(frozen=True)
 class WorkflowConfig:
     """How the workflow asks and scores: weights, decision mode, which reasons to generate,
-    and how often an unreadable eligibility answer is asked again."""
+    and how often an unreadable eligibility answer is asked again: by default twice, sampled at
+    0.4 and then 0.6, so three attempts in all, as the public release asks."""
 
     lam: float = 1.0
     alpha: float = 0.5
     decision: DecisionMode = "choice"
     eligibility_reasons: ReasonPolicy = "na"
     severity_reasons: bool = False
-    max_retries: int = 1
-    retry_temperature: float = 0.7
+    max_retries: int = 2
+    retry_temperature: float | tuple[float, ...] = (0.4, 0.6)
 
     def __post_init__(self) -> None:
         check_weights(self.lam, self.alpha)
@@ -48,6 +49,14 @@ class WorkflowConfig:
             raise ValueError(f"eligibility_reasons must be 'na', 'all' or 'none', got {self.eligibility_reasons!r}")
         if self.max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
+        single = isinstance(self.retry_temperature, (int, float)) and not isinstance(self.retry_temperature, bool)
+        temps = (self.retry_temperature,) if single else tuple(self.retry_temperature) \
+            if isinstance(self.retry_temperature, (list, tuple)) else ()
+        if not temps or any(isinstance(t, bool) or not isinstance(t, (int, float)) or not t >= 0 for t in temps):
+            raise ValueError(f"retry_temperature must be a temperature >= 0 or a non-empty sequence of them, "
+                             f"got {self.retry_temperature!r}")
+        if not single:
+            object.__setattr__(self, "retry_temperature", tuple(float(t) for t in temps))
 
 
 @dataclass

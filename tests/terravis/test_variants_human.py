@@ -60,11 +60,11 @@ def test_gptscore_expected_records_with_retry_in_generate_mode():
     assert [r.to_json() for r in result.records] == [
         base("a", "gptscore", score=0.5, eligible=True, rating=3, valid=True),
         base("b", "gptscore", score=0.25, eligible=True, rating=2, valid=True, retries=1, parse_failures=1),
-        base("c", "gptscore", status="failed", retries=1, parse_failures=2,
+        base("c", "gptscore", status="failed", retries=2, parse_failures=3,  # three attempts by default
              errors=["gptscore: no rating could be read"]),
         base("d", "gptscore", status="failed", errors=["gptscore: failed or empty response"]),
     ]
-    assert result.counts == {"gptscore": 4, "retries": 2}
+    assert result.counts == {"gptscore": 4, "retries": 3}
     first = judge.log[0][1]
     assert first.text == PAPER_QUESTION and first.system is None
     assert first.constraint.first_options == ("1", "2", "3", "4", "5")
