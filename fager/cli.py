@@ -136,6 +136,7 @@ def run_rescore(args: argparse.Namespace) -> int:
 
 def _configure_model_commands(commands: argparse._SubParsersAction) -> None:
     from vlmjudge.cli import add_judge_flags
+    from vlmjudge.cli_intake import EXIT_EPILOG, add_on_error_flag
 
     rubric = commands.add_parser("rubric", help="build QA sets for prompts with the agents (writes QA.csv)",
                                  description="Fact proposal, reference-guided extraction, verification and QA "
@@ -147,12 +148,17 @@ def _configure_model_commands(commands: argparse._SubParsersAction) -> None:
 
     score = commands.add_parser("score", help="score images against QA sets (writes details.jsonl, summary.csv)",
                                 description="Level 1 first, levels 2-3 where the gate passes, feedback where the "
-                                            "decision needs it.")
+                                            "decision needs it. Images are checked before the model loads; a "
+                                            "verdict of an image under the recommended 64 px carries "
+                                            "provenance.resolution_note. Failures go to "
+                                            "details.jsonl.failures.jsonl in --out.",
+                                epilog=EXIT_EPILOG)
     score.add_argument("items", type=Path, help="CSV with index, prompt and image columns")
     score.add_argument("--qa", type=Path, default=None, help="QA.csv to score against (default: build or reuse)")
     _add_pipeline_flags(score)
     _add_policy_flags(score)
     add_judge_flags(score)
+    add_on_error_flag(score)
     score.set_defaults(func=run_score)
 
     refine = commands.add_parser("refine", help="keep / edit / regenerate images and re-evaluate",
@@ -219,11 +225,11 @@ def read_table(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
     return rows
 
 
-def _items(path: Path) -> tuple[list[str], list[str], list[Path]]:
+def _items(path: Path, require_files: bool = True) -> tuple[list[str], list[str], list[Path]]:
     rows = read_table(path, ("index", "prompt", "image"))
     images = [(path.parent / row["image"]) for row in rows]
     absent = [str(p) for p in images if not p.is_file()]
-    if absent:
+    if absent and require_files:
         raise FileNotFoundError(f"{path}: image file(s) not found: {absent[:5]}")
     return [row["index"] for row in rows], [row["prompt"] for row in rows], images
 
@@ -253,25 +259,62 @@ def run_rubric(args: argparse.Namespace) -> int:
 
 
 def run_score(args: argparse.Namespace) -> int:
-    """Score the items and write details.jsonl and summary.csv into --out."""
+    """Check the images, score the readable items and write details.jsonl and summary.csv into --out;
+    unreadable images and items without a result are listed, and the exit status says so (--help)."""
+    from vlmjudge.cli_intake import finish, nothing_readable, screen, start_run
+    from vlmjudge.intake import RUN, Failure
+    out = Path(args.out or "fager_run")
+    details = out / "details.jsonl"
+    start_run(out)
     try:
-        ids, prompts, images = _items(args.items)
-        qa_sets = read_qa_csv(args.qa) if args.qa else None
-        fager = _pipeline(args, _policy(args))
-        verdicts = fager.score(images, prompts, qa_sets=qa_sets, ids=ids)
+        ids, prompts, images = _items(args.items, require_files=False)  # a missing file is a bad item
     except _INPUT_ERRORS as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    out = Path(args.out or "fager_run")
+    screened = screen([(image,) for image in images], args.on_error)  # before the model loads
+    if not screened.kept:
+        return nothing_readable(screened, details)
+    kept = screened.kept
+    try:
+        qa_sets = read_qa_csv(args.qa) if args.qa else None
+        fager = _pipeline(args, _policy(args))
+        verdicts = fager.score([images[i] for i in kept], [prompts[i] for i in kept], qa_sets=qa_sets,
+                               ids=[ids[i] for i in kept])
+    except _INPUT_ERRORS as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    verdicts = [_with_note(v, screened.notes.get(i)) for i, v in zip(kept, verdicts)]
     out.mkdir(parents=True, exist_ok=True)
-    write_verdicts(verdicts, out / "details.jsonl")
+    write_verdicts(verdicts, details)
     (out / "summary.csv").write_text(format_summary(verdicts), encoding="utf-8", newline="")
+    RUN.saved = len(verdicts)
     scores = [v.overall_score for v in verdicts if v.overall_score is not None]
     mean = f"{sum(scores) / len(scores):.2f}" if scores else "n/a"
     failures = sum(v.counts.failed for v in verdicts)
-    print(f"scored {len(scores)}/{len(verdicts)} images, mean {mean}, {failures} parse failures -> {out}",
+    skipped = f", {len(screened.failures)} skipped as bad input" if screened.failures else ""
+    print(f"scored {len(scores)}/{len(verdicts)} images, mean {mean}, {failures} parse failures{skipped} -> {out}",
           file=sys.stderr)
-    return 0
+    unanswered = [Failure(i, str(images[i]), reason) for i, v in zip(kept, verdicts)
+                  if (reason := _no_result(v)) is not None]
+    return finish(len(images), len(verdicts) - len(unanswered), [*screened.failures, *unanswered], details)
+
+
+def _with_note(verdict, note: str | None):
+    """The verdict with the image's low-resolution flag in its provenance (the image was scored)."""
+    if note is None:
+        return verdict
+    return verdict.model_copy(update={"provenance": {**verdict.provenance, "resolution_note": note}})
+
+
+def _no_result(verdict) -> str | None:
+    """Why an item got no result, or None: no QA set could be built for it, or the judge answered
+    none of its questions (a counted parse failure is a result)."""
+    if "qa_error" in verdict.provenance:
+        return f"no QA set: {verdict.provenance['qa_error']}"
+    missing = [f for f in verdict.parse_failures if f.reason == "missing answer"]
+    if verdict.counts.total == 0 and missing and len(missing) == len(verdict.parse_failures):
+        return "the judge gave no answer"
+    return None
 
 
 def run_refine(args: argparse.Namespace) -> int:

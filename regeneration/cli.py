@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from vlmjudge.cli import add_judge_flags, judge_from_args
+from vlmjudge.cli_intake import EXIT_EPILOG, add_on_error_flag
+from vlmjudge.intake import IMAGE_SUFFIXES
 
-from .benchmark import IMAGE_SUFFIXES, load_prompts, load_references, run_benchmark
+from .benchmark import load_prompts, load_references, run_benchmark
 from .config import DEFAULT_SELECTION, INTERROGATOR_RUNS, SELECTION_PRESETS
 from .loop import DEFAULT_ASPECTS, PROMPT_MODES, LoopConfig, RegenerationLoop
 from .parsing import READINGS
@@ -55,13 +57,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     compare = commands.add_parser("compare", help="CLIP %% and DINO %% (and MLLM ratings) of two image folders",
                                   description="Pairs images by file name (stem) and reports per-pair and mean "
-                                              "similarity; with --model also MLLM content and perceptual ratings.")
+                                              "similarity; with --model also MLLM content and perceptual ratings. "
+                                              "Every image is checked before any model loads: a pair with an "
+                                              "unreadable image is listed as 'path: reason' (and written beside "
+                                              "--csv, else --out, as .failures.jsonl) and left out; a pair with an "
+                                              "image under the recommended 64 px is scored, its row's "
+                                              "resolution_note says so.",
+                                  epilog=EXIT_EPILOG)
     compare.add_argument("refs", type=Path, help="folder of reference images")
     compare.add_argument("gens", type=Path, help="folder of regenerated images (same file stems)")
     compare.add_argument("--json", action="store_true", help="print the whole result as JSON")
     compare.add_argument("--csv", type=Path, help="write per-pair rows to this CSV")
     _encoder_flags(compare)
     add_judge_flags(compare)
+    add_on_error_flag(compare)
     compare.set_defaults(func=cmd_compare)
 
 
@@ -233,8 +242,23 @@ def _pairs(refs: Path, gens: Path) -> list[tuple[str, Path, Path]]:
     return [(stem, r[stem], g[stem]) for stem in common]
 
 
+#: Why an MLLM rating is missing when the judge itself failed (regeneration.parsing.parse_answer's words).
+_BACKEND_ERROR = "backend error"
+
+
+def _judge_failed(record: Any) -> bool:
+    """True when a pair asked for MLLM ratings got no answer at all: the judge failed, not the parse."""
+    mllm = record.mllm
+    return (mllm is not None and mllm.content is None and mllm.perceptual is None and bool(mllm.failures)
+            and all(_BACKEND_ERROR in f.reason for f in mllm.failures))
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
-    """Per-pair and mean CLIP % / DINO % (and MLLM ratings with --model) of two folders."""
+    """Per-pair and mean CLIP % / DINO % (and MLLM ratings with --model) of two folders; pairs with
+    an unreadable image are listed and left out, and the exit status says so (see --help)."""
+    from vlmjudge.cli_intake import finish, nothing_readable, screen, start_run
+    from vlmjudge.intake import RUN, Failure
+
     from .judging import summarize_ratings
     from .spec import RegenerationScorer
 
@@ -243,25 +267,40 @@ def cmd_compare(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    beside = args.csv or args.out  # where the failures file goes
+    start_run(beside)
+    screened = screen([(ref, gen) for _, ref, gen in pairs], args.on_error)  # before any model loads
+    if not screened.kept:
+        return nothing_readable(screened, beside)
+    kept = [pairs[i] for i in screened.kept]
     judge = judge_from_args(args) if args.model else None
     scorer = RegenerationScorer(judge, similarity=_similarity(args))
-    records = scorer.score_batch({"reference": [str(p[1]) for p in pairs], "generated": [str(p[2]) for p in pairs]})
-    rows = [{"id": stem, **{k: v for k, v in rec.to_json().items() if k in ("clip", "dino", "score")},
-             "mllm_content": rec.mllm.content if rec.mllm else None,
-             "mllm_perceptual": rec.mllm.perceptual if rec.mllm else None} for (stem, _, _), rec in zip(pairs, records)]
+    records = scorer.score_batch({"reference": [str(p[1]) for p in kept], "generated": [str(p[2]) for p in kept]})
+    rows = []
+    for index, (stem, _, _), rec in zip(screened.kept, kept, records):
+        row = {"id": stem, **{k: v for k, v in rec.to_json().items() if k in ("clip", "dino", "score")},
+               "mllm_content": rec.mllm.content if rec.mllm else None,
+               "mllm_perceptual": rec.mllm.perceptual if rec.mllm else None}
+        if index in screened.notes:
+            row["resolution_note"] = screened.notes[index]
+        rows.append(row)
+    unanswered = [Failure(index, str(pairs[index][2]), "the judge gave no answer for either MLLM rating")
+                  for index, rec in zip(screened.kept, records) if _judge_failed(rec)]
     summary = {"pairs": len(rows), "clip": sum(r["clip"] for r in rows) / len(rows),
-               "dino": sum(r["dino"] for r in rows) / len(rows)}
+               "dino": sum(r["dino"] for r in rows) / len(rows), "skipped": len(screened.failures)}
     if judge is not None:
         summary.update(summarize_ratings([rec.mllm for rec in records]))
     if args.csv:
+        columns = list(dict.fromkeys(key for row in rows for key in row))  # resolution_note only when flagged
         with open(args.csv, "w", newline="", encoding="utf-8") as fh:
-            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            writer = csv.DictWriter(fh, fieldnames=columns, restval="")
             writer.writeheader()
             writer.writerows(rows)
+        RUN.saved = len(rows)
     if args.json:
         print(json.dumps({"summary": summary, "pairs": rows}, indent=2))
     else:
         for r in rows:
             print(f"{r['id']}\tCLIP {r['clip']:.2f}\tDINO {r['dino']:.2f}")
         print(f"mean over {len(rows)} pairs: CLIP {summary['clip']:.2f} DINO {summary['dino']:.2f}")
-    return 0
+    return finish(len(pairs), len(rows) - len(unanswered), [*screened.failures, *unanswered], beside)

@@ -30,13 +30,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any, Iterator
+
+from vlmjudge.intake import IMAGE_SUFFIXES as INPUT_SUFFIXES
 
 from .evaluation import Reference, evaluate_suite, grid_iou
 from .grid import DEFAULT_N, parse_output, union_of
 
+#: The file names `evaluate --images` tries for an id without an `image` field, in this order.
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
+#: `score` runs this many judge batches at a time, writing their records before the next.
+SCORE_CHUNK_BATCHES = 4
 
 
 def _jsonl(path: str) -> Iterator[tuple[int, dict]]:
@@ -156,12 +162,18 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 SCORE_HELP = """Judge generated images with VIEScore2 and write one JSON record per image.
 
 IMAGES are image files or folders (their image files, sorted by name); an image's id is its
-file name without the suffix. --prompts is either a text file with one prompt per line, in
-the order of IMAGES, or a JSONL file of {"id": ..., "prompt": ..., "conditioning": [paths]}
-objects matched by id (conditioning paths are relative to the JSONL file; optional).
+file name without the suffix. Every image is checked before the model loads: with --on-error
+skip (the default) an unreadable one (truncated, not an image, empty, an aspect ratio over 200:1)
+is listed as `path: reason`, written to <out>.failures.jsonl and left out, and the rest are
+scored; with --on-error raise the first one stops the run.
+
+--prompts is either a text file with one prompt per line, in the order of IMAGES, or a JSONL
+file of {"id": ..., "prompt": ..., "conditioning": [paths]} objects matched by id
+(conditioning paths are relative to the JSONL file; optional).
 
 --out results.jsonl gets the records (id, prompt, status, score, scores, grid or artifact and
-misalign, explanation, raw text, finish reason); results.manifest.json beside it records the
+misalign, explanation, raw text, finish reason; and `resolution_note` for an image under the
+recommended 64 px, which is scored all the same); results.manifest.json beside it records the
 judge, configuration, instructions, grammar and decoding. --overlays DIR writes <id>.png with
 the predicted cells drawn on each image whose grid was read.
 """
@@ -173,7 +185,7 @@ def image_files(paths: list[str]) -> list[Path]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            files += sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
+            files += sorted(p for p in path.iterdir() if p.suffix.lower() in INPUT_SUFFIXES and p.is_file())
         elif path.is_file():
             files.append(path)
         else:
@@ -227,53 +239,82 @@ def pack_from_file(path: str | None) -> Any:
 
 def _cmd_score(args: argparse.Namespace) -> int:
     from vlmjudge.cli import judge_from_args
+    from vlmjudge.cli_intake import finish, nothing_readable, partial_output, screen, start_run
+    from vlmjudge.intake import RUN, Failure
 
     from .pipeline import VIEScore2
     if not args.out:
         print("vlmjudge viescore2 score: --out results.jsonl is required", file=sys.stderr)
         return 2
+    out = Path(args.out)
+    start_run(out)
     try:
         files = image_files(args.images)
         ids = [p.stem for p in files]
         prompts, conditioning = load_prompts(args.prompts, ids)
-        scorer = VIEScore2(judge_from_args(args), fields=args.fields, grid_size=args.grid_size,
-                           pack=pack_from_file(args.pack), constrain=not args.no_grammar)
+        pack = pack_from_file(args.pack)
     except (OSError, ValueError, KeyError) as err:
         print(f"vlmjudge viescore2 score: error: {err}", file=sys.stderr)
         return 2
-    result = scorer.run([str(p) for p in files], prompts, [[str(c) for c in cs] for cs in conditioning], ids)
-    out = Path(args.out)
+    # conditioning images first, as the request sends them: an item fails on any bad one
+    screened = screen([(*conds, image) for image, conds in zip(files, conditioning)], args.on_error)
+    if not screened.kept:
+        return nothing_readable(screened, out)
+    try:
+        scorer = VIEScore2(judge_from_args(args), fields=args.fields, grid_size=args.grid_size, pack=pack,
+                           constrain=not args.no_grammar)
+    except (OSError, ValueError, KeyError) as err:
+        print(f"vlmjudge viescore2 score: error: {err}", file=sys.stderr)
+        return 2
     out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", encoding="utf-8") as fh:
-        for record in result.records:
-            fh.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
+    failures, records, counts, manifest = list(screened.failures), [], Counter(), {}
+    step = max(args.batch_size, 1) * SCORE_CHUNK_BATCHES
+    with partial_output(out) as fh:
+        for start in range(0, len(screened.kept), step):
+            chunk = screened.kept[start:start + step]
+            result = scorer.run([str(files[i]) for i in chunk], [prompts[i] for i in chunk],
+                                [[str(c) for c in conditioning[i]] for i in chunk], [ids[i] for i in chunk])
+            counts.update(result.counts)
+            manifest = result.manifest
+            for index, record in zip(chunk, result.records):
+                line = record.to_json()
+                if index in screened.notes:
+                    line["resolution_note"] = screened.notes[index]
+                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+                RUN.saved += 1
+                if record.status == "error":  # the judge gave no answer: no result for this image
+                    failures.append(Failure(index, str(files[index]), "the judge gave no answer (finish reason "
+                                                                      f"{record.finish_reason})"))
+            fh.flush()
+            records += result.records
     manifest_path = out.with_name(out.stem + ".manifest.json")
-    manifest_path.write_text(json.dumps({**result.manifest, "counts": result.counts}, indent=2) + "\n",
-                             encoding="utf-8")
-    scores = [r.overall for r in result.records if r.overall is not None]
-    summary = {"images": len(result.records), "scored": len(scores),
+    manifest_path.write_text(json.dumps({**manifest, "counts": dict(counts), "skipped": len(screened.failures)},
+                                        indent=2) + "\n", encoding="utf-8")
+    scores = [r.overall for r in records if r.overall is not None]
+    summary = {"images": len(records), "scored": len(scores),
                "mean_score": sum(scores) / len(scores) if scores else None,
-               "parse_failures": result.counts.get("parse_failures", 0),
-               "not_ok": sum(r.status != "ok" for r in result.records)}
+               "parse_failures": counts.get("parse_failures", 0),
+               "not_ok": sum(r.status != "ok" for r in records), "skipped": len(screened.failures)}
     print(format_table(summary))
     print(f"wrote {out} and {manifest_path}")
     if args.overlays:
         from .render import save_overlay
         folder = Path(args.overlays)
         folder.mkdir(parents=True, exist_ok=True)
-        drawn = [r for r in result.records if r.localization is not None]
+        drawn = [r for r in records if r.localization is not None]
         for record in drawn:
             save_overlay(folder / f"{record.id}.png", record.image, record.localization)
         print(f"wrote {len(drawn)} overlays to {folder}")
-    return 0
+    return finish(len(files), sum(r.status != "error" for r in records), failures, out)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the viescore2 sub-commands to the ``vlmjudge viescore2`` parser."""
     from vlmjudge.cli import add_judge_flags
+    from vlmjudge.cli_intake import EXIT_EPILOG, add_on_error_flag
     sub = parser.add_subparsers(dest="viescore2_command", required=True)
     sc = sub.add_parser("score", help="judge images: scores, defect grids and explanations as JSONL",
-                        description=SCORE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+                        description=SCORE_HELP, epilog=EXIT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     sc.add_argument("images", nargs="+", help="image files or folders")
     sc.add_argument("--prompts", required=True, help="text file (one prompt per line) or JSONL {id, prompt, conditioning}")
     sc.add_argument("--fields", default="pq_sc+split", help="configuration: overall|pq_sc, grid|split, marks, "
@@ -285,6 +326,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sc.add_argument("--no-grammar", action="store_true", help="do not constrain the output (tolerant parsing only)")
     sc.add_argument("--overlays", default=None, help="folder for PNG overlays of the predicted cells")
     add_judge_flags(sc)
+    add_on_error_flag(sc)
     sc.set_defaults(func=_cmd_score)
     ev = sub.add_parser("evaluate", help="metrics of saved judge outputs against ground-truth grids and scores",
                         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

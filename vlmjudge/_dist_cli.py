@@ -1,17 +1,23 @@
 """`python -m vlmjudge.distributed METHOD --input ... --output ...`: score a JSONL file or an
 image folder with any registered method, one shard per process of an `accelerate launch` /
-`torchrun` run (or in one plain process); process 0 writes the records in input order."""
+`torchrun` run (or in one plain process); process 0 writes the records in input order.
+
+Images are checked before any judge loads, with the bad-input policy of the `vlmjudge`
+judging commands (`--on-error`, `<output>.failures.jsonl`, the exit statuses in --help)."""
 from __future__ import annotations
 
 import argparse
 import json
 import os
-from collections.abc import Sequence
+import signal
+import sys
+import threading
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._dist_common import ID_COLUMN, resolve_method
-
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff")
+from .cli_intake import EXIT_EPILOG, add_on_error_flag, partial_output
+from .intake import EXIT_NONE_SCORED, IMAGE_SUFFIXES, RUN, CommandError, exit_status
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,7 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Score a dataset with a vlmjudge method across the processes of an accelerate/torchrun "
                     "launch: each process loads its own judge and scores a contiguous shard.",
         epilog="Example: accelerate launch --num_processes 4 -m vlmjudge.distributed terravis "
-               "--input images/ --output records.jsonl --model Qwen/Qwen3-VL-8B-Instruct")
+               "--input images/ --output records.jsonl --model Qwen/Qwen3-VL-8B-Instruct. "
+               f"Images are checked before the judge loads (columns {', '.join(IMAGE_COLUMNS)}); a record of an "
+               "image under the recommended 64 px gets a 'resolution_note' field. " + EXIT_EPILOG)
     parser.add_argument("method", help="a registered method name (terravis, viescore2, ...) or module:SPEC")
     parser.add_argument("--input", required=True,
                         help="a JSONL file (one object of columns per row; images as paths) or a folder of images "
@@ -37,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--chunk-size", type=int, default=None,
                         help="rows per score_batch call within a shard (default: the whole shard at once)")
     parser.add_argument("--stats", default=None, help="also write per-process shards and judge stats to this JSON file")
+    add_on_error_flag(parser)
     return parser
 
 
@@ -79,31 +88,92 @@ def read_columns(path: str, takes_ids: bool) -> dict[str, list[Any]]:
     return {name: [row[name] for row in rows] for name in rows[0]}
 
 
+#: Columns that hold images (paths in a JSONL input), checked before the judge loads.
+IMAGE_COLUMNS = ("image", "reference", "generated", "conditioning")
+
+
+def _row_images(columns: Mapping[str, list[Any]]) -> list[list[Any]]:
+    """Per row, the image paths of its image columns (a list cell is several images; None is none)."""
+    present = [name for name in IMAGE_COLUMNS if name in columns]
+    n = len(next(iter(columns.values())))
+    rows: list[list[Any]] = [[] for _ in range(n)]
+    for name in present:
+        for row, cell in zip(rows, columns[name]):
+            cells = cell if isinstance(cell, (list, tuple)) else [cell]
+            row.extend(c for c in cells if isinstance(c, (str, os.PathLike)))
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse arguments, score this process's shard, gather, and write on process 0."""
-    from ._dist_accelerate import default_state, score_dataset_accelerate
+    """Parse arguments, check the images, score this process's shard, gather, and write on process 0.
+
+    Exit status as `vlmjudge` judging commands (see --help); Ctrl-C or SIGTERM prints one line."""
+    from .cache import CacheFileError
+    from .intake import EXIT_INTERRUPTED, EXIT_USAGE
 
     args = build_parser().parse_args(argv)
-    spec = resolve_method(args.method)
-    columns = read_columns(args.input, ID_COLUMN in (*spec.inputs, *spec.optional_inputs))
-    result = score_dataset_accelerate(spec, columns, model=args.model, backend=args.backend,
+    previous = signal.signal(signal.SIGTERM, _terminate) if threading.current_thread() is threading.main_thread() \
+        else None
+    try:
+        return _run(args)
+    except KeyboardInterrupt:
+        where = f" ({RUN.out})" if RUN.out else ""
+        print(f"interrupted: {RUN.saved} result(s) written{where}; with a response cache in --judge-kwargs, "
+              "a rerun resumes from it", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (CommandError, CacheFileError) as error:
+        print(f"vlmjudge.distributed: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate(signum, frame) -> None:
+    """SIGTERM ends a run the way Ctrl-C does: one line, finished work kept."""
+    raise KeyboardInterrupt
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ._dist_accelerate import default_state, score_dataset_accelerate
+    from .cli_intake import finish, nothing_readable, screen, start_run
+
+    start_run(args.output)
+    try:
+        spec = resolve_method(args.method)
+        takes_ids = ID_COLUMN in (*spec.inputs, *spec.optional_inputs)
+        columns = read_columns(args.input, takes_ids)
+    except (OSError, ValueError, LookupError, TypeError, AttributeError, ImportError) as error:
+        raise CommandError(str(error)) from None
+    n = len(next(iter(columns.values())))
+    if takes_ids and ID_COLUMN not in columns:  # the ids an unfiltered run gives, whatever is skipped
+        columns[ID_COLUMN] = [str(i) for i in range(n)]
+    # every process checks every row, so all of them drop the same rows before sharding
+    screened = screen(_row_images(columns), args.on_error)
+    state = default_state()
+    if not screened.kept:
+        return nothing_readable(screened, args.output) if state.is_main_process else EXIT_NONE_SCORED
+    kept = {name: [values[i] for i in screened.kept] for name, values in columns.items()}
+    result = score_dataset_accelerate(spec, kept, model=args.model, backend=args.backend,
                                       judge_kwargs=args.judge_kwargs, method_config=args.config,
                                       chunk_size=args.chunk_size)
-    state = default_state()
+    records = [record if i not in screened.notes else {**record, "resolution_note": screened.notes[i]}
+               for i, record in zip(screened.kept, result.records)]
+    status = exit_status(n, len(records))
     if state.is_main_process:
-        _write_jsonl(args.output, result.records)
+        _write_jsonl(args.output, records)
+        RUN.saved = len(records)
         if args.stats:
             with open(args.stats, "w", encoding="utf-8") as fh:
-                json.dump({"method": spec.name, "n": len(result.records), "shards": result.shards,
-                           "stats": result.stats}, fh, indent=1)
+                json.dump({"method": spec.name, "n": len(records), "skipped": len(screened.failures),
+                           "shards": result.shards, "stats": result.stats}, fh, indent=1)
+        status = finish(n, len(records), screened.failures, args.output)
     state.wait_for_everyone()
-    return 0
+    return status
 
 
 def _write_jsonl(path: str, records: list[dict[str, Any]]) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with partial_output(path) as fh:
         fh.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
-    os.replace(tmp, path)
