@@ -225,7 +225,8 @@ def run_report(args: argparse.Namespace) -> int:
 def _report_notes(summary_json: Path) -> list[str]:
     """What the report had to leave out, said once per reason (e.g. detection without labels)."""
     data = json.loads(summary_json.read_text(encoding="utf-8"))
-    notes = [ev["human"]["detection_skipped"] for ev in data["evaluators"] if "detection_skipped" in ev.get("human", {})]
+    notes = [ev["human"]["detection_skipped"] for ev in data["evaluators"]
+             if "detection_skipped" in ev.get("human", {})]
     return list(dict.fromkeys(notes))
 
 

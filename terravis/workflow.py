@@ -310,7 +310,8 @@ def _reason_after(options: Sequence[str], policy: ReasonPolicy) -> list[str]:
 def _reference_image(judge: Judge, pack: PromptPack, cfg: WorkflowConfig, it: Item, record: ImageRecord) -> None:
     opts = pack.options
     base = stages.eligibility_request(pack, it.image, it.image_id)
-    request = full_answer_request(pack, base, opts.eligibility, _reason_after(opts.eligibility, cfg.eligibility_reasons))
+    request = full_answer_request(pack, base, opts.eligibility,
+                                  _reason_after(opts.eligibility, cfg.eligibility_reasons))
     text = _text(judge.generate([request])[0])
     apply_eligibility(record, stages.read_option(text, opts.eligibility, pack.answer_prefix, "eligibility"),
                       opts.eligibility)

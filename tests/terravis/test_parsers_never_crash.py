@@ -16,8 +16,9 @@ from terravis.stages import labelled_option, read_option
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 PIECES = ['{', '}', '[', ']', '"', ':', ',', '\\', ' ', '\n', '\t', '\r', 'Answer', 'Severity', 'Reason', 'Evidence',
-          'Affected aspect', '：', '**', '>', '`', '-', 'yes', 'No', 'Major', 'minor', ' or ', ' and ', 'N/A', 'eligible',
-          'aspect', 'evidence', 'reason', '1', '0.5e3', '-', 'true', 'null', 'NaN', '\\u00e9', '\\ud800', '\x00', 'é', '影']
+          'Affected aspect', '：', '**', '>', '`', '-', 'yes', 'No', 'Major', 'minor', ' or ', ' and ', 'N/A',
+          'eligible', 'aspect', 'evidence', 'reason', '1', '0.5e3', '-', 'true', 'null', 'NaN', '\\u00e9', '\\ud800',
+          '\x00', 'é', '影']
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
                     max_leaves=12)
@@ -78,7 +79,8 @@ def read_everything(text):
     assert answers.read_detection(text) in (None, True, False)
     assert answers.read_eligibility(text) in (None, True, False)
     assert answers.read_severity(text) in (None, "major", "minor")
-    for stage, options in (("eligibility", ("Yes", "No")), ("detection", ("Yes", "No")), ("severity", ("Major", "Minor"))):
+    decisions = (("eligibility", ("Yes", "No")), ("detection", ("Yes", "No")), ("severity", ("Major", "Minor")))
+    for stage, options in decisions:
         assert read_option(text, options, "Answer:\n", stage).outcome in ("ok", "unparseable", "failed")
         assert labelled_option(text, options, stage) in (None, *options)
     assert read_option(text, ("1", "2", "3", "4", "5", "N"), "Answer:\n", "holistic").outcome in (
