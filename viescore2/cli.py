@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterator
@@ -314,7 +315,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from vlmjudge.cli_intake import EXIT_EPILOG, add_on_error_flag
     sub = parser.add_subparsers(dest="viescore2_command", required=True)
     sc = sub.add_parser("score", help="judge images: scores, defect grids and explanations as JSONL",
-                        description=SCORE_HELP, epilog=EXIT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                        description=SCORE_HELP, epilog=textwrap.fill(EXIT_EPILOG, 92),  # raw: wrap it here
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     sc.add_argument("images", nargs="+", help="image files or folders")
     sc.add_argument("--prompts", required=True, help="text file (one prompt per line) or JSONL {id, prompt, conditioning}")
     sc.add_argument("--fields", default="pq_sc+split", help="configuration: overall|pq_sc, grid|split, marks, "
