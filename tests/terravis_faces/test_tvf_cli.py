@@ -19,6 +19,10 @@ def model_calls(text):
     return int(re.search(r"model calls: (\d+)", text).group(1))
 
 
+def cache_hits(text):
+    return int(re.search(r"cache hits: (\d+)", text).group(1))
+
+
 def comparable(record):
     out = record.to_json(probs=False)
     out.pop("image_id")
@@ -53,7 +57,9 @@ def test_score_writes_the_python_api_records_and_a_rerun_makes_no_model_call(sco
         assert comparable(by_rel[rel]) == comparable(ref), rel
         assert by_rel[rel].meta["path"] == str((root / rel).resolve())
     assert model_calls(first) > 0
-    assert model_calls(rerun) == 0 and f"cache hits: {model_calls(first)}" in rerun
+    # the rerun answers every request from the cache; the first run computed identical requests of one
+    # call once (the core judge's dedupe, issue 19 item 8), so it made at most as many model calls
+    assert model_calls(rerun) == 0 and cache_hits(rerun) >= model_calls(first) > 0
     assert out.with_name("results.cache.sqlite").is_file()
     assert not out.with_name("results.jsonl.partial").exists()
     n_na = sum(r.status == "not_applicable" for r in reference.values())
