@@ -56,6 +56,13 @@ _BASIC_CHAR_STRICT = '[^\\0-\\x1f\\"\\\\\\r\\n\\uD800-\\uDFFF]'
 # JSON escapes without \u, for unbounded strings: a \u escape could name a lone surrogate,
 # which strict parsers reject; any character can be written raw instead.
 _ESCAPE_RULE = r'vj_escape ::= [\"\\/bfnrt]'
+# A bounded string with minLength >= 1 starts with a character that is not whitespace (none
+# of the characters Python's str.strip removes), so it is never blank: a schema that asks
+# for at least one character asks for text, and a validator that rejects blank strings
+# (FAGER's facts) accepts every output.
+_FIRST_RULE = (r'vj_first_char ::= [^\0-\x20\"\\\x85\xa0\u1680\u2000-\u200a\u2028\u2029'
+               r'\u202f\u205f\u3000\uD800-\uDFFF]')
+_NONEMPTY_STRING = re.compile(r'"\\"" (\w+_characters)\{(\d+), (\d+)\} "\\""')
 _BASIC_ESCAPE = re.compile(r"^basic_escape ::= .*$", re.M)
 
 
@@ -105,7 +112,15 @@ def _strict_strings(ebnf: str) -> str:
     ebnf = ebnf.replace(_BASIC_CHAR, _BASIC_CHAR_STRICT)
     if re.search(r'\[\^\\"\\\\\\r\\n\]', ebnf):
         raise RuntimeError("xgrammar's JSON string rule changed shape; update vlmjudge.grammar")
-    return ebnf + "\n" + _ESCAPE_RULE + "\n"
+    ebnf = _NONEMPTY_STRING.sub(_first_not_blank, ebnf)
+    return ebnf + "\n" + _ESCAPE_RULE + "\n" + _FIRST_RULE + "\n"
+
+
+def _first_not_blank(match: re.Match) -> str:
+    rule, low, high = match.group(1), int(match.group(2)), int(match.group(3))
+    if low < 1:
+        return match.group(0)
+    return f'"\\"" vj_first_char {rule}{{{low - 1}, {high - 1}}} "\\""'
 
 
 def constraint_to_ebnf(constraint: Constraint) -> str:

@@ -66,6 +66,7 @@ class RowControl(LogitsProcessor):
             import xgrammar
             self._xgr = xgrammar
             self._bitmask = xgrammar.allocate_token_bitmask(n, vocab_size)
+            self._specials = _text_special_ids(tokenizer, vocab_size, self.eos_ids)
         self.stopping = _Stopping(self)
 
     # -- logits processor: called before each token is chosen ------------------------------
@@ -98,6 +99,9 @@ class RowControl(LogitsProcessor):
                                               vocab_size=self.vocab_size)
         if not masked_device:
             scores.copy_(target.to(scores.device))
+        if self._specials:
+            for i in rows:
+                scores[i, self._specials] = float("-inf")
         if step == 0:
             for i in rows:
                 first = self.plans[i].first_ids
@@ -171,6 +175,15 @@ class _Stopping(StoppingCriteria):
 
     def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
         return self.control.after_token(input_ids)
+
+
+def _text_special_ids(tokenizer: Any, vocab_size: int, eos_ids: set[int]) -> list[int]:
+    """Special and added tokens other than the end tokens. xgrammar may see them as plain
+    text (a tiny or custom tokenizer's "<|vision_start|>"), but decoding drops them, so a
+    grammar row that wrote one would come back with text the grammar never accepted (an
+    empty string where one character was required)."""
+    ids = set(getattr(tokenizer, "all_special_ids", ()) or ()) | set(getattr(tokenizer, "added_tokens_decoder", {}) or {})
+    return sorted(i for i in ids if i < vocab_size and i not in eos_ids)
 
 
 def _keep_only(scores: torch.Tensor, row: int, ids: list[int]) -> None:

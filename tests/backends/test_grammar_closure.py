@@ -1,0 +1,164 @@
+"""Constrained JSON output always closes on the transformers backend (issue 19 item 4)."""
+import json
+import random
+
+import jsonschema
+import pytest
+import torch
+
+from vlmjudge import Constraint
+from vlmjudge.backends._hf_forcing import compiler_with_closers
+from vlmjudge.requests import Decoding, Request
+
+
+def _fager_constraints():
+    from fager.agents import FagerAgents
+    from fager.agents_schema import qa_schema
+    agents = FagerAgents(object())
+    out = {stage: agents._constraint(stage)
+           for stage in ("proposal", "extraction", "verification", "evaluation", "regenerate", "edit")}
+    out["qa"] = Constraint.json_schema(qa_schema(5, agents.pack.agent("qa").limits))
+    return out
+
+
+def _terravis_constraints():
+    from terravis import stages
+    from terravis.prompts import load_pack
+    pack = load_pack()
+    return {stage: Constraint.json_schema(stages.continuation_schema(pack, stage))
+            for stage in ("detection", "eligibility", "severity")}
+
+
+def _regeneration_constraints():
+    from regeneration.baselines import Caption, PromptAnswer
+    from regeneration.iut import ATTRIBUTE_MODELS, CaptionStage, ObjectsStage, relationships_model
+    from regeneration.judging import Rating
+    models = {"prompt": PromptAnswer, "caption": Caption, "iut_caption": CaptionStage,
+              "iut_objects": ObjectsStage, "rating": Rating,
+              "relationships": relationships_model(["cat", "dog"])}
+    models.update({f"attribute_{k}": m for k, m in ATTRIBUTE_MODELS.items()})
+    return {name: Constraint.json_schema(m) for name, m in models.items()}
+
+
+SHIPPED = {**{f"fager/{k}": v for k, v in _fager_constraints().items()},
+           **{f"terravis/{k}": v for k, v in _terravis_constraints().items()},
+           **{f"regeneration/{k}": v for k, v in _regeneration_constraints().items()}}
+
+
+@pytest.fixture(scope="module")
+def judge(loaded):
+    return loaded["qwen3_vl"]
+
+
+@pytest.fixture(scope="module")
+def compiler(judge):
+    return compiler_with_closers(judge.tokenizer, judge.vocab_size, judge.eos_ids)
+
+
+def _random_document(compiler, constraint, budget, seed):
+    """Drive a matcher with uniformly random allowed tokens under the closer, as a random
+    judge would; returns the text and whether the matcher ended on its end token."""
+    import xgrammar as xgr
+    rng = random.Random(seed)
+    matcher = compiler.matcher(constraint)
+    closer = compiler.closers.row(constraint, matcher)
+    assert closer is not None
+    bitmask = xgr.allocate_token_bitmask(1, compiler.vocab_size)
+    ids = []
+    for step in range(budget):
+        matcher.fill_next_token_bitmask(bitmask, 0)
+        scores = torch.zeros(1, compiler.vocab_size)
+        xgr.apply_token_bitmask_inplace(scores, bitmask)
+        allowed = (scores[0] == 0).nonzero().squeeze(1).tolist()
+        token = closer.choose(rng.choice(allowed), budget - step)
+        assert matcher.accept_token(token)
+        if token in compiler.stop_token_ids:
+            break
+        ids.append(token)
+        closer.advance(token)
+    text = b"".join(compiler.closers.vocab.token_bytes[i] for i in ids).decode()
+    return text, matcher.is_terminated()
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_every_shipped_schema_closes_at_its_shortest_budget_and_a_little_more(compiler, name):
+    constraint = SHIPPED[name]
+    shortest = compiler.closers.shortest(constraint)
+    assert shortest > 1
+    for seed, extra in enumerate((0, 1, 9)):
+        text, ended = _random_document(compiler, constraint, shortest + extra, seed)
+        assert ended, (name, text)
+        jsonschema.validate(json.loads(text), constraint.schema)
+
+
+def test_bounded_and_free_strings_refuse_surrogate_bytes(compiler):
+    c = Constraint.json_schema({"type": "object", "properties": {"s": {"type": "string", "maxLength": 3},
+                                                                 "any": {}}, "required": ["s", "any"]})
+    for text in (b'{"s": "\xed\xa0\x80', b'{"s": "a", "any": "\xed\xb0\x80'):
+        assert not compiler.matcher(c).accept_string(text)
+    assert compiler.matcher(c).accept_string('{"s": "é😀a", "any": "😀"}'.encode())
+
+
+def test_a_string_of_at_least_one_character_is_never_blank(compiler):
+    c = Constraint.json_schema({"type": "object", "properties": {"s": {"type": "string", "minLength": 1,
+                                                                       "maxLength": 4}}, "required": ["s"]})
+
+    def complete(text):
+        m = compiler.matcher(c)
+        return m.accept_string(text.encode()) and m.is_completed()
+    assert complete('{"s": "a b"}') and complete('{"s": "ab  "}')
+    assert not any(complete(f'{{"s": "{ws}x"}}') for ws in (" ", "\u00a0", "\u3000", "\u2003"))
+    assert not complete('{"s": "abcde"}')  # still at most maxLength characters
+
+
+def test_budget_below_the_shortest_document_is_refused_at_request_time(judge, compiler):
+    c = SHIPPED["fager/evaluation"]
+    shortest = compiler.closers.shortest(c)
+    short = Request(text="q", constraint=c, decoding=Decoding(max_new_tokens=shortest - 1))
+    with pytest.raises(ValueError, match="shortest document"):
+        judge.generate([short])
+
+
+def _fager_requests(stage, constraint, budget, n, image=None):
+    return [Request(text=f"Write the {stage} answer {k}.", images=[image] if image is not None else [],
+                    constraint=constraint, decoding=Decoding(max_new_tokens=budget, temperature=1.0, seed=k))
+            for k in range(n)]
+
+
+def test_fifty_random_judge_outputs_parse_for_every_shipped_pack(loaded, fresh, compiler, noise):
+    """Small budgets (the shortest document and a few tokens more) are what the guarantee
+    must survive: every output of every pack's schemas parses as its method reads it."""
+    from fager.agents import FagerAgents, to_output
+    judge = fresh(loaded["qwen3_vl"], batch_size=16)
+    image = noise(1, seed=2)[0]
+    models = FagerAgents(judge)
+    from fager.agents import FEEDBACK_MODELS, QuestionList
+    from fager.schema import QuestionAnswer, ReferenceExtraction, Rubric, Verification
+    readers = {"proposal": Rubric, "extraction": ReferenceExtraction, "verification": Verification,
+               "evaluation": QuestionAnswer, "qa": QuestionList, **FEEDBACK_MODELS}
+    for method in ("fager", "terravis", "regeneration"):
+        names = sorted(k for k in SHIPPED if k.startswith(method + "/"))
+        per = -(-50 // len(names))
+        requests, owners = [], []
+        for name in names:
+            c = SHIPPED[name]
+            requests += _fager_requests(name, c, compiler.closers.shortest(c) + 4, per, image)
+            owners += [name] * per
+        answers = judge.generate(requests)
+        assert len(answers) >= 50
+        for name, answer in zip(owners, answers):
+            assert answer.finish_reason == "stop", (name, answer)
+            stage = name.split("/", 1)[1]
+            if method == "fager":
+                assert to_output(stage, answer, readers[stage]).value is not None, (name, answer.text)
+            else:
+                jsonschema.validate(json.loads(answer.text), SHIPPED[name].schema)
+    del models
+
+
+def test_fager_builds_every_qa_set_with_the_default_pack_and_a_random_judge(loaded, fresh):
+    from fager import Fager
+    judge = fresh(loaded["qwen3_vl"], batch_size=4)
+    prompts = ["a red cube on a blue sphere", "two cats under a table"]
+    qa_sets = Fager(judge).build_qa(prompts)
+    assert len(qa_sets) == 2 and all(q is not None for q in qa_sets)
