@@ -188,3 +188,16 @@ def test_combine_adds_and_computes_over_the_four_modules(res, model_paths, tmp_p
         for key, value in result.items():
             assert_same_result(merged[f"{name}_{key}" if key in shared_keys else key], value, f"{name}.{key}")
     assert merged["terravis_scores"] == alone[0]["scores"] and len(merged[f"{names[2]}_scores"]) == N
+
+
+def test_combine_inputs_are_checked(res, model_paths, tmp_path):
+    """What combine passes a module that has no such input is refused when given a value, and
+    load-time QA sets must name each prompt once."""
+    fager = load_module("fager", model_paths, tmp_path, res.judge)
+    with pytest.raises(ValueError, match="not predictions/references"):
+        fager.compute(predictions=["x"])
+    terravis = load_module("terravis", model_paths, tmp_path, res.judge)
+    with pytest.raises(ValueError, match="image= or images="):
+        terravis.add(image=res.images[0], images=res.images[0])
+    with pytest.raises(ValueError, match="one set per prompt"):
+        local_load("fager", judge=res.judge, qa_sets=[qa_set(PROMPTS[0])] * 2, cache_dir=str(tmp_path / "bad"))
