@@ -5,10 +5,10 @@ schema (tests/data/golden/README.md): None / "n/a" for a missing score, "" for a
 """
 import pytest
 
-from terravis import answers, scoring
+from terravis import TYPE_IDS, answers, scoring
 from terravis.raw_answers import record_from_raw_answers
 
-from .replay import cases, replay
+from .replay import cases, number, replay
 
 FIELDS = {"reason": "Reason", "affected_aspect": "Affected aspect", "evidence": "Evidence"}
 
@@ -56,8 +56,11 @@ def workflow_result(inp):
     weights = {"lam": inp["lambda"]} if "lambda" in inp else {}
     if "alpha" in inp:
         weights["alpha"] = inp["alpha"]
+    n = len(inp["detection_raw"])  # a question list longer than the taxonomy gets its own names
+    names = None if n <= len(TYPE_IDS) else [f"question {i + 1}" for i in range(n)]
     record = record_from_raw_answers(inp["eligibility_raw"], inp["detection_raw"], inp["severity_raw"],
-                                     keep_ineligible_details=inp["keep_ineligible_details"], **weights)
+                                     keep_ineligible_details=inp["keep_ineligible_details"], type_ids=names,
+                                     **weights)
     valid = record.eligibility_parse_ok and record.eligible is not None
     return {
         "score": "n/a" if record.score is None else record.score,
@@ -86,7 +89,7 @@ def test_score_formula(case):
 
 def mean_result(inp):
     """The release prints the mean with four decimals, or "n/a" when no image has a score."""
-    scores = [None if s == "n/a" else s for s in inp["scores"]]
+    scores = [None if s == "n/a" else number(s) for s in inp["scores"]]
     mean, n = scoring.mean_and_count(scores)
     return {"mean": "n/a" if mean is None else f"{mean:.4f}", "n": n}
 
