@@ -275,3 +275,23 @@ def test_distributed_runner_applies_the_same_policy(tmp_path):
     assert nothing.returncode == EXIT_NONE_SCORED and "Traceback" not in nothing.stderr
     assert_lists_bad_files(nothing.stderr, bad)
     assert not list(tmp_path.rglob("*.partial"))
+
+
+def test_a_tiny_qwen3_vl_scores_the_good_images_of_the_bad_folder(tmp_path):
+    """A real (tiny, random) Qwen3-VL through the transformers backend: the pre-load check keeps
+    the 1x400 image, which its processor cannot resize, out of the batch; the 40 px image is scored."""
+    pytest.importorskip("xgrammar")
+    pytest.importorskip("vlmjudge.backends.transformers")
+    from vlmjudge.testing import build_tiny_vlm
+    model = build_tiny_vlm(tmp_path / "qwen3vl", family="qwen3_vl")
+    folder = tmp_path / "images"
+    write_good(folder)
+    bad = write_bad(folder)
+    argv, out = viescore2_cmd(folder, tmp_path, "transformers")
+    argv = [str(model) if a == "m" else a for a in argv]
+    code, _, err = run_vlmjudge([*argv, "--device", "cpu"])
+    assert code == EXIT_SOME_FAILED, err
+    assert_lists_bad_files(err, bad)
+    rows = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert sorted(rows) == sorted(GOOD) and all(r["finish_reason"] != "error" for r in rows.values())
+    assert "resolution_note" not in rows["a_good"] and "40x40" in rows["b_small"]["resolution_note"]
