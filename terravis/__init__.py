@@ -12,6 +12,7 @@ from vlmjudge import __version__
 from .core import RunResult, TerraVis, summarize
 from .human import Annotation, score_annotation, score_annotations
 from .prompts import PromptPack, load_pack
+from .raw_answers import record_from_raw_answers
 from .records import CheckRecord, ImageRecord, load_records, save_records
 from .scoring import score_from_counts
 from .taxonomy import LEVELS, TAXONOMY, TYPE_IDS, ViolationType, get_type
@@ -21,6 +22,7 @@ __all__ = [
     "__version__", "TerraVis", "RunResult", "summarize", "Annotation", "score_annotation", "score_annotations",
     "PromptPack", "load_pack", "CheckRecord", "ImageRecord", "load_records", "save_records", "score_from_counts",
     "LEVELS", "TAXONOMY", "TYPE_IDS", "ViolationType", "get_type", "Item", "WorkflowConfig", "reference_records",
+    "record_from_raw_answers",
 ]
 __all__ += ["TerraVisScore", "terravis_score"]
 

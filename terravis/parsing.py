@@ -2,7 +2,9 @@
 
 A backend that enforces the constraint gives clean text; one that cannot (a plain server,
 a replayed run) may add spaces, quotes, markdown or case changes, which these accept. What
-they cannot read comes back as None, and the caller counts it as a parse failure.
+they cannot read comes back as None, and the caller counts it as a parse failure; no string
+makes them raise, and they run in time linear in the text. Labelled free-text answers
+(`Answer: Yes`) are read by `terravis.answers`, as the public release reads them.
 """
 from __future__ import annotations
 
