@@ -162,3 +162,21 @@ def test_fager_builds_every_qa_set_with_the_default_pack_and_a_random_judge(load
     prompts = ["a red cube on a blue sphere", "two cats under a table"]
     qa_sets = Fager(judge).build_qa(prompts)
     assert len(qa_sets) == 2 and all(q is not None for q in qa_sets)
+
+
+def test_fifty_random_judge_outputs_parse_for_viescore2_under_its_grammar_budget(loaded, fresh, noise):
+    """VIEScore2's grammar is EBNF (no closer); its own budget always suffices, so a random
+    judge's outputs all stop and read strictly."""
+    from viescore2.grid import parse_output
+    from viescore2.pipeline import VIEScore2
+    judge = fresh(loaded["qwen3_vl"], batch_size=25)
+    scorer = VIEScore2(judge, grid_size=4, max_rows=2, max_cols=2)
+    image = noise(1, seed=3)[0]
+    requests = [Request(images=[image], text=scorer.instruction("a red cube"), constraint=scorer.constraint,
+                        decoding=Decoding(max_new_tokens=scorer.decoding.max_new_tokens, temperature=1.0, seed=k))
+                for k in range(50)]
+    answers = judge.generate(requests)
+    assert [a.finish_reason for a in answers] == ["stop"] * 50
+    for answer in answers:
+        parsed = parse_output(answer.text, 4, strict=True)
+        assert parsed.scores, answer.text
