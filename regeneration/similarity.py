@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from vlmjudge.images import to_pil
+from vlmjudge.offline import ModelUnavailableError, unavailable_reason
 
 DEFAULT_CLIP_MODEL = "openai/clip-vit-base-patch32"
 DEFAULT_DINO_MODEL = "facebook/dinov2-base"
@@ -151,6 +152,26 @@ def load_encoder(kind: str, model_id: str, device: str | None = None, dtype: str
     raise ValueError(f"unknown encoder kind {kind!r}; use 'clip' or 'dino'")
 
 
+def check_loadable(models: dict[str, Any]) -> None:
+    """Raise one ModelUnavailableError naming every encoder id that cannot load, before any loads.
+
+    Without this, offline, the default ids retry the Hub for half a minute and end in a raw OSError.
+    """
+    defaults = {"clip": DEFAULT_CLIP_MODEL, "dino": DEFAULT_DINO_MODEL}
+    problems = []
+    for kind, spec in models.items():
+        if isinstance(spec, str) or hasattr(spec, "__fspath__"):
+            reason = unavailable_reason(str(spec))
+            if reason is not None:
+                default = " (the default)" if str(spec) == defaults[kind] else ""
+                problems.append(f"{kind} encoder {str(spec)!r}{default} is {reason}")
+    if problems:
+        raise ModelUnavailableError(
+            "; ".join(problems) + ". Pass a local folder or a cached Hub id as clip_model= and dino_model= "
+            "(SimilarityScorer(clip=..., dino=...); None switches one off); "
+            "`python -m vlmjudge.testing clip DIR` and `... dinov2 DIR` build tiny offline ones.")
+
+
 class SimilarityScorer:
     """CLIP % and DINO % of generated images against references (either encoder can be switched off)."""
 
@@ -161,6 +182,8 @@ class SimilarityScorer:
             if spec is None or isinstance(spec, ImageEncoder):
                 return spec
             return load_encoder(kind, str(spec), device, dtype, pooling, None, batch_size)
+
+        check_loadable({"clip": clip, "dino": dino})
 
         self.encoders: dict[str, ImageEncoder] = {k: e for k, e in (("clip", make("clip", clip)),
                                                                     ("dino", make("dino", dino))) if e is not None}
