@@ -7,6 +7,7 @@ from typing import Any
 
 _EXPORTS = {
     "build_tiny_vlm": "vlmjudge.testing.tiny_vlm",
+    "build_tiny_family": "vlmjudge.testing.tiny_families",
     "build_tiny_clip": "vlmjudge.testing.tiny_encoders",
     "build_tiny_dinov2": "vlmjudge.testing.tiny_encoders",
     "build_tiny_siglip": "vlmjudge.testing.tiny_encoders",
