@@ -45,8 +45,10 @@ _counts = st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4)), min_size=3, 
 
 @settings(max_examples=60, deadline=None)
 @given(counts=_counts, humans=st.lists(st.integers(1, 5), min_size=12, max_size=12),
-       lam=st.floats(0.05, 5.0), alpha=st.floats(0.0, 1.0))
+       lam=st.floats(0.05, 5.0), alpha=st.sampled_from([0.0, 0.125, 0.25, 0.5, 0.75, 1.0]))
 def test_rank_correlations_do_not_depend_on_lambda(counts, humans, lam, alpha):
+    # alpha exact in binary: with alpha = 1/3, 1 + 4/3 and 2 + 1/3 tie or not depending on rounding
+    # (found by hypothesis), which changes the ranks; the property is about lambda, not float ties
     base = [score_from_counts(a, b, 1.0, alpha) for a, b in counts]
     scaled = [score_from_counts(a, b, lam, alpha) for a, b in counts]
     h = humans[:len(counts)]
