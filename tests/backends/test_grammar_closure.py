@@ -180,3 +180,14 @@ def test_fifty_random_judge_outputs_parse_for_viescore2_under_its_grammar_budget
     for answer in answers:
         parsed = parse_output(answer.text, 4, strict=True)
         assert parsed.scores, answer.text
+
+
+def test_a_schema_the_walker_cannot_follow_still_closes_on_its_planned_ending(compiler):
+    both_objects = Constraint.json_schema({"anyOf": [
+        {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["a"]},
+        {"type": "object", "properties": {"b": {"type": "string", "maxLength": 4}}, "required": ["b"]}]})
+    shortest = compiler.closers.shortest(both_objects)
+    for seed in range(3):
+        text, ended = _random_document(compiler, both_objects, shortest + 20, seed)
+        assert ended
+        jsonschema.validate(json.loads(text), both_objects.schema)

@@ -189,6 +189,8 @@ class RowCloser:
         self._next = None
         if candidate in self.stop_ids:  # the grammar allows an end token only once complete
             return candidate
+        if self.stack is None:  # the walker lost the document: write the known ending
+            return self._steer()
         fork = self.matcher.fork()
         if fork.accept_token(candidate):
             stack = self.walker.copy(self.stack)
@@ -220,9 +222,22 @@ class RowCloser:
         if self._next is not None and self._next[0] == token:
             _, self.stack, self.plan = self._next
         elif self.plan.n_tokens and self.plan.ids(self.vocab)[0] == token:
-            self.walker.feed(self.stack, self.vocab.token_bytes[token])
+            self._feed(token)
             self.plan = self.plan.after_first(self.vocab)
         else:  # a token the closer did not choose (tests drive matchers by hand)
-            self.walker.feed(self.stack, self.vocab.token_bytes[token])
+            self._feed(token)
+            if self.stack is None:
+                raise RuntimeError("a constrained row took a token its closer cannot follow")
             self.plan = self._plan(self.stack, self.matcher)
         self._next = None
+
+    def _feed(self, token: int) -> None:
+        """Move the walker over a token; where it cannot follow (an `anyOf` whose branches
+        start alike, say), drop it: the row then writes its current plan, a valid ending."""
+        if self.stack is None:
+            return
+        try:
+            self.walker.feed(self.stack, self.vocab.token_bytes[token])
+        except Unsupported as exc:
+            logger.debug("closer stops following a row: %s", exc)
+            self.stack = None
