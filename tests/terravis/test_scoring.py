@@ -102,6 +102,16 @@ def test_human_rating_and_majority():
     assert majority([True, True, False]) is True and majority([True, False, False]) is False
 
 
+def test_human_na_when_at_least_half_the_annotators_say_na():
+    """The project's rule (the paper leaves it open; metrics/terravis/README.md states it): an image is
+    N/A for humans when at least half of its annotators chose N/A, else the mean of the other ratings."""
+    assert human_rating([4, None]) is None                 # one of two: half
+    assert human_rating([4, None, None]) is None           # two of three
+    assert human_rating([4, 2, None]) == 3.0               # one of three: the mean of the rest
+    assert human_rating([5, 4, 3, None]) == 4.0            # one of four
+    assert human_rating([5, 4, None, None]) is None        # two of four: half
+
+
 def test_majority_needs_two_of_three_with_missing_labels_against():
     """Paper, Appendix (image-level detection, Table A1): "Human reference positives are images judged to
     contain at least one world-consistency violation by a majority of annotators (at least two of three)".
