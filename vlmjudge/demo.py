@@ -1,42 +1,71 @@
 """The Gradio app every metrics/<name>/app.py uses, driven by a method's `MethodSpec`.
 
 The stock evaluate widget takes text only; judges need image uploads. The app builds one
-input per column the method needs (images for image-like columns, text boxes for the
+labelled input per column the method needs (images for image-like columns, text boxes for the
 rest), scores the single item through `build(judge).score_batch`, and shows what the
-method's `render` returns.
+method's `render` returns. Title and description come from the metric card, so the Space
+reads as the card does; every output has a label and an elem_id, so the API names what it returns.
 """
 from __future__ import annotations
 
+import inspect
 import os
 import sys
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
 
+from .offline import ModelUnavailableError, unavailable_reason
 from .registry import MethodSpec, get_method
 
 #: Columns shown as image uploads; every other input column is a text box.
 IMAGE_COLUMNS = {"image", "images", "reference", "references", "conditioning", "generated"}
+
+#: Columns the app leaves out: an item id only names records within a batch run.
+HIDDEN_COLUMNS = {"id"}
+
+#: Column -> (label, what to give), for columns whose app.py says nothing more specific.
+INPUT_HELP: dict[str, tuple[str, str]] = {
+    "image": ("Image to judge", "The generated image to score (PNG or JPEG)."),
+    "prompt": ("Prompt", "The text prompt the image was generated from."),
+    "conditioning": ("Conditioning image (optional)", "For an edit: the source image the edit started from."),
+    "references": ("Reference image (optional)", "A real photo of the subject, to ground the judge's facts."),
+    "reference": ("Reference image", "The original image the model was asked to paint again."),
+    "generated": ("Regenerated image", "The model's attempt at painting the reference again."),
+}
+
+#: Shown in the details panel before the first score, so no panel starts empty.
+WAITING_TEXT = "Upload the inputs (or pick an example below) and press **Score**."
 
 
 def _inputs_of(spec: MethodSpec) -> list[str]:
     return [*spec.inputs, *spec.optional_inputs]
 
 
-def make_scorer_fn(spec: MethodSpec, scorer: Any) -> Callable[..., tuple]:
-    """A function of the app's input values -> (score text, markdown, image or None)."""
-    columns = _inputs_of(spec)
+def shown_columns(spec: MethodSpec) -> list[str]:
+    """The input columns the app shows, in the spec's order (required first)."""
+    return [c for c in _inputs_of(spec) if c not in HIDDEN_COLUMNS]
+
+
+def make_scorer_fn(spec: MethodSpec, scorer: Any, columns: Sequence[str] | None = None) -> Callable[..., tuple]:
+    """A function of the app's input values (one per column of `columns`, default every input
+    column) -> (score text, markdown, image or None). Its parameters are named by column, so the
+    app's API names its inputs."""
+    columns = list(_inputs_of(spec) if columns is None else columns)
 
     def score(*values: Any) -> tuple:
         batch = {}
         for column, value in zip(columns, values):
             if value is None or value == "":
                 if column in spec.inputs:
-                    raise ValueError(f"please provide the {column}")
+                    raise ValueError(f"please provide the {INPUT_HELP.get(column, (column,))[0].lower()} ({column})")
                 continue
             batch[column] = [value]
         record = scorer.score_batch(batch)[0]
         shown = spec.render(record)
         return shown.get("score_text", ""), shown.get("markdown", ""), shown.get("image")
 
+    score.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(c, inspect.Parameter.POSITIONAL_OR_KEYWORD) for c in columns])
     return score
 
 
@@ -50,44 +79,142 @@ def unshadow(app_file: str) -> None:
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
 
 
-def app_from_env(method: str | MethodSpec, **judge_kwargs: Any):
+def card_header(card: str | os.PathLike) -> tuple[str, str]:
+    """(title, description) of a metric card: its YAML `title` and `description`; a card without a
+    description gives the first paragraph of its body instead."""
+    from huggingface_hub.repocard import metadata_load
+
+    card = Path(card)
+    meta = metadata_load(card) or {}
+    title = str(meta.get("title") or card.parent.name)
+    description = str(meta.get("description") or "").strip()
+    if not description:
+        text = card.read_text(encoding="utf-8")
+        body = text.split("---", 2)[2] if text.startswith("---") else text
+        paragraphs = [p.strip() for p in body.split("\n\n") if p.strip() and not p.lstrip().startswith("#")]
+        description = " ".join(paragraphs[0].split()) if paragraphs else ""
+    return title, description
+
+
+def check_model(model: str | None, backend: str) -> None:
+    """Raise ModelUnavailableError, in one line, when the app's judge checkpoint cannot load."""
+    if backend != "transformers" or not isinstance(model, str):
+        return
+    reason = unavailable_reason(model)
+    if reason is not None:
+        raise ModelUnavailableError(
+            f"judge model {model!r} is {reason}: set VLMJUDGE_MODEL to a local folder or a cached Hub id "
+            "(`python -m vlmjudge.testing qwen3_vl DIR` builds a tiny offline one)")
+
+
+def app_from_env(method: str | MethodSpec, *, card: str | os.PathLike | None = None,
+                 inputs_help: Mapping[str, tuple[str, str]] | None = None, image_output: str | None = None,
+                 examples: Sequence[Sequence[Any]] | None = None, **judge_kwargs: Any):
     """The app a metrics/<name>/app.py serves: the judge comes from the environment.
 
     VLMJUDGE_MODEL (a Hub id or local dir; default: the method's default model),
     VLMJUDGE_BACKEND (default transformers), VLMJUDGE_DEVICE, VLMJUDGE_DTYPE and
     VLMJUDGE_KEY_FIELDS (comma-separated, for replay) configure it; a Space sets them
-    as variables.
+    as variables. A transformers checkpoint that cannot load raises ModelUnavailableError at once.
     """
     env = {"device": os.environ.get("VLMJUDGE_DEVICE"), "dtype": os.environ.get("VLMJUDGE_DTYPE")}
     if os.environ.get("VLMJUDGE_KEY_FIELDS"):
         env["key_fields"] = tuple(os.environ["VLMJUDGE_KEY_FIELDS"].split(","))
     kwargs = {k: v for k, v in env.items() if v is not None}
     kwargs.update(judge_kwargs)
-    return build_app(method, model=os.environ.get("VLMJUDGE_MODEL"),
-                     backend=os.environ.get("VLMJUDGE_BACKEND", "transformers"), **kwargs)
+    spec = get_method(method) if isinstance(method, str) else method
+    model = os.environ.get("VLMJUDGE_MODEL") or spec.default_model
+    backend = os.environ.get("VLMJUDGE_BACKEND", "transformers")
+    check_model(model, backend)
+    return build_app(spec, model=model, backend=backend, card=card, inputs_help=inputs_help,
+                     image_output=image_output, examples=examples, **kwargs)
+
+
+def example_rows(folder: Path, examples: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    """Example rows with "examples/..." values made paths under `folder`; a row naming a file that is
+    not there (a folder staged without its examples/) is left out, so the app still starts."""
+    rows = []
+    for row in examples:
+        files = [folder / v for v in row if isinstance(v, str) and v.startswith("examples/")]
+        if all(f.is_file() for f in files):
+            rows.append([str(folder / v) if isinstance(v, str) and v.startswith("examples/") else v for v in row])
+    return rows
+
+
+def space(app_file: str, method: str | MethodSpec, *, examples: Sequence[Sequence[Any]] = (),
+          judge: Any = None, **app_kwargs: Any):
+    """The app of a metrics/<name>/app.py: the card beside it gives title and description, example
+    rows name files under its examples/ folder, and a model that cannot load ends the process with
+    its one-line reason instead of a traceback."""
+    folder = Path(app_file).resolve().parent
+    card = folder / "README.md"
+    kwargs = {"card": card if card.is_file() else None, "examples": example_rows(folder, examples) or None,
+              **app_kwargs}
+    try:
+        if judge is not None:
+            return build_app(method, judge, **kwargs)
+        return app_from_env(method, **kwargs)
+    except ModelUnavailableError as exc:
+        raise SystemExit(f"{folder.name} Space cannot start: {exc}") from None
+
+
+def _input_widget(gr: Any, column: str, label: str, info: str) -> Any:
+    if column in IMAGE_COLUMNS:
+        return gr.Image(type="pil", label=label, elem_id=f"input-{column}", placeholder=info or None, height=280)
+    return gr.Textbox(label=label, info=info or None, elem_id=f"input-{column}", lines=2 if column != "prompt" else 1)
 
 
 def build_app(method: str | MethodSpec, judge: Any = None, *, model: str | None = None,
-              backend: str = "transformers", title: str | None = None, **judge_kwargs: Any):
-    """A `gr.Blocks` app for one method: upload, score, show the rendered record."""
+              backend: str = "transformers", title: str | None = None, description: str | None = None,
+              card: str | os.PathLike | None = None, inputs_help: Mapping[str, tuple[str, str]] | None = None,
+              image_output: str | None = None, examples: Sequence[Sequence[Any]] | None = None,
+              **judge_kwargs: Any):
+    """A `gr.Blocks` app for one method: upload, score, show the rendered record.
+
+    `card` (a metric card) gives the title and description unless they are passed; `inputs_help`
+    overrides the (label, info) of input columns; `image_output` labels the image panel, which only
+    a method with an image output has (None: no image panel); `examples` are rows of input values,
+    one per shown column.
+    """
     import gradio as gr
 
     spec = get_method(method) if isinstance(method, str) else method
     if judge is None:
         from .judge import load_judge
         judge = load_judge(model or spec.default_model, backend=backend, **judge_kwargs)
+    card_title, card_text = card_header(card) if card else (spec.name, spec.description)
+    title, description = title or card_title, description or card_text
     scorer = spec.build(judge, **dict(spec.config))
-    score = make_scorer_fn(spec, scorer)
-    with gr.Blocks(title=title or spec.name) as app:
-        gr.Markdown(f"# {title or spec.name}\n\n{spec.description}")
+    columns = shown_columns(spec)
+    score = make_scorer_fn(spec, scorer, columns)
+    helps = {**INPUT_HELP, **(inputs_help or {})}
+
+    def run(*values: Any) -> tuple:
+        try:
+            score_text, markdown, picture = score(*values)
+        except ValueError as exc:  # a missing or unreadable input: said in the page, not as a stack
+            raise gr.Error(str(exc)) from exc
+        if image_output is None:
+            return score_text, markdown
+        return score_text, markdown, gr.update(value=picture, visible=picture is not None)
+
+    run.__signature__ = score.__signature__  # type: ignore[attr-defined]
+    with gr.Blocks(title=title) as app:
+        gr.Markdown(f"# {title}\n\n{description}", elem_id="title")
         with gr.Row():
             with gr.Column():
-                widgets = [gr.Image(type="pil", label=c, elem_id=f"input-{c}") if c in IMAGE_COLUMNS
-                           else gr.Textbox(label=c, elem_id=f"input-{c}") for c in _inputs_of(spec)]
+                widgets = [_input_widget(gr, c, *helps.get(c, (c.replace("_", " ").capitalize(), "")))
+                           for c in columns]
                 button = gr.Button("Score", elem_id="score-button", variant="primary")
             with gr.Column():
-                score_box = gr.Textbox(label="Score", elem_id="score", interactive=False)
-                details = gr.Markdown(elem_id="details")
-                picture = gr.Image(label="Overlay", elem_id="overlay", interactive=False)
-        button.click(score, inputs=widgets, outputs=[score_box, details, picture])
+                outputs = [gr.Textbox(label="Score", elem_id="score", interactive=False),
+                           gr.Markdown(WAITING_TEXT, label="Details", elem_id="details", line_breaks=True,
+                                       container=True, padding=True)]
+                if image_output is not None:
+                    outputs.append(gr.Image(label=image_output, elem_id="overlay", interactive=False, visible=False,
+                                            height=320))
+        if examples:
+            gr.Examples(examples=[list(row) for row in examples], inputs=widgets, label="Examples",
+                        elem_id="examples", cache_examples=False)
+        button.click(run, inputs=widgets, outputs=outputs, api_name="score")
     return app
