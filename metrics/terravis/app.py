@@ -1,26 +1,30 @@
 """The TerraVis Space: upload an image and see its score, its eligibility, and each detected
-violation with its evidence and severity.
+violation with its evidence and severity. Title and description come from README.md (the card).
 
 The judge comes from the environment (see `vlmjudge.demo.app_from_env`): VLMJUDGE_MODEL,
 VLMJUDGE_BACKEND, VLMJUDGE_DEVICE, VLMJUDGE_DTYPE. TERRAVIS_PACK (a shipped pack name or a
 JSON file), TERRAVIS_VARIANT, TERRAVIS_LAM and TERRAVIS_ALPHA configure the scorer; a Space
-sets them as variables.
+sets them as variables. TerraVis has no spatial output, so the app has no image panel.
 """
 import dataclasses
 import os
-import sys
 
-# `python app.py` puts this folder first on sys.path, where the evaluate script terravis.py
-# would shadow the terravis package the method comes from.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+from vlmjudge.demo import space, unshadow
+
+unshadow(__file__)  # this folder's terravis.py (the evaluate script) would shadow the package
 
 from terravis.spec import SPEC  # noqa: E402
-from vlmjudge.demo import app_from_env  # noqa: E402
 
 #: Environment variable -> (TerraVis keyword, conversion).
 SCORER_ENV = {"TERRAVIS_PACK": ("pack", str), "TERRAVIS_VARIANT": ("variant", str),
               "TERRAVIS_LAM": ("lam", float), "TERRAVIS_ALPHA": ("alpha", float)}
+
+INPUTS_HELP = {"image": ("Image to judge", "Any generated image; no prompt is needed. Abstract art, logos, "
+                                           "charts and screenshots are not applicable (N/A).")}
+
+#: Bundled examples (drawn by metrics/make_examples.py): a plausible scene, and one with a
+#: floating house under two suns.
+EXAMPLES = [["examples/cottage.png"], ["examples/floating_house.png"]]
 
 
 def scorer_config(env=os.environ):
@@ -29,7 +33,8 @@ def scorer_config(env=os.environ):
 
 
 config = scorer_config()
-demo = app_from_env(dataclasses.replace(SPEC, config=config) if config else "terravis")
+demo = space(__file__, dataclasses.replace(SPEC, config=config) if config else SPEC, examples=EXAMPLES,
+             inputs_help=INPUTS_HELP)
 
 if __name__ == "__main__":
     demo.launch()

@@ -141,8 +141,8 @@ def test_evaluate_module_scores_images_with_qa_sets(abo_five, tmp_path, monkeypa
     assert [r.meta["stage"] for _, r in judge.log][:2] == ["proposal", "extraction"]
     with pytest.raises(ValueError, match="qa_sets has 1 entries"):
         module.compute(images=[noise(1), noise(2)], prompts=["a", "b"], qa_sets=["x"], judge=keyed_replay({}))
-    metric_files = sorted(p.name for p in (REPO / "metrics" / "fager").iterdir())
-    assert metric_files == ["README.md", "app.py", "fager.py", "requirements.txt"]
+    metric_files = sorted(p.name for p in (REPO / "metrics" / "fager").iterdir() if not p.name.startswith("."))
+    assert metric_files == ["README.md", "app.py", "examples", "fager.py", "requirements.txt"]
     card = (REPO / "metrics" / "fager" / "README.md").read_text()
     assert card.startswith("---\n") and "sdk: gradio" in card and "app_file: app.py" in card
     assert "0.82" in card and "0.97" in card and "41/50" in card
@@ -204,7 +204,9 @@ def test_cli_score_rubric_and_refine(abo_five, tmp_path, monkeypatch, capsys):
 
 
 def test_space_app_scores_in_a_browser(abo_five, tmp_path, chromium_path):
-    from browser import score_in_browser, serve_app
+    from browser import api_names, drive_app, serve_app
+    from vlmjudge.demo import card_header
+    app = REPO / "metrics" / "fager" / "app.py"
     answers = tmp_path / "answers.jsonl"
     item = abo_five["ids"][0]
     write_answers(answers, {("0", k[1]): v for k, v in abo_five["answers"].items() if k[0] == item})
@@ -212,14 +214,23 @@ def test_space_app_scores_in_a_browser(abo_five, tmp_path, chromium_path):
     noise(5).save(image)
     env = {"VLMJUDGE_MODEL": str(answers), "VLMJUDGE_BACKEND": "replay", "VLMJUDGE_KEY_FIELDS": "item_id,question_id",
            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    with serve_app(REPO / "metrics" / "fager" / "app.py", env) as url:
-        shown = score_in_browser(url, chromium_path, {"image": str(image)},
-                                 texts={"prompt": abo_five["prompts"][0],
-                                        "qa_set": abo_five["qa"][0].model_dump_json()})
+    with serve_app(app, env) as url:
+        shown = drive_app(url, chromium_path, {"image": str(image)},
+                          texts={"prompt": abo_five["prompts"][0], "qa_set": abo_five["qa"][0].model_dump_json()})
+        api = api_names(url)
     assert shown["score"] == f"{abo_five['scores'][0]:.2f} (edit)"
     assert "Edit instruction" in shown["details"] and abo_five["qa"][0].items[0].question in shown["details"]
+    assert shown["heading"] == shown["page_title"] == card_header(app.with_name("README.md"))[0] == "FAGER"
+    assert shown["labels"] == ["Generated image", "Prompt", "Reference image (optional)", "QA set (optional)"]
+    assert shown["overlay_visible"] is False and shown["empty_panels"] == [] and not shown["title_blank"]
+    assert api == {"/score": ["image", "prompt", "references", "qa_set", "Score", "Details"]}
 
-
+    # the bundled example has no QA set: the agents build the rubric (replayed: the kite's) and score it
+    write_answers(answers, {("0", question): text for (_, question), text in kite_answers().items()})
+    with serve_app(app, env) as url:
+        example = drive_app(url, chromium_path, example=0)
+    assert example["score"] == "50.00 (edit)" and "make the kite larger" in example["details"]
+    assert example["empty_panels"] == []
 
 
 def test_vlmjudge_command_lists_the_fager_subcommands(capsys):

@@ -1,4 +1,6 @@
-"""The Space app (metrics/regeneration/app.py) scores two uploaded images in headless chromium."""
+"""The Space app (metrics/regeneration/app.py) scores two uploaded images in headless chromium; the
+page carries the card's title and labelled inputs, has no image panel (the method draws none),
+names its API outputs, and its bundled example pair scores as the Python API does."""
 from __future__ import annotations
 
 import os
@@ -9,9 +11,11 @@ import numpy as np
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from browser import score_in_browser, serve_app
+from browser import api_names, drive_app, serve_app
+from vlmjudge.demo import card_header
 
 APP = Path(__file__).resolve().parents[2] / "metrics" / "regeneration" / "app.py"
+EXAMPLES = APP.parent / "examples"
 
 
 def test_app_scores_uploaded_pair(tmp_path, chromium_path, encoder_dirs, scorer):
@@ -22,8 +26,32 @@ def test_app_scores_uploaded_pair(tmp_path, chromium_path, encoder_dirs, scorer)
            "VLMJUDGE_DEVICE": "cpu", "HF_HUB_OFFLINE": "1", "VLMJUDGE_MODEL": ""}
     env = {k: v for k, v in {**os.environ, **env}.items() if not (k == "VLMJUDGE_MODEL" and not v)}
     with serve_app(APP, env) as url:
-        shown = score_in_browser(url, chromium_path, {"reference": str(reference), "generated": str(generated)})
+        shown = drive_app(url, chromium_path, {"reference": str(reference), "generated": str(generated)})
+        example = drive_app(url, chromium_path, example=0)
+        api = api_names(url)
     (expected,) = scorer.score([Image.open(reference)], [Image.open(generated)])
     want = (max(expected["clip"], 0) + max(expected["dino"], 0)) / 2
     assert shown["score"] == f"{want:.2f}"
     assert f"{expected['clip']:.2f} %" in shown["details"] and "DINOv2" in shown["details"]
+    assert shown["heading"] == shown["page_title"] == card_header(APP.with_name("README.md"))[0] \
+        == "Image Regeneration"
+    assert shown["labels"] == ["Reference image", "Regenerated image"]
+    assert shown["overlay_visible"] is False and shown["empty_panels"] == [] and not shown["title_blank"]
+
+    (pair,) = scorer.score([Image.open(EXAMPLES / "lighthouse_reference.png").convert("RGB")],
+                           [Image.open(EXAMPLES / "lighthouse_regenerated.png").convert("RGB")])
+    assert example["score"] == f"{(max(pair['clip'], 0) + max(pair['dino'], 0)) / 2:.2f}"
+    assert api == {"/score": ["reference", "generated", "Score", "Details"]}
+
+
+def test_space_without_encoders_offline_stops_with_one_line(tmp_path):
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REGENERATION_", "VLMJUDGE_MODEL"))}
+    env.update(HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(tmp_path / "hub"))
+    proc = subprocess.run([sys.executable, str(APP)], env=env, capture_output=True, text=True, timeout=300,
+                          cwd=str(APP.parent))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("regeneration Space cannot start: clip encoder 'openai/clip-vit-base-patch32'")
+    assert "clip_model=" in last and "HF_HUB_OFFLINE" in last

@@ -1,10 +1,13 @@
 """The TerraVis Space app in a real browser, against a tiny Qwen3-VL: upload an image, read
-the shown score and violation list, and compare them with the Python API's record."""
+the shown score and violation list, and compare them with the Python API's record; the page
+carries the card's title, labelled inputs, no image panel (TerraVis has no spatial output),
+named API outputs and bundled examples that score."""
 import pytest
 
-from browser import score_in_browser, serve_app
+from browser import api_names, drive_app, serve_app
 from tvf_helpers import METRIC_DIR, subprocess_env
 from terravis.spec import render
+from vlmjudge.demo import card_header
 
 
 def test_app_shows_score_eligibility_and_each_violation(tmp_path, tiny_model, pack_file, images, reference,
@@ -17,14 +20,24 @@ def test_app_shows_score_eligibility_and_each_violation(tmp_path, tiny_model, pa
     env = {**subprocess_env(tmp_path), "VLMJUDGE_MODEL": tiny_model, "VLMJUDGE_DEVICE": "cpu",
            "TERRAVIS_PACK": str(pack_file)}
     with serve_app(METRIC_DIR / "app.py", env) as url:
-        shown = score_in_browser(url, chromium_path, {"image": str(images[image_id])})
+        shown = drive_app(url, chromium_path, {"image": str(images[image_id])})
+        example = drive_app(url, chromium_path, example=1)  # the floating house
+        api = api_names(url)
 
+    title, description = card_header(METRIC_DIR / "README.md")
+    assert shown["heading"] == shown["page_title"] == title == "TerraVis" and not shown["title_blank"]
+    assert description.startswith("TerraVis scores the world-grounded visual consistency")
+    assert shown["labels"] == ["Image to judge"]  # no unexplained id box
+    assert shown["overlay_visible"] is False and shown["empty_panels"] == []
     assert shown["score"] == render(record)["score_text"] == f"{record.score:.3f}"
-    details = shown["details"]
-    assert "Eligibility: eligible" in details
-    assert f"Violations: {record.n_major + record.n_minor} ({record.n_major} major, {record.n_minor} minor)" in details
-    lines = [line for line in details.splitlines() if line.strip()]
+    lines = [line.strip() for line in shown["details"].splitlines() if line.strip()]
+    assert "Eligibility: eligible" in lines  # on its own line, not run into the violation count
+    assert f"Violations: {record.n_major + record.n_minor} ({record.n_major} major, {record.n_minor} minor)" in lines
     for check in (c for c in record.checks if c.detected):
         (line,) = [ln for ln in lines if ln.startswith(check.name + " (")]
         assert f"({check.level}, {check.severity})" in line
         assert (check.evidence or "no evidence given") in line
+
+    assert example["examples"] and example["empty_panels"] == []
+    assert example["score"] == "N/A" or 0.0 <= float(example["score"]) <= 1.0
+    assert api == {"/score": ["image", "Score", "Details"]}  # named inputs and outputs, no value_N
