@@ -119,7 +119,7 @@ def test_budget_below_the_shortest_document_is_refused_at_request_time(judge, co
         judge.generate([short])
 
 
-def _fager_requests(stage, constraint, budget, n, image=None):
+def _sampled_requests(stage, constraint, budget, n, image=None):
     return [Request(text=f"Write the {stage} answer {k}.", images=[image] if image is not None else [],
                     constraint=constraint, decoding=Decoding(max_new_tokens=budget, temperature=1.0, seed=k))
             for k in range(n)]
@@ -128,11 +128,9 @@ def _fager_requests(stage, constraint, budget, n, image=None):
 def test_fifty_random_judge_outputs_parse_for_every_shipped_pack(loaded, fresh, compiler, noise):
     """Small budgets (the shortest document and a few tokens more) are what the guarantee
     must survive: every output of every pack's schemas parses as its method reads it."""
-    from fager.agents import FagerAgents, to_output
+    from fager.agents import FEEDBACK_MODELS, QuestionList, to_output
     judge = fresh(loaded["qwen3_vl"], batch_size=16)
     image = noise(1, seed=2)[0]
-    models = FagerAgents(judge)
-    from fager.agents import FEEDBACK_MODELS, QuestionList
     from fager.schema import QuestionAnswer, ReferenceExtraction, Rubric, Verification
     readers = {"proposal": Rubric, "extraction": ReferenceExtraction, "verification": Verification,
                "evaluation": QuestionAnswer, "qa": QuestionList, **FEEDBACK_MODELS}
@@ -142,7 +140,7 @@ def test_fifty_random_judge_outputs_parse_for_every_shipped_pack(loaded, fresh, 
         requests, owners = [], []
         for name in names:
             c = SHIPPED[name]
-            requests += _fager_requests(name, c, compiler.closers.shortest(c) + 4, per, image)
+            requests += _sampled_requests(name, c, compiler.closers.shortest(c) + 4, per, image)
             owners += [name] * per
         answers = judge.generate(requests)
         assert len(answers) >= 50
@@ -153,7 +151,6 @@ def test_fifty_random_judge_outputs_parse_for_every_shipped_pack(loaded, fresh, 
                 assert to_output(stage, answer, readers[stage]).value is not None, (name, answer.text)
             else:
                 jsonschema.validate(json.loads(answer.text), SHIPPED[name].schema)
-    del models
 
 
 def test_fager_builds_every_qa_set_with_the_default_pack_and_a_random_judge(loaded, fresh):

@@ -182,7 +182,8 @@ def _text_special_ids(tokenizer: Any, vocab_size: int, eos_ids: set[int]) -> lis
     text (a tiny or custom tokenizer's "<|vision_start|>"), but decoding drops them, so a
     grammar row that wrote one would come back with text the grammar never accepted (an
     empty string where one character was required)."""
-    ids = set(getattr(tokenizer, "all_special_ids", ()) or ()) | set(getattr(tokenizer, "added_tokens_decoder", {}) or {})
+    ids = set(getattr(tokenizer, "all_special_ids", ()) or ())
+    ids |= set(getattr(tokenizer, "added_tokens_decoder", {}) or {})
     return sorted(i for i in ids if i < vocab_size and i not in eos_ids)
 
 
