@@ -30,6 +30,13 @@ class SigLIPStyleClassifier:
         self._processor: Any = None
 
     def _load(self) -> None:
+        from vlmjudge.offline import ModelUnavailableError, unavailable_reason
+        reason = unavailable_reason(self.model_id, self.revision)
+        if reason is not None:  # offline, from_pretrained would retry the Hub for half a minute first
+            default = " (the default)" if self.model_id == DEFAULT_MODEL else ""
+            raise ModelUnavailableError(
+                f"SigLIP style model {self.model_id!r}{default} is {reason}: pass model= a local folder or a "
+                "cached Hub id (`python -m vlmjudge.testing siglip DIR` builds a tiny offline one)")
         import torch
         from transformers import AutoModel, AutoProcessor
 

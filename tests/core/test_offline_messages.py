@@ -85,3 +85,16 @@ def test_diffusers_builders_without_diffusers_say_what_to_install(tmp_path, kind
 def test_a_missing_module_that_is_no_extra_keeps_its_traceback(tmp_path):
     proc = run_testing_cli(["clip", str(tmp_path / "clip")], "transformers")
     assert proc.returncode == 1 and "Traceback" in proc.stderr and "ModuleNotFoundError" in proc.stderr
+
+
+def test_terravis_style_classifier_default_offline_fails_in_one_line(empty_hub):
+    from terravis.style import DEFAULT_MODEL, SigLIPStyleClassifier
+
+    classifier = SigLIPStyleClassifier()  # loads on first use, so building it stays free
+    started = time.monotonic()
+    with pytest.raises(ModelUnavailableError) as caught:
+        classifier(["an image"])
+    assert time.monotonic() - started < 5
+    message = str(caught.value)
+    assert f"{DEFAULT_MODEL!r} (the default)" in message and "HF_HUB_OFFLINE" in message
+    assert "model=" in message and "\n" not in message
