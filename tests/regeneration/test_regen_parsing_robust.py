@@ -1,12 +1,12 @@
 """regeneration's answer readers cannot crash (issue 19 item 3): on any text up to 1 MB they return a
-value or raise JSONReadError (parse_answer: a ParseFailure), in linear time.
+value or raise JSONReadError (parse_answer: a ParseFailure); `python -m bench.parsers` measures that
+they run in linear time.
 
 Property tests on random, near-valid and mutated text, then the degenerate answers of the issue."""
 from __future__ import annotations
 
 import contextlib
 import json
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -111,29 +111,30 @@ REFUSED = {"open brackets", "open brackets, 1 MB", "deep closed lists", "deep ob
            "unclosed string", "whitespace run", "fence then whitespace", "whitespace then fence"}
 
 
+#: A hang guard, not a speed target: 1 MB through a quadratic reader would take hours.
+HANG_GUARD_S = 300
+
+
 @contextlib.contextmanager
 def _no_error():
     yield
 
 
+@pytest.mark.timeout(HANG_GUARD_S)
 @pytest.mark.parametrize("name", list(_degenerate()))
-def test_degenerate_answers_fail_cleanly_in_linear_time(name):
-    """Each degenerate answer is read or refused with the documented error, well within a second or
-    two for 1 MB (a quadratic reader would take minutes), and a parse failure, never an exception,
-    in parse_answer."""
+def test_degenerate_answers_fail_cleanly(name):
+    """Each degenerate answer is read or refused with the documented error, and is a parse failure,
+    never an exception, in parse_answer. Linear time is measured in `python -m bench.parsers`; the
+    timeout here only guards against a reader that would take hours on 1 MB (quadratic)."""
     text = _degenerate()[name]
     assert len(text) <= MB + 64
     for reading in READINGS:
-        started = time.perf_counter()
         for read in (extract_json, prompt_variants):
             with pytest.raises(JSONReadError) if name in REFUSED else _no_error():
                 read(text, reading=reading)
-        assert time.perf_counter() - started < 4.0
         for model in (Rating, PromptList):
-            started = time.perf_counter()
             got = parse_answer(Answer(text), model, "stage", reading=reading)
             assert isinstance(got, (model, ParseFailure))
-            assert time.perf_counter() - started < 5.0  # one pydantic error per stray key: linear, not free
 
 
 def test_degenerate_answers_by_hand():
