@@ -34,7 +34,8 @@ INPUT_HELP: dict[str, tuple[str, str]] = {
 }
 
 #: Shown in the details panel before the first score, so no panel starts empty.
-WAITING_TEXT = "Upload the inputs (or pick an example below) and press **Score**."
+WAITING_TEXT = "Upload the inputs and press **Score**."
+WAITING_TEXT_WITH_EXAMPLES = "Upload the inputs (or pick an example below) and press **Score**."
 
 
 def _inputs_of(spec: MethodSpec) -> list[str]:
@@ -130,15 +131,27 @@ def app_from_env(method: str | MethodSpec, *, card: str | os.PathLike | None = N
                      image_output=image_output, examples=examples, **kwargs)
 
 
-def example_rows(folder: Path, examples: Sequence[Sequence[Any]]) -> list[list[Any]]:
-    """Example rows with "examples/..." values made paths under `folder`; a row naming a file that is
-    not there (a folder staged without its examples/) is left out, so the app still starts."""
-    rows = []
-    for row in examples:
-        files = [folder / v for v in row if isinstance(v, str) and v.startswith("examples/")]
-        if all(f.is_file() for f in files):
-            rows.append([str(folder / v) if isinstance(v, str) and v.startswith("examples/") else v for v in row])
-    return rows
+def example_rows(folders: Path | Sequence[Path], examples: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    """Example rows with each "examples/..." value made a path under the first of `folders` that has
+    the file; a row naming a file none has is left out, so the app still starts."""
+    bases = [Path(folders)] if isinstance(folders, (str, os.PathLike)) else [Path(f) for f in folders]
+
+    def resolve(value: Any) -> Any:
+        if not (isinstance(value, str) and value.startswith("examples/")):
+            return value
+        return next((str(base / value) for base in bases if (base / value).is_file()), None)
+
+    rows = [[resolve(v) for v in row] for row in examples]
+    return [row for row, given in zip(rows, examples) if all(r is not None or g is None for r, g in zip(row, given))]
+
+
+def _example_folders(folder: Path) -> list[Path]:
+    """Where an app's examples/ may be: beside it, then in the installed metric modules (a staged Space
+    carries app.py and the vlmjudge wheel, which holds metrics/<name>/examples/)."""
+    from .evaluate_modules import default_metrics_dir
+
+    installed = default_metrics_dir() / folder.name
+    return [folder] if installed.resolve() == folder else [folder, installed]
 
 
 def space(app_file: str, method: str | MethodSpec, *, examples: Sequence[Sequence[Any]] = (),
@@ -148,7 +161,8 @@ def space(app_file: str, method: str | MethodSpec, *, examples: Sequence[Sequenc
     its one-line reason instead of a traceback."""
     folder = Path(app_file).resolve().parent
     card = folder / "README.md"
-    kwargs = {"card": card if card.is_file() else None, "examples": example_rows(folder, examples) or None,
+    kwargs = {"card": card if card.is_file() else None,
+              "examples": example_rows(_example_folders(folder), examples) or None,
               **app_kwargs}
     try:
         if judge is not None:
@@ -208,7 +222,7 @@ def build_app(method: str | MethodSpec, judge: Any = None, *, model: str | None 
                 button = gr.Button("Score", elem_id="score-button", variant="primary")
             with gr.Column():
                 outputs = [gr.Textbox(label="Score", elem_id="score", interactive=False),
-                           gr.Markdown(WAITING_TEXT, label="Details", elem_id="details", line_breaks=True,
+                           gr.Markdown(WAITING_TEXT_WITH_EXAMPLES if examples else WAITING_TEXT, label="Details", elem_id="details", line_breaks=True,
                                        container=True, padding=True)]
                 if image_output is not None:
                     outputs.append(gr.Image(label=image_output, elem_id="overlay", interactive=False, visible=False,

@@ -58,8 +58,21 @@ def test_each_app_bundles_examples_that_fill_its_inputs(method):
 def test_rows_whose_files_are_missing_are_left_out(tmp_path):
     (tmp_path / "examples").mkdir()
     Image.new("RGB", (4, 4)).save(tmp_path / "examples" / "here.png")
-    rows = example_rows(tmp_path, [["examples/here.png", "a prompt"], ["examples/gone.png", "another"]])
-    assert rows == [[str(tmp_path / "examples" / "here.png"), "a prompt"]]
+    rows = example_rows(tmp_path, [["examples/here.png", "a prompt", None], ["examples/gone.png", "another", None]])
+    assert rows == [[str(tmp_path / "examples" / "here.png"), "a prompt", None]]
+
+
+def test_a_staged_space_without_examples_finds_the_installed_ones(tmp_path):
+    """A staged Space folder holds app.py and the wheel; the examples come from the installed modules."""
+    from vlmjudge.demo import _example_folders
+    from vlmjudge.evaluate_modules import default_metrics_dir
+
+    staged = tmp_path / "terravis"
+    staged.mkdir()
+    folders = _example_folders(staged)
+    assert folders == [staged, default_metrics_dir() / "terravis"]
+    rows = example_rows(folders, app_examples("terravis"))
+    assert rows == [[str(default_metrics_dir() / "terravis" / row[0])] for row in app_examples("terravis")]
 
 
 @pytest.mark.parametrize("method, title", [("terravis", "TerraVis"), ("viescore2", "VIEScore2"),
