@@ -11,6 +11,15 @@ unit whose suffix is its last token. A batch of units runs as two forwards:
    `[pad | prefix | pad | suffix]`. The 2-D attention mask hides both pads, and the last column
    holds every row's next-token logits, so generation appends after it.
 
+A sliding window or an attention chunk (Gemma 3/4, Llama 4) counts cache columns, so a pad
+between prefix and suffix would shift what a row sees. For such models the suffixes run in
+blocks of equal length, each against its own copy of the prefix cache: every row is then
+`[pad | prefix | suffix]`, leading pads only, which is exact. The processor runs once over
+all the units' first requests, so it pads every vision input (pixel values and their masks,
+image sizes, tile counts) across units as it does for a plain batch. A recurrent or hybrid
+cache (Qwen3.5's linear attention) cannot be shared: `sharing_blocker` names why, and the
+judge then runs the unshared path.
+
 Positions are explicit, never inferred from padded columns: the multimodal rotary positions
 of Qwen-VL models (3 axes) come from the model's own `get_rope_index` for the prefix, and
 suffix and generated tokens continue from each prefix's next position (text tokens carry the
@@ -19,13 +28,24 @@ path (one left-padded forward over whole prompts) up to float rounding.
 """
 from __future__ import annotations
 
+import copy
 import inspect
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ..judge import JudgeStats
+
 if TYPE_CHECKING:  # torch is imported where it is used: importing the backend stays light
     import torch
+
+@dataclass
+class SharingStats(JudgeStats):
+    """The judge's counters, plus the requests that ran unshared because the model's cache
+    cannot share a prefix (`sharing_blocker`; the manifest's `prefix_fallback` says why)."""
+
+    unshared_fallback: int = 0
+
 
 #: Per-token processor outputs that are padded like input_ids; the rest are stacked (pixels).
 _TOKEN_KEYS = ("input_ids", "attention_mask", "mm_token_type_ids", "token_type_ids")
@@ -69,6 +89,35 @@ def make_prompt(text: str, ids: list[int], images: Sequence[Any], pils: Sequence
     ends = [i + 1 for i, t in enumerate(ids) if t in image_token_ids]
     return Prompt(text, ids, image_key(images), ends[-1] if ends else 0,
                   tuple((p.height, p.width) for p in pils))
+
+
+#: Processor attributes naming the token a template writes for an image, where a processor has one.
+_PLACEHOLDER_ATTRS = ("image_token", "boi_token", "start_image_token", "image_start_token", "fake_image_token")
+
+
+def placeholder_ids(processor: Any, config: Any) -> set[int]:
+    """Ids that mark an image in a prompt before the processor expands it. They come from the
+    processor: the special tokens its chat template writes for an image part (a chat rendered
+    with and without one), and its image token attributes. The config's image ids are the
+    expanded soft tokens of some families (Gemma 3's `<image_soft_token>`, Llama 4's
+    `<|patch|>`), which an unexpanded prompt never holds; they are kept too, as harmless extras."""
+    tok = processor.tokenizer
+    special = set(getattr(tok, "added_tokens_decoder", {})) | set(tok.all_special_ids)
+    found: set[int] = set()
+    renderer = processor if getattr(processor, "chat_template", None) else tok
+    if getattr(renderer, "chat_template", None):
+        def rendered(parts: list[dict]) -> set[int]:
+            text = renderer.apply_chat_template([{"role": "user", "content": parts}], tokenize=False,
+                                                add_generation_prompt=True)
+            return set(tok(text, add_special_tokens=False)["input_ids"])
+        words = [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]
+        found = (rendered([words[0], {"type": "image"}, words[1]]) - rendered(words)) & special
+    vocab = tok.get_vocab()
+    found |= {vocab[t] for t in (getattr(processor, a, None) for a in _PLACEHOLDER_ATTRS)
+              if isinstance(t, str) and t in vocab}
+    found |= {t for t in (getattr(config, n, None) for n in ("image_token_id", "image_token_index", "video_token_id"))
+              if isinstance(t, int)}
+    return found
 
 
 def _lcp(a: list[int], b: list[int]) -> int:
@@ -128,32 +177,54 @@ class PreparedBatch:
     image_keys: list[str] = field(default_factory=list)  # pixel digest per image, for a vision cache
 
 
+def processor_inputs(processor: Any, texts: Sequence[str], image_lists: Sequence[list], **kwargs: Any) -> Any:
+    """The processor's padded tensors for `texts`, with one image list per text (a flat list
+    would be read as all the images of one sample by Gemma and Idefics processors)."""
+    call: dict[str, Any] = {"text": list(texts), "return_tensors": "pt", "padding": True, **kwargs}
+    if any(image_lists):
+        call["images"] = [list(images) for images in image_lists]
+    return processor(**call)
+
+
+class SplitMismatch(RuntimeError):
+    """The processor's ids differ from the tokenizer's after a unit's split point."""
+
+
 def prepare(processor: Any, prompts: Sequence[Prompt], pil_lists: Sequence[list], units: list[Unit],
             pad_id: int) -> PreparedBatch:
-    """Run the processor once per unit (its images, the first request's text) and cut the
-    expanded ids at the unit's split; suffixes are the requests' own tokens after it."""
-    import torch
-    per_unit = []
-    for unit in units:
-        head = prompts[unit.rows[0]]
-        kwargs: dict[str, Any] = {"text": [head.text], "return_tensors": "pt"}
-        if pil_lists[unit.rows[0]]:
-            kwargs["images"] = pil_lists[unit.rows[0]]
-        enc = processor(**kwargs)
-        ids = enc["input_ids"][0].tolist()
-        extra = len(ids) - len(head.ids)  # tokens the image placeholders expanded into
-        cut = unit.split + extra
-        if ids[cut:] != head.ids[unit.split:]:
+    """Run the processor once over the units' heads (their images, the first request's text),
+    so that it pads every vision input (pixel values, pixel masks, image sizes) across units,
+    and cut each head's expanded ids at the unit's split; suffixes are the requests' own tokens
+    after it. A unit whose expanded ids do not end in its tokenizer ids (a processor that
+    re-tokenises around an image, e.g. Gemma 3's newlines, merging across the split) runs
+    its requests as units of their own."""
+    try:
+        return _prepare_units(processor, prompts, pil_lists, units, pad_id)
+    except SplitMismatch as bad:
+        unit = units[int(str(bad))]
+        if len(unit.rows) == 1:
             raise RuntimeError("the processor's token ids differ from the tokenizer's outside the image "
-                               "placeholders; shared-prefix batching cannot split this prompt")
-        tokens = {k: enc[k][0, :cut] for k in _TOKEN_KEYS if k in enc}
-        vision = {k: v for k, v in enc.items() if k not in _TOKEN_KEYS}
-        per_unit.append((tokens, vision))
-    prefix = _left_pad([t for t, _ in per_unit], pad_id)
-    vision: dict[str, torch.Tensor] = {}
-    for key in {k for _, v in per_unit for k in v}:
-        parts = [v[key] for _, v in per_unit if key in v]
-        vision[key] = torch.cat(parts, dim=0)
+                               "placeholders; shared-prefix batching cannot split this prompt") from None
+        alone = [Unit([r], len(prompts[r].ids) - 1) for r in unit.rows]
+        rest = [u for u in units if u is not unit] + alone
+        return prepare(processor, prompts, pil_lists, sorted(rest, key=lambda u: min(u.rows)), pad_id)
+
+
+def _prepare_units(processor: Any, prompts: Sequence[Prompt], pil_lists: Sequence[list], units: list[Unit],
+                   pad_id: int) -> PreparedBatch:
+    import torch
+    heads = [prompts[u.rows[0]] for u in units]
+    enc = processor_inputs(processor, [h.text for h in heads], [pil_lists[u.rows[0]] for u in units])
+    per_unit = []
+    for g, (unit, head) in enumerate(zip(units, heads)):
+        real = enc["attention_mask"][g].bool() if "attention_mask" in enc else slice(None)
+        ids = enc["input_ids"][g][real].tolist()
+        cut = unit.split + len(ids) - len(head.ids)  # the image placeholders' expansion lies before it
+        if cut < 0 or ids[cut:] != head.ids[unit.split:]:
+            raise SplitMismatch(str(g))
+        per_unit.append({k: enc[k][g][real][:cut] for k in _TOKEN_KEYS if k in enc and k != "attention_mask"})
+    prefix = _left_pad(per_unit, pad_id)
+    vision = {k: v for k, v in enc.items() if k not in _TOKEN_KEYS}
     n = sum(len(u.rows) for u in units)
     row_unit = torch.zeros(n, dtype=torch.long)
     suffixes: list[list[int]] = [[] for _ in range(n)]
@@ -192,6 +263,28 @@ def _left_pad(rows: list[dict[str, torch.Tensor]], pad_id: int) -> dict[str, tor
     return out
 
 
+def _cache_layers(model: Any) -> list[Any]:
+    from transformers import DynamicCache
+    return list(getattr(DynamicCache(config=model.config), "layers", []))
+
+
+def windowed(model: Any) -> bool:
+    """Whether some attention layer sees a sliding window or a chunk (its cache layer keeps a
+    window): suffixes then run in blocks of equal length, so no pad lies inside a window."""
+    return any("Sliding" in type(layer).__name__ or "Chunk" in type(layer).__name__
+               for layer in _cache_layers(model))
+
+
+def sharing_blocker(model: Any) -> str | None:
+    """Why this model cannot share a prefix, or None: a recurrent or hybrid cache (linear
+    attention, state-space layers) cannot be copied per request, and padding inside it would
+    run through the recurrent state."""
+    for layer in _cache_layers(model):
+        if not callable(getattr(layer, "batch_select_indices", None)):
+            return f"recurrent cache layer {type(layer).__name__}"
+    return None
+
+
 class PrefixRunner:
     """Runs prepared batches on a model: first-token logits, then (optionally) decoding."""
 
@@ -205,6 +298,7 @@ class PrefixRunner:
         inner = getattr(model, "model", None)
         self.rope_index = getattr(inner, "get_rope_index", None)
         self._rope_params = set(inspect.signature(self.rope_index).parameters) if self.rope_index else set()
+        self.windowed = windowed(model)
 
     # -- positions -------------------------------------------------------------------------
     def _prefix_positions(self, prefix: dict[str, torch.Tensor], vision: dict[str, torch.Tensor]):
@@ -239,17 +333,27 @@ class PrefixRunner:
             self.model(**prefix, **vision, position_ids=positions, use_cache=True, logits_to_keep=1,
                        **{self.cache_kw: cache})
         row_unit = batch.row_unit.to(device)
-        cache.batch_select_indices(row_unit)  # repeated indices: the prefix KV for every request
         suffix_ids, suffix_mask = batch.suffix_ids.to(device), batch.suffix_mask.to(device)
         lengths = suffix_mask.sum(-1)
-        start = nxt[row_unit] - (suffix_ids.shape[1] - lengths)  # position of column 0 of the block
-        cols = torch.arange(suffix_ids.shape[1], device=device)
-        pos = (start.unsqueeze(1) + cols).clamp(min=0) * suffix_mask
-        mask = torch.cat([prefix["attention_mask"][row_unit], suffix_mask], dim=1)
-        out = self.model(input_ids=suffix_ids, attention_mask=mask, position_ids=self._shape(pos),
-                         use_cache=True, logits_to_keep=1, **{self.cache_kw: cache})
-        state = {"cache": cache, "mask": mask, "next": nxt[row_unit] + lengths}
-        return out.logits[:, -1, :].float(), state
+        logits = torch.empty((len(row_unit), 0), device=device)
+        groups = []
+        blocks = _by_length(lengths) if self.windowed else [torch.arange(len(row_unit), device=device)]
+        for k, rows in enumerate(blocks):  # the last block takes the prefix cache itself, no copy
+            block_cache = cache if k == len(blocks) - 1 else copy.deepcopy(cache)
+            block_cache.batch_select_indices(row_unit[rows])  # repeated indices: a prefix's KV per request
+            width = int(lengths[rows].max())
+            ids, block_mask = suffix_ids[rows, -width:], suffix_mask[rows, -width:]
+            start = nxt[row_unit[rows]] - (width - lengths[rows])  # position of column 0 of the block
+            pos = (start.unsqueeze(1) + torch.arange(width, device=device)).clamp(min=0) * block_mask
+            mask = torch.cat([prefix["attention_mask"][row_unit[rows]], block_mask], dim=1)
+            out = self.model(input_ids=ids, attention_mask=mask, position_ids=self._shape(pos),
+                             use_cache=True, logits_to_keep=1, **{self.cache_kw: block_cache})
+            block_logits = out.logits[:, -1, :].float()
+            if logits.shape[1] == 0:
+                logits = block_logits.new_empty((len(row_unit), block_logits.shape[1]))
+            logits[rows] = block_logits
+            groups.append(_Block(rows, block_cache, mask, nxt[row_unit[rows]] + lengths[rows]))
+        return logits, {"blocks": groups}
 
     def decode(self, first: torch.Tensor, state: dict, control: Any, max_new_tokens: int, pad_id: int) -> torch.Tensor:
         """Greedy decoding under `control` (a `RowControl` with prompt_len 0); finished rows
@@ -258,8 +362,7 @@ class PrefixRunner:
         n, device = first.shape[0], first.device
         generated = torch.empty((n, 0), dtype=torch.long, device=device)
         scores = first
-        live = torch.arange(n, device=device)  # batch rows still in the model's batch
-        cache, mask, nxt = state["cache"], state["mask"], state["next"]
+        blocks: list[_Block] = list(state["blocks"])
         for step in range(max_new_tokens):
             scores = control(generated, scores)
             tokens = scores.argmax(dim=-1)
@@ -269,15 +372,36 @@ class PrefixRunner:
             done = control.stopping(generated, scores)
             if bool(done.all()) or step == max_new_tokens - 1:
                 break
-            keep = (~done[live]).nonzero().squeeze(1)
-            if keep.numel() < live.numel():
-                cache.batch_select_indices(keep)
-                live, mask, nxt = live[keep], mask[keep], nxt[keep]
-            mask = torch.cat([mask, mask.new_ones((live.numel(), 1))], dim=1)
-            out = self.model(input_ids=tokens[live].unsqueeze(1), attention_mask=mask,
-                             position_ids=self._shape(nxt.unsqueeze(1)), use_cache=True, logits_to_keep=1,
-                             **{self.cache_kw: cache})
-            nxt = nxt + 1
             scores = torch.zeros_like(scores)
-            scores[live] = out.logits[:, -1, :].float()
+            for block in blocks:
+                keep = (~done[block.rows]).nonzero().squeeze(1)
+                if keep.numel() == 0:
+                    block.rows = keep
+                    continue
+                if keep.numel() < block.rows.numel():
+                    block.cache.batch_select_indices(keep)
+                    block.rows, block.mask, block.next = block.rows[keep], block.mask[keep], block.next[keep]
+                block.mask = torch.cat([block.mask, block.mask.new_ones((block.rows.numel(), 1))], dim=1)
+                out = self.model(input_ids=tokens[block.rows].unsqueeze(1), attention_mask=block.mask,
+                                 position_ids=self._shape(block.next.unsqueeze(1)), use_cache=True,
+                                 logits_to_keep=1, **{self.cache_kw: block.cache})
+                block.next = block.next + 1
+                scores[block.rows] = out.logits[:, -1, :].float()
+            blocks = [b for b in blocks if b.rows.numel()]
         return generated
+
+
+@dataclass
+class _Block:
+    """Requests whose suffixes ran in one forward, with their own copy of the prefix cache."""
+
+    rows: torch.Tensor    # batch rows still decoding
+    cache: Any
+    mask: torch.Tensor    # (rows, columns so far)
+    next: torch.Tensor    # next position per row
+
+
+def _by_length(lengths: torch.Tensor) -> list[torch.Tensor]:
+    """Rows grouped by suffix length: a block of equal lengths has no pad between prefix and
+    suffix, the only pads a sliding window or attention chunk would count wrongly."""
+    return [(lengths == n).nonzero().squeeze(1) for n in lengths.unique().tolist()]

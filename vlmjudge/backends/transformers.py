@@ -122,12 +122,17 @@ class TransformersJudge(Judge):
         self._prefetcher: batching.Prefetcher | None = None
         # vision outputs kept across calls (shared-prefix path, Qwen-VL family): an image asked
         # about in several stages goes through the tower once
+        # a recurrent or hybrid cache cannot be shared: such a model runs the unshared path
+        self.sharing_blocker = prefixes.sharing_blocker(model) if prefix_reuse else None
+        if self.sharing_blocker is not None:
+            logger.warning("%s cannot share prompt prefixes (%s); running every prompt unshared",
+                           model_id, self.sharing_blocker)
+            self.prefix_reuse = prefix_reuse = False
+        self.stats = prefixes.SharingStats()  # JudgeStats + requests run unshared for want of sharing
         self.vision_cache = vision_store.VisionCache(model, vision_cache_mb if prefix_reuse else 0)
         self._runner = prefixes.PrefixRunner(model, self.vision_cache)
         config = model.config
-        self._image_token_ids = {t for t in (getattr(config, "image_token_id", None),
-                                             getattr(config, "image_token_index", None),
-                                             getattr(config, "video_token_id", None)) if t is not None}
+        self._image_token_ids = prefixes.placeholder_ids(processor, config)  # the processor's, unexpanded
 
     # -- pickling ----------------------------------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
@@ -287,11 +292,7 @@ class TransformersJudge(Judge):
                                            for key, pil in zip(prompts[u.rows[0]].image_key, pils[u.rows[0]])]
                 return prepared
         texts = [p.text for p in prompts]
-        images = [img for r in batch for img in r.pil_images()]
-        kwargs: dict[str, Any] = {"text": texts, "return_tensors": "pt", "padding": True}
-        if images:
-            kwargs["images"] = images
-        return processor(**kwargs), texts
+        return prefixes.processor_inputs(processor, texts, [r.pil_images() for r in batch]), texts
 
     def _prepared(self, batch: list[Request]) -> Any:
         ready = self._prefetcher.take(batch) if self._prefetcher is not None else None
@@ -315,6 +316,8 @@ class TransformersJudge(Judge):
         return self.vision_cache.encoded - before if prepared.image_keys else prepared.n_images
 
     def _count_plain(self, inputs: Any, batch: list[Request]) -> None:
+        if self.sharing_blocker is not None:
+            self.stats.unshared_fallback += len(batch)
         self._count(sum(len(r.images) for r in batch), int(inputs["attention_mask"].sum()))
 
     def _first_logits(self, batch: list[Request]) -> tuple[Any, list[str], Any]:
@@ -432,7 +435,8 @@ class TransformersJudge(Judge):
         return {**super().manifest(), "model": self.model_id, "revision": self.revision,
                 "requested_revision": self.requested_revision,
                 "batch_size": "auto" if self.auto_batch else self.rows, "chunk_size": self.batch_size,
-                "prefix_reuse": self.prefix_reuse, "attn_implementation": self.attn_implementation,
+                "prefix_reuse": self.prefix_reuse, "prefix_fallback": self.sharing_blocker,
+                "attn_implementation": self.attn_implementation,
                 "vision_cache_mb": self.vision_cache.max_bytes / 2**20 if self.vision_cache.enabled else 0,
                 "libraries": loading.library_versions(),
                 "option_tokens": "an option is the next word after the prompt: after a space unless "

@@ -353,4 +353,16 @@ def build_tiny_family(family: str, path: str | os.PathLike, *, sliding_window: i
         return build_tiny_vlm(path, family=family, seed=seed)
     torch.manual_seed(seed)
     model, processor = _BUILDERS[family](**asked)
+    _randomize_zero_matrices(model)
     return parts.save(model.eval(), processor, os.fspath(path))
+
+
+def _randomize_zero_matrices(model: Any) -> None:
+    """Draw the matrices a family initialises to zero (Gemma 3's image projection, InternVL's
+    position embeddings) at random too: a zero projection would hide the image from the text
+    model, and tests comparing images would compare nothing."""
+    import torch
+    with torch.no_grad():
+        for param in model.parameters():
+            if param.dim() >= 2 and not bool(param.any()):
+                param.normal_(0.0, INIT_RANGE)
