@@ -175,7 +175,8 @@ def space(app_file: str, method: str | MethodSpec, *, examples: Sequence[Sequenc
 def _input_widget(gr: Any, column: str, label: str, info: str) -> Any:
     if column in IMAGE_COLUMNS:
         return gr.Image(type="pil", label=label, elem_id=f"input-{column}", placeholder=info or None, height=280)
-    return gr.Textbox(label=label, info=info or None, elem_id=f"input-{column}", lines=2 if column != "prompt" else 1)
+    lines = (1, 2) if column == "prompt" else (2, 6)  # a pasted QA set scrolls instead of growing the page
+    return gr.Textbox(label=label, info=info or None, elem_id=f"input-{column}", lines=lines[0], max_lines=lines[1])
 
 
 def build_app(method: str | MethodSpec, judge: Any = None, *, model: str | None = None,

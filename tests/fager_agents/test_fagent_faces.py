@@ -204,7 +204,7 @@ def test_cli_score_rubric_and_refine(abo_five, tmp_path, monkeypatch, capsys):
 
 
 def test_space_app_scores_in_a_browser(abo_five, tmp_path, chromium_path):
-    from browser import api_names, drive_app, serve_app
+    from browser import api_names, drive_app, looks_blank, serve_app
     from vlmjudge.demo import card_header
     app = REPO / "metrics" / "fager" / "app.py"
     answers = tmp_path / "answers.jsonl"
@@ -216,13 +216,15 @@ def test_space_app_scores_in_a_browser(abo_five, tmp_path, chromium_path):
            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     with serve_app(app, env) as url:
         shown = drive_app(url, chromium_path, {"image": str(image)},
-                          texts={"prompt": abo_five["prompts"][0], "qa_set": abo_five["qa"][0].model_dump_json()})
+                          texts={"prompt": abo_five["prompts"][0], "qa_set": abo_five["qa"][0].model_dump_json()},
+                          screenshot=tmp_path / "space.png")
         api = api_names(url)
     assert shown["score"] == f"{abo_five['scores'][0]:.2f} (edit)"
     assert "Edit instruction" in shown["details"] and abo_five["qa"][0].items[0].question in shown["details"]
     assert shown["heading"] == shown["page_title"] == card_header(app.with_name("README.md"))[0] == "FAGER"
     assert shown["labels"] == ["Generated image", "Prompt", "Reference image (optional)", "QA set (optional)"]
     assert shown["overlay_visible"] is False and shown["empty_panels"] == [] and not shown["title_blank"]
+    assert not looks_blank((tmp_path / "space.png").read_bytes())
     assert api == {"/score": ["image", "prompt", "references", "qa_set", "Score", "Details"]}
 
     # the bundled example has no QA set: the agents build the rubric (replayed: the kite's) and score it

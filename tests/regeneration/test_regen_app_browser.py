@@ -11,7 +11,7 @@ import numpy as np
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from browser import api_names, drive_app, serve_app
+from browser import api_names, drive_app, looks_blank, serve_app
 from vlmjudge.demo import card_header
 
 APP = Path(__file__).resolve().parents[2] / "metrics" / "regeneration" / "app.py"
@@ -26,7 +26,8 @@ def test_app_scores_uploaded_pair(tmp_path, chromium_path, encoder_dirs, scorer)
            "VLMJUDGE_DEVICE": "cpu", "HF_HUB_OFFLINE": "1", "VLMJUDGE_MODEL": ""}
     env = {k: v for k, v in {**os.environ, **env}.items() if not (k == "VLMJUDGE_MODEL" and not v)}
     with serve_app(APP, env) as url:
-        shown = drive_app(url, chromium_path, {"reference": str(reference), "generated": str(generated)})
+        shown = drive_app(url, chromium_path, {"reference": str(reference), "generated": str(generated)},
+                          screenshot=tmp_path / "space.png")
         example = drive_app(url, chromium_path, example=0)
         api = api_names(url)
     (expected,) = scorer.score([Image.open(reference)], [Image.open(generated)])
@@ -37,6 +38,7 @@ def test_app_scores_uploaded_pair(tmp_path, chromium_path, encoder_dirs, scorer)
         == "Image Regeneration"
     assert shown["labels"] == ["Reference image", "Regenerated image"]
     assert shown["overlay_visible"] is False and shown["empty_panels"] == [] and not shown["title_blank"]
+    assert not looks_blank((tmp_path / "space.png").read_bytes())
 
     (pair,) = scorer.score([Image.open(EXAMPLES / "lighthouse_reference.png").convert("RGB")],
                            [Image.open(EXAMPLES / "lighthouse_regenerated.png").convert("RGB")])

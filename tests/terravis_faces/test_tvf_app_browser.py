@@ -4,7 +4,7 @@ carries the card's title, labelled inputs, no image panel (TerraVis has no spati
 named API outputs and bundled examples that score."""
 import pytest
 
-from browser import api_names, drive_app, serve_app
+from browser import api_names, drive_app, looks_blank, serve_app
 from tvf_helpers import METRIC_DIR, subprocess_env
 from terravis.spec import render
 from vlmjudge.demo import card_header
@@ -20,7 +20,7 @@ def test_app_shows_score_eligibility_and_each_violation(tmp_path, tiny_model, pa
     env = {**subprocess_env(tmp_path), "VLMJUDGE_MODEL": tiny_model, "VLMJUDGE_DEVICE": "cpu",
            "TERRAVIS_PACK": str(pack_file)}
     with serve_app(METRIC_DIR / "app.py", env) as url:
-        shown = drive_app(url, chromium_path, {"image": str(images[image_id])})
+        shown = drive_app(url, chromium_path, {"image": str(images[image_id])}, screenshot=tmp_path / "space.png")
         example = drive_app(url, chromium_path, example=1)  # the floating house
         api = api_names(url)
 
@@ -29,6 +29,7 @@ def test_app_shows_score_eligibility_and_each_violation(tmp_path, tiny_model, pa
     assert description.startswith("TerraVis scores the world-grounded visual consistency")
     assert shown["labels"] == ["Image to judge"]  # no unexplained id box
     assert shown["overlay_visible"] is False and shown["empty_panels"] == []
+    assert not looks_blank((tmp_path / "space.png").read_bytes())
     assert shown["score"] == render(record)["score_text"] == f"{record.score:.3f}"
     lines = [line.strip() for line in shown["details"].splitlines() if line.strip()]
     assert "Eligibility: eligible" in lines  # on its own line, not run into the violation count
