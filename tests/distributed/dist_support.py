@@ -36,7 +36,7 @@ N_RAY = 20
 #: detection options "B"/"A" put P(violation) near 0.1, so no evidence is generated.
 PACK = {"system": "Judge the image.", "eligibility": "Is it a real scene?", "detection": "Answer Yes or No.",
         "answer_prefix": "Answer:", "severity": "{type_name}: {aspect}, {evidence}. Major or Minor?",
-        "limits": {"reason": 6, "aspect": 4, "evidence": 8}, "max_new_tokens": {"reason": 8, "evidence": 24},
+        "limits": {"reason": 6, "aspect": 4, "evidence": 8}, "max_new_tokens": {"reason": 16, "evidence": 24},
         "options": {"eligibility": ["Yes", "No"], "detection": ["B", "A"]}}
 JUDGE_KWARGS = {"device": "cpu", "batch_size": 8}
 
