@@ -9,7 +9,6 @@ import argparse
 import json
 import os
 import platform
-import signal
 import sys
 from typing import Any, Sequence
 
@@ -110,8 +109,10 @@ def collect_info() -> dict[str, Any]:
     methods = {name: (f"error: {spec}" if isinstance(spec, Exception) else
                       {"inputs": list(spec.inputs), "score_range": list(spec.score_range)})
                for name, spec in list_methods().items()}
+    from .families import FAMILIES
+    families = {f.model_type: f.name for f in FAMILIES.values()}  # the transformers backend's judges
     return {"vlmjudge": __version__, "python": platform.python_version(), "libraries": libs,
-            "backends": backends, "gpus": gpus, "methods": methods}
+            "backends": backends, "gpus": gpus, "methods": methods, "families": families}
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -130,6 +131,9 @@ def _cmd_info(args: argparse.Namespace) -> int:
     print("methods:")
     for name, desc in info["methods"].items():
         print(f"  {name:13s} {desc}")
+    print("judge families (transformers backend):")
+    for model_type, name in info["families"].items():
+        print(f"  {model_type:15s} {name}")
     return 0
 
 
@@ -200,34 +204,10 @@ def _broken(name: str, exc: Exception) -> int:
     return 2
 
 
-def _terminate(signum, frame) -> None:
-    """SIGTERM ends a run the way Ctrl-C does: one line, finished work kept."""
-    raise KeyboardInterrupt
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    from .cache import CacheFileError
-    from .intake import EXIT_INTERRUPTED, EXIT_USAGE
+    from .intake import run_command
     args = build_parser().parse_args(argv)
-    previous = signal.signal(signal.SIGTERM, _terminate) if _in_main_thread() else None
-    try:
-        return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        where = f" ({RUN.out})" if RUN.out else ""
-        print(f"interrupted: {RUN.saved} result(s) finished and saved in the response cache{where}; "
-              "a rerun resumes from there", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except (CommandError, CacheFileError) as error:
-        print(f"vlmjudge: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-
-
-def _in_main_thread() -> bool:
-    import threading
-    return threading.current_thread() is threading.main_thread()
+    return run_command(lambda: args.func(args), "vlmjudge")
 
 
 if __name__ == "__main__":

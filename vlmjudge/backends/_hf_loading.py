@@ -102,3 +102,31 @@ def eos_token_ids(model: Any, tokenizer: Any) -> list[int]:
     if not ids:
         raise ValueError("the model has no EOS token id (generation_config or tokenizer)")
     return ids
+
+
+def check_family(model: Any) -> Any:
+    """The model's supported family (a `vlmjudge.families.Family`, None for the generic path,
+    which warns), refusing known-wrong architectures, with the workarounds it needs applied."""
+    from ..families import family_of
+    family = family_of(model.config)
+    if getattr(model.config, "model_type", None) == "llama4":
+        _add_image_outputs_field(model)
+    return family
+
+
+def _add_image_outputs_field(model: Any) -> None:
+    """Llama 4 in transformers 5.24: `Llama4ForConditionalGeneration.forward` reads
+    `outputs.image_outputs` from its text model's output, which has no such field, so every
+    forward raises AttributeError. A forward hook on the text model sets the field (None: the
+    judge never reads it); a module-level hook keeps the model picklable."""
+    text_model = getattr(model, "language_model", None)
+    if text_model is None or getattr(text_model, "_vlmjudge_image_outputs_hook", False):
+        return
+    text_model.register_forward_hook(_with_image_outputs, with_kwargs=True)
+    text_model._vlmjudge_image_outputs_hook = True
+
+
+def _with_image_outputs(module: Any, args: Any, kwargs: Any, output: Any) -> Any:
+    if not isinstance(output, tuple) and not hasattr(output, "image_outputs"):
+        output.image_outputs = None
+    return output

@@ -94,6 +94,7 @@ class TransformersJudge(Judge):
                 model = model.to(device)
             model.eval()
         loading.check_processor(processor, model_id)
+        self.family = loading.check_family(model)  # refuses known-wrong architectures, warns on unknown ones
         self.model, self.processor = model, processor
         self.tokenizer = processor.tokenizer
         self.tokenizer.padding_side = "left"  # not saved with tokenizers; generation needs it

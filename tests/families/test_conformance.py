@@ -1,0 +1,130 @@
+"""Every supported judge family answers the same with and without shared prefixes, batched
+and one at a time, under a grammar, and (where it has one) from its vision cache.
+
+Run on tiny random checkpoints with each family's real classes (see conftest); the windowed
+families (Gemma 3/4, Mistral 3, Llama 4) are built with a 12-token window, shorter than the
+long prompts below. The README "Judges" table states these results (`vlmjudge.families`).
+"""
+import json
+import os
+
+import pytest
+
+from vlmjudge import Constraint, Decoding, Request
+from vlmjudge.backends.transformers import TransformersJudge
+from vlmjudge.families import FAMILIES as SUPPORTED
+from vlmjudge.testing.tiny_families import FAMILIES, WINDOWED
+
+
+OPTIONS = ["Yes", "No"]
+TOL = 1e-4
+INSTRUCTIONS = ("You are a careful judge of generated images. Look at the image, then answer the "
+                "question about it with Yes or No. The object is present and the colour is right. ")
+
+
+def mixed_requests(images, decoding=None):
+    """One batch holding every layout the shared path must get right."""
+    a, b, c, d, e = images
+    kw = {"prefix": "Answer:"} if decoding is None else {"decoding": decoding}
+
+    def chat(*parts):
+        content = [{"type": "image"} if p is None else {"type": "text", "text": p} for p in parts]
+        return [{"role": "user", "content": content}]
+    return [
+        Request(images=[a], text="Is there a cat in the image?", **kw),
+        Request(images=[a], text="Does the image show a red car on the street?", **kw),    # shares a's prefix
+        Request(images=[a], text=INSTRUCTIONS * 2 + "Is there a cat?", system=INSTRUCTIONS, **kw),  # long
+        Request(images=[a], text=INSTRUCTIONS * 2 + "Is it red?", system=INSTRUCTIONS, **kw),       # long, shared
+        Request(images=[a], messages=chat("First", None, "Is there a cat?"), **kw),  # text before the image
+        Request(images=[a], messages=chat("Rate the image.", None, "Is there a cat?"), **kw),  # ... diverging
+        Request(images=[b], text="Is there a cat in the image?", **kw),                 # another size
+        Request(images=[e], text="Is there a cat in the image?", **kw),                 # another tile count
+        Request(text="Is it red?", **kw),                                                # text only
+        Request(images=[c, d], messages=chat("First", None, "then", None, "Same?"), **kw),  # images between text
+        Request(images=[d, c], messages=chat("First", None, "then", None, "Same?"), **kw),
+    ]
+
+
+def close(p, q):
+    return all(abs(x[o] - y[o]) <= TOL for x, y in zip(p, q) for o in OPTIONS)
+
+
+@pytest.fixture(params=FAMILIES)
+def family(request):
+    return request.param
+
+
+def test_shared_prefix_equals_unshared(family, judges, images):
+    shared, unshared = judges(family)
+    requests = mixed_requests(images)
+    before = shared.stats.prefill_tokens, unshared.stats.prefill_tokens
+    p_shared, p_plain = shared.choice_probs(requests, OPTIONS), unshared.choice_probs(requests, OPTIONS)
+    assert close(p_shared, p_plain), (p_shared, p_plain)
+    # the images matter (else the layouts above would test nothing)
+    assert len({round(p["Yes"], 6) for p in p_plain}) > 3
+    ran = shared.stats.prefill_tokens - before[0], unshared.stats.prefill_tokens - before[1]
+    if SUPPORTED[family].shared_prefix.startswith("yes"):
+        assert ran[0] < ran[1]  # the prefixes really were shared
+    else:
+        assert shared.sharing_blocker and shared.stats.unshared_fallback >= len(requests)
+        assert shared.manifest()["prefix_fallback"] == shared.sharing_blocker
+
+
+def test_shared_prefix_greedy_texts_equal_unshared(family, judges, images):
+    shared, unshared = judges(family)
+    requests = mixed_requests(images, Decoding(max_new_tokens=5))
+    texts = [a.text for a in shared.generate(requests)]
+    assert texts == [a.text for a in unshared.generate(requests)]
+
+
+def test_batched_equals_one_at_a_time(family, judges, images):
+    shared, _ = judges(family)
+    requests = mixed_requests(images)
+    alone = TransformersJudge(shared.model, shared.processor, batch_size=1)
+    assert close(shared.choice_probs(requests, OPTIONS), [alone.choice_probs([r], OPTIONS)[0] for r in requests])
+    greedy = mixed_requests(images, Decoding(max_new_tokens=5))[::3]
+    assert [a.text for a in shared.generate(greedy)] == [alone.generate([r])[0].text for r in greedy]
+
+
+def test_prompts_are_longer_than_the_window(family, judges, images, window):
+    """The long requests exceed a windowed family's window, so the tests above cover it."""
+    if family not in WINDOWED:
+        pytest.skip("no attention window")
+    shared, _ = judges(family)
+    text = shared.model.config.get_text_config()
+    built = getattr(text, "sliding_window", None) or getattr(text, "attention_chunk_size", None)
+    if built is None:
+        pytest.skip("checkpoint built without a window")
+    assert built == window or os.environ.get("VLMJUDGE_FAMILY_CHECKPOINTS")
+    window = built
+    long = mixed_requests(images)[2]
+    inputs = shared.processor(text=[shared.prompt_text(long)], images=[long.pil_images()], return_tensors="pt")
+    assert inputs["input_ids"].shape[1] > 4 * window
+
+
+def test_grammar_constrained_json_parses(family, judges, images):
+    shared, _ = judges(family)
+    schema = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]},
+                                               "score": {"type": "integer", "minimum": 0, "maximum": 10}},
+              "required": ["answer", "score"]}
+    requests = [Request(images=[im], text="Answer in JSON.", constraint=Constraint.json_schema(schema),
+                        decoding=Decoding(max_new_tokens=40)) for im in images[:3]]
+    for answer in shared.generate(requests):
+        value = json.loads(answer.text, strict=False)
+        assert value["answer"] in ("yes", "no") and 0 <= value["score"] <= 10
+
+
+def test_vision_cache_serves_a_second_call(family, judges, images):
+    shared, _ = judges(family)
+    judge = TransformersJudge(shared.model, shared.processor, batch_size=8)
+    requests = mixed_requests(images)
+    first = judge.choice_probs(requests, OPTIONS)
+    encoded = judge.stats.images_encoded
+    judge.choice_probs(requests, OPTIONS)  # the judge has no response cache: the model runs again
+    assert judge.stats.cache_hits == 0
+    if SUPPORTED[family].vision_cache == "yes":
+        assert judge.vision_cache.enabled and judge.stats.images_encoded == encoded
+        assert judge.vision_cache.hits > 0 and first
+    else:
+        assert not judge.vision_cache.enabled
+        assert judge.stats.images_encoded == 2 * encoded  # every image encoded again, as the table says
