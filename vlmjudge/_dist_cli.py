@@ -9,9 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -108,30 +106,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, check the images, score this process's shard, gather, and write on process 0.
 
     Exit status as `vlmjudge` judging commands (see --help); Ctrl-C or SIGTERM prints one line."""
-    from .cache import CacheFileError
-    from .intake import EXIT_INTERRUPTED, EXIT_USAGE
+    from .intake import run_command
 
     args = build_parser().parse_args(argv)
-    previous = signal.signal(signal.SIGTERM, _terminate) if threading.current_thread() is threading.main_thread() \
-        else None
-    try:
-        return _run(args)
-    except KeyboardInterrupt:
-        where = f" ({RUN.out})" if RUN.out else ""
-        print(f"interrupted: {RUN.saved} result(s) written{where}; with a response cache in --judge-kwargs, "
-              "a rerun resumes from it", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except (CommandError, CacheFileError) as error:
-        print(f"vlmjudge.distributed: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-
-
-def _terminate(signum, frame) -> None:
-    """SIGTERM ends a run the way Ctrl-C does: one line, finished work kept."""
-    raise KeyboardInterrupt
+    return run_command(lambda: _run(args), "vlmjudge.distributed",
+                       "with a response cache in --judge-kwargs, a rerun resumes from it")
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -9,12 +9,11 @@ import argparse
 import json
 import os
 import platform
-import signal
 import sys
 from typing import Any, Sequence
 
 from . import __version__
-from .intake import RUN, CommandError
+from .intake import CommandError
 from .registry import command_hooks, list_methods
 
 OPTIONAL_LIBS = ("torch", "torchvision", "transformers", "accelerate", "evaluate", "datasets", "torchmetrics",
@@ -205,34 +204,10 @@ def _broken(name: str, exc: Exception) -> int:
     return 2
 
 
-def _terminate(signum, frame) -> None:
-    """SIGTERM ends a run the way Ctrl-C does: one line, finished work kept."""
-    raise KeyboardInterrupt
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    from .cache import CacheFileError
-    from .intake import EXIT_INTERRUPTED, EXIT_USAGE
+    from .intake import run_command
     args = build_parser().parse_args(argv)
-    previous = signal.signal(signal.SIGTERM, _terminate) if _in_main_thread() else None
-    try:
-        return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        where = f" ({RUN.out})" if RUN.out else ""
-        print(f"interrupted: {RUN.saved} result(s) finished and saved in the response cache{where}; "
-              "a rerun resumes from there", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except (CommandError, CacheFileError) as error:
-        print(f"vlmjudge: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-
-
-def _in_main_thread() -> bool:
-    import threading
-    return threading.current_thread() is threading.main_thread()
+    return run_command(lambda: args.func(args), "vlmjudge")
 
 
 if __name__ == "__main__":

@@ -59,6 +59,33 @@ class RunProgress:
 RUN = RunProgress()
 
 
+def run_command(run, prog: str, resume_hint: str = "a rerun resumes from the response cache") -> int:
+    """Run a command's body: Ctrl-C and SIGTERM become one line with what was saved (status 130), a
+    usage problem or an unreadable cache file one line with status 2."""
+    import signal
+    import threading
+
+    from .cache import CacheFileError
+
+    def terminate(signum, frame) -> None:
+        raise KeyboardInterrupt
+
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, terminate) if in_main else None
+    try:
+        return int(run() or 0)
+    except KeyboardInterrupt:
+        where = f" ({RUN.out})" if RUN.out else ""
+        print(f"interrupted: {RUN.saved} result(s) finished and saved{where}; {resume_hint}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (CommandError, CacheFileError) as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
 @dataclass(frozen=True)
 class Failure:
     """One item that got no result: its position in the user's input, its path or id, and why."""

@@ -132,5 +132,5 @@ def test_sigterm_prints_one_line_with_what_was_saved(tmp_path):
     proc.terminate()
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
-    assert err.strip().splitlines() == ["interrupted: 7 result(s) finished and saved in the response cache "
-                                        "(records.jsonl); a rerun resumes from there"]
+    assert err.strip().splitlines() == ["interrupted: 7 result(s) finished and saved (records.jsonl); "
+                                        "a rerun resumes from the response cache"]
