@@ -66,6 +66,12 @@ _NONEMPTY_STRING = re.compile(r'"\\"" (\w+_characters)\{(\d+), (\d+)\} "\\""')
 _BASIC_ESCAPE = re.compile(r"^basic_escape ::= .*$", re.M)
 
 
+#: Bumped whenever the rules above change what constrained decoding can write (surrogates and blank
+#: strings refused, the closing guarantee): part of a judge's cache identity, so answers decoded under
+#: other rules are never served again.
+GRAMMAR_VERSION = 2
+
+
 def bounded_schema(schema: dict[str, Any], max_string: int = DEFAULT_MAX_STRING,
                    max_items: int = DEFAULT_MAX_ITEMS) -> dict[str, Any]:
     """A copy of `schema` where every string without `maxLength` (and without enum, const or
