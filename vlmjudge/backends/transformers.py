@@ -422,14 +422,15 @@ class TransformersJudge(Judge):
             yield GenerationConfig(**plain.to_diff_dict())
         finally:
             self.model.generation_config = saved
+        from ..grammar import GRAMMAR_VERSION
 
     # -- records -----------------------------------------------------------------------------------
     def identity(self) -> dict[str, Any]:
         """A loaded checkpoint by content (folder digest or Hub commit), never by its path or name."""
         if self.checkpoint is None:
-            return {**super().identity(), "processor": self.processor_options}
+            return {**super().identity(), "processor": self.processor_options, "grammar": GRAMMAR_VERSION}
         return {"backend": self.backend, "checkpoint": self.checkpoint, "dtype": self.dtype,
-                "processor": self.processor_options}
+                "processor": self.processor_options, "grammar": GRAMMAR_VERSION}
 
     def manifest(self) -> dict[str, Any]:
         """Model id, resolved commit, dtype, device, batch size and library versions."""
