@@ -222,8 +222,9 @@ def build_app(method: str | MethodSpec, judge: Any = None, *, model: str | None 
                            for c in columns]
                 button = gr.Button("Score", elem_id="score-button", variant="primary")
             with gr.Column():
+                waiting = WAITING_TEXT_WITH_EXAMPLES if examples else WAITING_TEXT
                 outputs = [gr.Textbox(label="Score", elem_id="score", interactive=False),
-                           gr.Markdown(WAITING_TEXT_WITH_EXAMPLES if examples else WAITING_TEXT, label="Details", elem_id="details", line_breaks=True,
+                           gr.Markdown(waiting, label="Details", elem_id="details", line_breaks=True,
                                        container=True, padding=True)]
                 if image_output is not None:
                     outputs.append(gr.Image(label=image_output, elem_id="overlay", interactive=False, visible=False,
