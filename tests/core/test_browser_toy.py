@@ -3,6 +3,7 @@ title, no image panel (the toy draws none) and no empty panel."""
 import os
 from pathlib import Path
 
+import pytest
 from PIL import Image
 
 from browser import drive_app, looks_blank, serve_app
@@ -29,6 +30,8 @@ def test_toy_app_scores_an_uploaded_image(tmp_path, chromium_path):
            "VLMJUDGE_BACKEND": "replay", "VLMJUDGE_KEY_FIELDS": "item_id"}
     with serve_app(app, env) as url:
         shown = drive_app(url, chromium_path, {"image": str(image)}, screenshot=tmp_path / "page.png")
+        with pytest.raises(AssertionError, match="please provide the image to judge"):
+            drive_app(url, chromium_path, timeout_ms=30_000)  # Score with nothing uploaded: said in the page
     assert shown["score"] == "0.900"
     assert "P(Yes)" in shown["details"]
     assert shown["heading"] == shown["page_title"] == "toyphoto" and not shown["title_blank"]
