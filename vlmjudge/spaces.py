@@ -98,6 +98,10 @@ def _write_stage(folder: Path, files: list[Path], out_dir: Path, wheel: Path) ->
         if path.name != "requirements.txt":
             staged.append(Path(shutil.copy2(path, out_dir / path.name)))
     staged.append(Path(shutil.copy2(wheel, out_dir / wheel.name)))
+    examples = folder / "examples"
+    if examples.is_dir():  # the Space's bundled example inputs
+        shutil.copytree(examples, out_dir / "examples", dirs_exist_ok=True)
+        staged.extend(sorted(p for p in (out_dir / "examples").rglob("*") if p.is_file()))
     requirements = out_dir / "requirements.txt"
     requirements.write_text(staged_requirements((folder / "requirements.txt").read_text(), wheel.name,
                                                 card_sdk_version(folder / "README.md")))
@@ -116,6 +120,7 @@ def push_space(name_or_folder: str | Path, repo_id: str, *, wheel: str | Path | 
     with tempfile.TemporaryDirectory() as stage:
         staged = stage_space(name_or_folder, stage, wheel=wheel)
         api.create_repo(repo_id, repo_type="space", space_sdk="gradio", private=private, exist_ok=True)
-        for path in staged:
-            api.upload_file(path_or_fileobj=str(path), path_in_repo=path.name, repo_id=repo_id, repo_type="space")
-    return [path.name for path in staged]
+        names = [path.relative_to(stage).as_posix() for path in staged]
+        for path, name in zip(staged, names):
+            api.upload_file(path_or_fileobj=str(path), path_in_repo=name, repo_id=repo_id, repo_type="space")
+    return names

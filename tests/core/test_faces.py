@@ -119,7 +119,11 @@ def test_space_push_uploads_the_staged_folder(tmp_path):
 
 def test_staged_requirements_install_the_wheel_and_pin_the_cards_gradio(tmp_path):
     from vlmjudge.spaces import stage_space
-    staged = stage_space(make_space_folder(tmp_path), tmp_path / "stage", wheel=make_wheel(tmp_path))
+    folder = make_space_folder(tmp_path)
+    (folder / "examples").mkdir()
+    (folder / "examples" / "one.png").write_bytes(b"png")
+    staged = stage_space(folder, tmp_path / "stage", wheel=make_wheel(tmp_path))
+    assert (tmp_path / "stage" / "examples" / "one.png").read_bytes() == b"png"  # the bundled examples travel
     lines = (tmp_path / "stage" / "requirements.txt").read_text().splitlines()
     assert lines == ["./vlmjudge-0.1.0-py3-none-any.whl[demo]", "gradio==6.31.0", "evaluate>=0.4"]
     assert {p.name for p in staged} >= {"app.py", "README.md", "vlmjudge-0.1.0-py3-none-any.whl"}
