@@ -168,6 +168,14 @@ def completion_json(raw: bytes) -> dict[str, Any]:
     return body
 
 
+def retry_after_seconds(exc: Any) -> float:
+    """Seconds from the Retry-After header (seconds form) of an HTTP error, else 0."""
+    try:
+        return max(0.0, float(exc.response.headers.get("retry-after", "")))
+    except (AttributeError, TypeError, ValueError):
+        return 0.0
+
+
 def _preview(raw: bytes) -> str:
     """The start of a body, for a log line."""
     return repr(raw[:120].decode("utf-8", "replace"))
@@ -227,11 +235,65 @@ def option_probs(alternatives: list[tuple[str, float]], options: Sequence[str],
     return {o: p / total for o, p in mass.items()}
 
 
+def prompt_segments(request: Request, urls: ImageURLs) -> tuple:
+    """The request's prompt as the server reads it, in order, cut where requests can differ:
+    each turn's role, then its parts (text, or an image as its pixel digest), then the
+    assistant prefix. Two requests share a server-side prefix at least as long as their
+    common leading segments."""
+    images = iter(request.pil_images())
+    out: list[tuple] = []
+    for turn in request.chat():
+        out.append(("role", turn.get("role")))
+        content = turn.get("content")
+        for part in content if isinstance(content, list) else [{"type": "text", "text": content}]:
+            if part.get("type") == "image":
+                out.append(("image", urls.digest(next(images))))
+            else:
+                out.append(("text", part.get("text", "")))
+    if request.prefix:
+        out.append(("prefix", request.prefix))
+    return tuple(out)
+
+
 def grouped_order(requests: Sequence[Request], urls: ImageURLs) -> list[int]:
-    """Indices with requests that share their first image adjacent (groups in order of first
-    appearance, callers' order inside a group), so a server's prefix cache hits."""
-    groups: dict[str, list[int]] = {}
+    """Indices in prefix order: requests that share leading segments (`prompt_segments`: the
+    system turn, an image, ...) adjacent, the longest shared prefixes closest, so a server's
+    prefix cache (vLLM, SGLang) finds each prefix while it still holds it.
+
+    It is the depth-first walk of the segment trie with children in order of first appearance,
+    and stable: requests that tie keep the caller's order. Each request sorts by the positions
+    where each of its leading prefixes first appears."""
+    first_seen: dict[tuple, int] = {}
+    keys = []
     for i, r in enumerate(requests):
-        key = urls.digest(r.pil_images()[0]) if r.images else f"no-image-{i}"
-        groups.setdefault(key, []).append(i)
-    return [i for members in groups.values() for i in members]
+        segments = prompt_segments(r, urls)
+        keys.append(tuple(first_seen.setdefault(segments[:d], i) for d in range(1, len(segments) + 1)))
+    return sorted(range(len(requests)), key=lambda i: (keys[i], i))
+
+
+def in_callers_order(order: Sequence[int], ordered: Sequence[Any]) -> list[Any]:
+    """Results computed for `requests[i] for i in order`, put back at each request's position."""
+    results: list[Any] = [None] * len(order)
+    for position, i in enumerate(order):
+        results[i] = ordered[position]
+    return results
+
+
+def usage_counts(body: dict[str, Any]) -> tuple[int, int, int]:
+    """(prompt tokens, completion tokens, cached prompt tokens) from a response's `usage`; the
+    cached count is `usage.prompt_tokens_details.cached_tokens` (vLLM, SGLang, OpenAI), 0 when
+    the server gives none."""
+    usage = body.get("usage") if isinstance(body, dict) else None
+    if not isinstance(usage, dict):
+        return 0, 0, 0
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return _count_of(usage.get("prompt_tokens")), _count_of(usage.get("completion_tokens")), _count_of(cached)
+
+
+def _count_of(value: Any) -> int:
+    """A token count as a server sent it (a number, null or missing)."""
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0

@@ -3,7 +3,10 @@
 Why it exists: one GPU server (or a hosted model) can judge for many processes and
 machines. What it adds over the SDK:
 
-- Requests that share an image go out adjacent, so the server's prefix cache hits.
+- A call's requests go out in prefix order (same system turn, image, ... adjacent; one
+  prefix's requests back to back, one burst), so the server's prefix cache hits; answers come
+  back in the caller's order. `stats.cached_prompt_tokens` adds up the prompt tokens the server
+  says its cache served (`usage.prompt_tokens_details.cached_tokens`).
 - A thread pool bounds concurrency; retries with exponential backoff and jitter on 429,
   5xx, timeouts, dropped connections and 2xx bodies that are not a chat completion
   (truncated JSON, a proxy's HTML page; counted in `stats.unparseable_responses`). After
@@ -34,7 +37,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -56,8 +59,11 @@ from ._openai_wire import (
     first_token_alternatives,
     generate_body,
     grouped_order,
+    in_callers_order,
     option_probs,
     probs_body,
+    retry_after_seconds,
+    usage_counts,
 )
 from .replay import first_option
 
@@ -75,9 +81,11 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 @dataclass
 class OpenAIStats(JudgeStats):
-    """JudgeStats plus the 2xx bodies that did not parse as a chat completion (each one retried)."""
+    """JudgeStats plus the 2xx bodies that did not parse as a chat completion (each one retried)
+    and the prompt tokens the server says its prefix cache served (part of `prefill_tokens`)."""
 
     unparseable_responses: int = 0
+    cached_prompt_tokens: int = 0
 
 
 class OpenAIRequestError(JudgeError):
@@ -218,7 +226,7 @@ class OpenAIJudge(Judge):
             if status not in RETRY_STATUSES and status < 500:
                 raise OpenAIRequestError(f"{_public_url(self.base_url) or 'the API'} refused the request "
                                          f"(HTTP {status}): {exc.message}") from exc
-            retry_after = _retry_after(exc)
+            retry_after = retry_after_seconds(exc)
         elif not isinstance(exc, (openai.APIConnectionError, UnparseableResponse)):  # APITimeoutError included
             raise exc
         with self._lock:
@@ -241,6 +249,28 @@ class OpenAIJudge(Judge):
                 self.stats.unparseable_responses += 1
             log.debug("unparseable %s response: %s", raw.status_code, exc)
             raise
+
+    # -- call order -----------------------------------------------------------------------
+    def generate(self, requests: Sequence[Request], *, progress: bool | None = None) -> list[Answer]:
+        """Answers in the caller's order; the requests go out in prefix order."""
+        return self._in_prefix_order(requests, lambda ordered: super(OpenAIJudge, self).generate(
+            ordered, progress=progress))
+
+    def choice_probs(self, requests: Sequence[Request], options: Sequence[str], *, normalize: bool = True,
+                     progress: bool | None = None) -> list[dict[str, float]]:
+        """Option probabilities in the caller's order; the requests go out in prefix order."""
+        return self._in_prefix_order(requests, lambda ordered: super(OpenAIJudge, self).choice_probs(
+            ordered, options, normalize=normalize, progress=progress))
+
+    def _in_prefix_order(self, requests: Sequence[Request], run: Callable[[list[Request]], list[T]]) -> list[T]:
+        """The whole call in `grouped_order`, results back in the caller's order. Why per call: the
+        base judge cuts a call into chunks in the order it gets them, so requests sharing a prefix
+        that lie far apart would otherwise reach the server in different chunks."""
+        requests = list(requests)
+        if not all(isinstance(r, Request) for r in requests):
+            return run(requests)  # the base judge names the offending item
+        order = grouped_order(requests, ImageURLs())
+        return in_callers_order(order, run([requests[i] for i in order]))
 
     # -- the two primitives ---------------------------------------------------------------
     def _generate(self, requests: list[Request]) -> list[Answer]:
@@ -305,14 +335,17 @@ class OpenAIJudge(Judge):
             self._count("failed_requests")
             return None
         try:
-            return first_token_alternatives(body)
+            alternatives = first_token_alternatives(body)
         except MalformedResponse as exc:
             log.warning("unusable response: %s", exc)
             return None
+        self._count_usage(body)
+        return alternatives
 
     # -- live path ------------------------------------------------------------------------
     def _parallel(self, order: list[int], one: Callable[[int], T]) -> dict[int, T]:
-        """`one(i)` for every index, at most `concurrency` at a time, submitted in `order`."""
+        """`one(i)` for every index, at most `concurrency` at a time, submitted in `order`: the
+        requests of one shared prefix go out back to back, one burst, never mixed with others."""
         if self.concurrency == 1 or len(order) == 1:
             return {i: one(i) for i in order}
         pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(order)), thread_name_prefix="vlmjudge-openai")
@@ -364,10 +397,7 @@ class OpenAIJudge(Judge):
             except MalformedResponse as exc:
                 log.warning("unusable response: %s", exc)
             else:
-                usage = body.get("usage") or {}
-                with self._lock:
-                    self.stats.prefill_tokens += int(usage.get("prompt_tokens") or 0)
-                    self.stats.generated_tokens += answer.num_tokens
+                self._count_usage(body, generated=answer.num_tokens)
                 return answer
         self._count("failed_requests")
         return Answer("", "error", 0)
@@ -381,7 +411,17 @@ class OpenAIJudge(Judge):
         except MalformedResponse as exc:
             log.warning("unusable response: %s", exc)
             return None
+        self._count_usage(body)
         return option_probs(alternatives, options) if alternatives else None
+
+    def _count_usage(self, body: dict[str, Any], generated: int | None = None) -> None:
+        """Add a response's prompt, cached-prompt and completion tokens to the stats (a server
+        that sends no `usage` adds nothing); `generated` overrides the completion count."""
+        prompt, completion, cached = usage_counts(body)
+        with self._lock:
+            self.stats.prefill_tokens += prompt
+            self.stats.cached_prompt_tokens += cached
+            self.stats.generated_tokens += completion if generated is None else generated
 
     def _one_hot(self, answer: Answer, options: list[str]) -> dict[str, float]:
         if not answer.ok:
@@ -396,14 +436,6 @@ class OpenAIJudge(Judge):
         with self._lock:
             self.stats.forward_batches += 1
             self.stats.images_encoded += sum(len(r.images) for r in requests)
-
-
-def _retry_after(exc: Any) -> float:
-    """Seconds from a Retry-After header (seconds form), else 0."""
-    try:
-        return max(0.0, float(exc.response.headers.get("retry-after", "")))
-    except (AttributeError, TypeError, ValueError):
-        return 0.0
 
 
 def _public_url(url: str | None) -> str | None:
