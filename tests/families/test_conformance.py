@@ -128,3 +128,13 @@ def test_vision_cache_serves_a_second_call(family, judges, images):
     else:
         assert not judge.vision_cache.enabled
         assert judge.stats.images_encoded == 2 * encoded  # every image encoded again, as the table says
+
+
+def test_split_where_the_processor_retokenises_around_an_image(family, judges, images):
+    """Texts that start with newlines right after the image: Gemma 3's processor adds "\\n\\n"
+    after each image, which merges with them, so the tokenizer's split point is not one of
+    the processor's; those requests run as units of their own, still exact."""
+    shared, unshared = judges(family)
+    requests = [Request(images=[images[0]], text=text, prefix="Answer:")
+                for text in ("\nIs there a cat?", "\n\nIs it red?", "\n\n\nIs it red?", "Is it red?")]
+    assert close(shared.choice_probs(requests, OPTIONS), unshared.choice_probs(requests, OPTIONS))

@@ -30,11 +30,14 @@ from __future__ import annotations
 
 import copy
 import inspect
+import logging
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..judge import JudgeStats
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # torch is imported where it is used: importing the backend stays light
     import torch
@@ -275,13 +278,16 @@ def windowed(model: Any) -> bool:
                for layer in _cache_layers(model))
 
 
-def sharing_blocker(model: Any) -> str | None:
-    """Why this model cannot share a prefix, or None: a recurrent or hybrid cache (linear
-    attention, state-space layers) cannot be copied per request, and padding inside it would
-    run through the recurrent state."""
+def sharing_blocker(model: Any, model_id: str = "") -> str | None:
+    """Why this model cannot share a prefix (logged), or None: a recurrent or hybrid cache
+    (linear attention, state-space layers) cannot be copied per request, and padding inside
+    it would run through the recurrent state."""
     for layer in _cache_layers(model):
         if not callable(getattr(layer, "batch_select_indices", None)):
-            return f"recurrent cache layer {type(layer).__name__}"
+            reason = f"recurrent cache layer {type(layer).__name__}"
+            logger.warning("%s cannot share prompt prefixes (%s); running every prompt unshared",
+                           model_id or type(model).__name__, reason)
+            return reason
     return None
 
 

@@ -34,6 +34,24 @@ def supports(model: Any) -> bool:
     return callable(getattr(inner, "get_image_features", None)) and hasattr(visual, "spatial_merge_size")
 
 
+def image_keys(units: Sequence[Any], prompts: Sequence[Any], pil_lists: Sequence[list]) -> list[str]:
+    """The pixel digest of every image a shared-prefix batch encodes, in the order of its
+    vision inputs (each unit's first request's images, unit by unit)."""
+    keys = []
+    for unit in units:
+        head = prompts[unit.rows[0]]
+        keys += [_digest(head.digests, key, pil) for key, pil in zip(head.image_key, pil_lists[unit.rows[0]])]
+    return keys
+
+
+def _digest(memo: dict[tuple, str], key: tuple, pil: Any) -> str:
+    """The pixel digest of an image, once per image object (or path) in a call."""
+    if key not in memo:
+        from ..images import image_bytes_digest
+        memo[key] = image_bytes_digest(pil)
+    return memo[key]
+
+
 class VisionCache:
     """Per-image vision features of one model, by pixel digest, within `max_mb` megabytes."""
 

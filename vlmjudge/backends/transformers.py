@@ -123,12 +123,9 @@ class TransformersJudge(Judge):
         self._prefetcher: batching.Prefetcher | None = None
         # vision outputs kept across calls (shared-prefix path, Qwen-VL family): an image asked
         # about in several stages goes through the tower once
-        # a recurrent or hybrid cache cannot be shared: such a model runs the unshared path
-        self.sharing_blocker = prefixes.sharing_blocker(model) if prefix_reuse else None
-        if self.sharing_blocker is not None:
-            logger.warning("%s cannot share prompt prefixes (%s); running every prompt unshared",
-                           model_id, self.sharing_blocker)
-            self.prefix_reuse = prefix_reuse = False
+        # a recurrent or hybrid cache cannot be shared: such a model runs the unshared path (logged)
+        self.sharing_blocker = prefixes.sharing_blocker(model, model_id) if prefix_reuse else None
+        self.prefix_reuse = prefix_reuse = prefix_reuse and self.sharing_blocker is None
         self.stats = prefixes.SharingStats()  # JudgeStats + requests run unshared for want of sharing
         self.vision_cache = vision_store.VisionCache(model, vision_cache_mb if prefix_reuse else 0)
         self._runner = prefixes.PrefixRunner(model, self.vision_cache)
@@ -288,9 +285,8 @@ class TransformersJudge(Judge):
             if units is not None:
                 pils = [r.pil_images() for r in batch]
                 prepared = prefixes.prepare(processor, prompts, pils, units, self.pad_id)
-                if self.vision_cache.enabled:
-                    prepared.image_keys = [_digest(prompts[u.rows[0]].digests, key, pil) for u in units
-                                           for key, pil in zip(prompts[u.rows[0]].image_key, pils[u.rows[0]])]
+                if self.vision_cache.enabled:  # the units `prepare` ran (it may split one)
+                    prepared.image_keys = vision_store.image_keys(prepared.units, prompts, pils)
                 return prepared
         texts = [p.text for p in prompts]
         return prefixes.processor_inputs(processor, texts, [r.pil_images() for r in batch]), texts
@@ -453,14 +449,6 @@ def is_out_of_memory(exc: BaseException) -> bool:
     if oom_types and isinstance(exc, oom_types):
         return True
     return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
-
-
-def _digest(memo: dict[tuple, str], key: tuple, pil: Any) -> str:
-    """The pixel digest of an image, once per image object (or path) in a call."""
-    if key not in memo:
-        from ..images import image_bytes_digest
-        memo[key] = image_bytes_digest(pil)
-    return memo[key]
 
 
 def _release_cuda_memory() -> None:
