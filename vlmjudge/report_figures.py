@@ -1,0 +1,112 @@
+"""Figure helpers shared by the methods' reports: an Agg figure, legible heatmap cell labels,
+and a histogram.
+
+Figures are drawn on matplotlib's Agg canvas directly (no pyplot), so writing a report never
+changes the caller's matplotlib backend or opens a window.
+
+Examples:
+    >>> label_color((0.4, 0.0, 0.05, 1.0))   # dark red cell: white text
+    'white'
+    >>> label_color((1.0, 0.96, 0.94, 1.0))  # near-white cell: black text
+    'black'
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Mapping, Sequence
+
+#: Relative luminance above which a cell is light enough for black text.
+LIGHT_CELL = 0.45
+
+
+def new_figure(width: float, height: float):
+    """A matplotlib Figure on its own Agg canvas."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=100)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def save_figure(fig, path: str | os.PathLike) -> None:
+    """Lay out and write a figure as PNG."""
+    fig.tight_layout()
+    fig.savefig(os.fspath(path), format="png")
+
+
+def luminance(rgba: Sequence[float]) -> float:
+    """WCAG relative luminance of an RGB(A) colour with channels in 0..1."""
+    def linear(c: float) -> float:
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (linear(float(c)) for c in rgba[:3])
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def label_color(rgba: Sequence[float]) -> str:
+    """The text colour legible on a cell: black on light cells, white on dark ones."""
+    return "black" if luminance(rgba) > LIGHT_CELL else "white"
+
+
+def heatmap(ax, grid, cmap: str = "Reds", vmax: float | None = None, label: Callable[[float], str] | None = None,
+            fontsize: int = 7):
+    """Draw `grid` (2-D array) as a heatmap from 0 to `vmax` (its max, or 1 when all zero), each
+    cell labelled in the colour legible on it; returns the image for a colourbar."""
+    import numpy as np
+
+    values = np.asarray(grid, dtype=float)
+    top = vmax if vmax is not None else (float(values.max()) if values.size and values.max() > 0 else 1.0)
+    image = ax.imshow(values, cmap=cmap, vmin=0, vmax=top, aspect="auto")
+    if label is not None:
+        for i in range(values.shape[0]):
+            for j in range(values.shape[1]):
+                ax.text(j, i, label(values[i, j]), ha="center", va="center", fontsize=fontsize,
+                        color=label_color(image.cmap(image.norm(values[i, j]))))
+    return image
+
+
+def histogram(groups: Mapping[str, Sequence[float]], path: str | os.PathLike, xlabel: str, title: str,
+              value_range: tuple[float, float] | None = None, bins: int = 20, stacked: bool = True,
+              **figure_kw: Any) -> None:
+    """Histograms of the values of each group, stacked or side by side (a legend when there are
+    several groups)."""
+    fig = new_figure(figure_kw.get("width", 8), figure_kw.get("height", 3.2))
+    ax = fig.subplots()
+    names = [name for name in groups if len(groups[name])]
+    if names:
+        ax.hist([list(groups[n]) for n in names], bins=bins, range=value_range, stacked=stacked,
+                label=names)
+        if len(names) > 1:
+            ax.legend(fontsize=8)
+    if value_range is not None:
+        ax.set_xlim(*value_range)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("images")
+    ax.yaxis.set_major_locator(_integer_ticks())
+    ax.set_title(title, fontsize=10)
+    save_figure(fig, path)
+
+
+def bars(counts: Mapping[str, float], path: str | os.PathLike, xlabel: str, title: str, color: str = "#4C72B0"
+         ) -> None:
+    """Horizontal bars, one per key, each labelled with its value."""
+    fig = new_figure(7, 1.0 + 0.45 * max(len(counts), 1))
+    ax = fig.subplots()
+    names = list(counts)
+    values = [counts[n] for n in names]
+    ax.barh(names, values, color=color)
+    for y, v in enumerate(values):
+        ax.text(v, y, f" {v:g}", va="center", fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel)
+    ax.set_title(title, fontsize=10)
+    ax.set_xlim(0, max(values + [1]) * 1.15)
+    ax.xaxis.set_major_locator(_integer_ticks())
+    save_figure(fig, path)
+
+
+def _integer_ticks():
+    """Axis ticks on whole numbers only (counts of images)."""
+    from matplotlib.ticker import MaxNLocator
+
+    return MaxNLocator(integer=True)

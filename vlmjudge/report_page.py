@@ -1,0 +1,212 @@
+"""The one look of every method's `report.html`: page skeleton, CSS, summary table, number
+formatting, empty-state messages, figures and low-resolution marks.
+
+Each method's report module builds its own tables and figures and hands them to `page`, so the
+four reports share their layout: the title, the summary table first, then the figures, then the
+details. The core knows no method; everything method-specific arrives as arguments.
+
+Examples:
+    >>> fmt_number(1.2e-4)
+    '0.00012'
+    >>> fmt_number(0.367879441)
+    '0.368'
+    >>> fmt_number(None)
+    'n/a'
+    >>> "No image was scored" in empty_state("No image was scored.")
+    True
+"""
+from __future__ import annotations
+
+import math
+import os
+from html import escape
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+#: Significant digits of the scores and means a report shows.
+DIGITS = 3
+#: The report page's file name, at the top of a report's --out folder.
+PAGE_NAME = "report.html"
+#: What a report says when no image got a score: shown instead of empty figures and lists.
+NOTHING_SCORED = "No image was scored, so there is nothing to plot or rank."
+
+CSS = """
+:root { --ink: #1f2328; --muted: #57606a; --line: #d0d7de; --head: #f6f8fa; --accent: #0b5cad; }
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; color: var(--ink);
+       background: #ffffff; line-height: 1.45; }
+main { max-width: 1200px; margin: 0 auto; padding: 1.5em 2em 3em; }
+header.report { border-bottom: 3px solid var(--accent); margin-bottom: 1.2em; }
+h1 { font-size: 1.7em; margin: 0.2em 0; }
+h2 { font-size: 1.3em; margin-top: 1.6em; border-bottom: 1px solid var(--line); padding-bottom: 0.2em; }
+h3 { font-size: 1.1em; margin-top: 1.2em; }
+p.subtitle, p.source { color: var(--muted); margin: 0.2em 0 0.8em; }
+table { border-collapse: collapse; margin: 0.5em 0 1.2em; }
+th, td { border: 1px solid var(--line); padding: 0.3em 0.7em; text-align: left; font-size: 0.92em; }
+th { background: var(--head); }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+table.summary th { background: #e8f0fa; }
+figure { margin: 1em 0 1.6em; }
+figure img { max-width: 100%; border: 1px solid var(--line); }
+figcaption { color: var(--muted); font-size: 0.9em; }
+p.empty { background: #fff8e1; border-left: 4px solid #d4a72c; padding: 0.6em 0.9em; }
+.lowres { display: inline-block; background: #fdecea; color: #8a1c12; border: 1px solid #e8a29a;
+          border-radius: 3px; padding: 0 0.35em; font-size: 0.8em; font-weight: 600; }
+.card { display: flex; gap: 1em; border: 1px solid var(--line); padding: 0.8em; margin: 0.6em 0; }
+.card > img, .card > .missing { flex: 0 0 auto; align-self: flex-start; }
+.card img { max-width: 256px; max-height: 256px; border: 1px solid var(--line); }
+.missing { width: 256px; color: #a00; font-size: 0.85em; }
+.major { color: #b00; font-weight: bold; }
+.minor { color: #b60; }
+"""
+
+
+def fmt_number(value: Any, digits: int = DIGITS) -> str:
+    """A number as a report shows it: ints as they are, floats to `digits` significant digits
+    (so 1.2e-4 stays visible), thousands without an exponent; None and NaN as "n/a"."""
+    if value is None or isinstance(value, bool):
+        return "n/a" if value is None else ("yes" if value else "no")
+    if isinstance(value, int):
+        return str(value)
+    value = float(value)
+    if math.isnan(value):
+        return "n/a"
+    if math.isinf(value):
+        return "∞" if value > 0 else "-∞"
+    if value == 0:
+        return "0"
+    if abs(value) >= 10 ** digits:
+        return f"{value:.0f}"
+    return f"{value:.{digits}g}"
+
+
+def fmt_cell(value: Any) -> str:
+    """One table cell's HTML: numbers through `fmt_number`, text escaped."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return fmt_number(value)
+    return escape(str(value))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[Any]], css_class: str = "", raw: bool = False) -> str:
+    """An HTML table; numbers right-aligned. With `raw`, cells that are text are inserted as HTML
+    (the caller escaped them, e.g. to add a low-resolution mark)."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    lines = []
+    for row in rows:
+        cells = []
+        for cell in row:
+            num = ' class="num"' if _is_number(cell) else ""
+            text = cell if raw and isinstance(cell, str) else fmt_cell(cell)
+            cells.append(f"<td{num}>{text}</td>")
+        lines.append("<tr>" + "".join(cells) + "</tr>")
+    cls = f' class="{escape(css_class)}"' if css_class else ""
+    return f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{''.join(lines)}</tbody></table>"
+
+
+def summary_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """The summary: counts and means, one row per run (or evaluator), under the page title."""
+    return f'<section id="summary"><h2>Summary</h2>{table(header, rows, "summary")}</section>'
+
+
+def empty_state(message: str) -> str:
+    """A visible note standing in for a figure or list that has nothing to show."""
+    return f'<p class="empty">{escape(message)}</p>'
+
+
+def low_res_mark(note: str | None) -> str:
+    """A "low resolution" badge (its note as the tooltip), or "" for an image without a note."""
+    if not note:
+        return ""
+    return f' <span class="lowres" title="{escape(str(note))}">low resolution</span>'
+
+
+def figure(src: str, caption: str) -> str:
+    """A figure: an image file next to the page (or a data: URI) with its caption."""
+    return (f'<figure><img src="{escape(src)}" alt="{escape(caption)}">'
+            f"<figcaption>{escape(caption)}</figcaption></figure>")
+
+
+def figures_section(figures: Sequence[tuple[str, str]], empty_message: str = NOTHING_SCORED,
+                    notes: Sequence[str] = ()) -> str:
+    """The figures, as (src, caption) pairs, or the empty-state message when there are none;
+    `notes` say why a figure that could have been there is not."""
+    body = "".join(figure(src, caption) for src, caption in figures) if figures else empty_state(empty_message)
+    body += "".join(empty_state(note) for note in notes) if figures else ""
+    return f'<section id="figures"><h2>Figures</h2>{body}</section>'
+
+
+def section(title: str, body: str, section_id: str = "") -> str:
+    """A titled part of the page; `body` is HTML."""
+    ident = f' id="{escape(section_id)}"' if section_id else ""
+    return f"<section{ident}><h2>{escape(title)}</h2>{body}</section>"
+
+
+def page(title: str, summary: str, parts: Sequence[str], subtitle: str = "") -> str:
+    """The whole page: title, subtitle, the summary, then the other parts in order."""
+    sub = f'<p class="subtitle">{escape(subtitle)}</p>' if subtitle else ""
+    return "\n".join(["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
+                      f"<title>{escape(title)}</title><style>{CSS}</style></head><body><main>",
+                      f'<header class="report"><h1>{escape(title)}</h1>{sub}</header>',
+                      summary, *parts, "</main></body></html>"])
+
+
+def write_page(out_dir: str | os.PathLike, html: str) -> Path:
+    """Write `report.html` at the top of `out_dir` (created if needed); returns its path."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / PAGE_NAME
+    path.write_text(html, encoding="utf-8")
+    return path
+
+
+def low_res_note(record: dict[str, Any]) -> str | None:
+    """A record's low-resolution flag: `resolution_note` at its top level, in `meta` or in
+    `provenance` (where the method's writers put it)."""
+    for holder in (record, record.get("meta") or {}, record.get("provenance") or {}):
+        if isinstance(holder, dict) and holder.get("resolution_note"):
+            return str(holder["resolution_note"])
+    return None
+
+
+def mean(values: Iterable[float | None]) -> float | None:
+    """The mean of the values that are not None, or None when there are none."""
+    kept = [float(v) for v in values if v is not None]
+    return sum(kept) / len(kept) if kept else None
+
+
+class ReportInputError(ValueError):
+    """A file a report cannot read: missing, not JSON lines, or holding no record."""
+
+
+def read_run(path: str | os.PathLike) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The records of a JSONL run and its manifest: a `{"manifest": ...}` line in the file, else
+    `<stem>.manifest.json` beside it, else {}. Blank lines are skipped; a run without records is
+    fine (the report shows its empty state)."""
+    import json
+
+    file = Path(path)
+    if not file.is_file():
+        raise ReportInputError(f"no such file: {file}")
+    records: list[dict[str, Any]] = []
+    manifest: dict[str, Any] = {}
+    with open(file, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ReportInputError(f"{file}:{lineno}: not JSON ({err.msg})") from None
+            if not isinstance(row, dict):
+                raise ReportInputError(f"{file}:{lineno}: each line must be a JSON object")
+            if set(row) == {"manifest"}:
+                manifest = dict(row["manifest"] or {})
+            else:
+                records.append(row)
+    beside = file.with_name(file.stem + ".manifest.json")
+    if not manifest and beside.is_file():
+        manifest = json.loads(beside.read_text(encoding="utf-8"))
+    return records, manifest
