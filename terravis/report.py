@@ -272,7 +272,11 @@ def json_safe(value: Any) -> Any:
 def write_report(paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike, group_by: GroupBy = "auto",
                  human: str | os.PathLike | None = None, worst: int = 20, violation_below: float | None = None,
                  style_classifier: Callable[[Sequence[Any]], Sequence[str]] | None = None) -> list[Path]:
-    """Write summary.json, ranking.csv, the three figures and report.html; returns the paths."""
+    """Write summary.json, ranking.csv, the figures and report.html (at the top of `out_dir`);
+    returns the paths. A figure with nothing to show is left out and the page says why: the
+    histogram needs a scored image, the violation shares a detected violation."""
+    from vlmjudge.report_page import NOTHING_SCORED, write_page
+
     from .report_html import render_html
     from .report_plots import plot_level_shares, plot_score_histogram, plot_type_shares
 
@@ -284,16 +288,22 @@ def write_report(paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike,
     summary_json, ranking_csv = out / "summary.json", out / "ranking.csv"
     summary_json.write_text(json.dumps(json_safe(data), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     write_ranking_csv(data, ranking_csv)
-    figures = {"levels": out / "violations_by_level.png", "types": out / "violations_by_type.png",
-               "histogram": out / "score_histogram.png"}
-    plot_level_shares(data["evaluators"], figures["levels"])
-    plot_type_shares(data["evaluators"], figures["types"])
-    plot_score_histogram(evaluators, models, figures["histogram"])
-    html = out / "report.html"
+    figures: dict[str, Path] = {}
+    any_scored = any(rep["summary"]["n_scored"] for rep in data["evaluators"])
+    any_violation = any(rep["summary"]["n_major"] + rep["summary"]["n_minor"] for rep in data["evaluators"])
+    if any_violation:
+        figures["levels"], figures["types"] = out / "violations_by_level.png", out / "violations_by_type.png"
+        plot_level_shares(data["evaluators"], figures["levels"])
+        plot_type_shares(data["evaluators"], figures["types"])
+    if any_scored:
+        figures["histogram"] = out / "score_histogram.png"
+        plot_score_histogram(evaluators, models, figures["histogram"])
+    note = NOTHING_SCORED if not any_scored else "No violation was detected, so there are no violation shares to plot."
     worst_by_label = {ev.label: worst_records(ev.records, worst) for ev in evaluators}
+    low_res = {ev.label: sum(bool(r.meta.get("resolution_note")) for r in ev.records) for ev in evaluators}
     search = [Path(p).resolve().parent for p in paths]
-    html.write_text(render_html(data, {k: v.name for k, v in figures.items()}, worst_by_label, models, search),
-                    encoding="utf-8")
+    html = write_page(out, render_html(data, {k: v.name for k, v in figures.items()}, worst_by_label, models,
+                                       search, low_res, note))
     return [summary_json, ranking_csv, *figures.values(), html]
 
 

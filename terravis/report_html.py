@@ -5,42 +5,20 @@ from __future__ import annotations
 
 import base64
 import io
-import math
 from html import escape
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from vlmjudge.report_page import (
+    NOTHING_SCORED, empty_state, figures_section, fmt_cell, fmt_number, low_res_mark, page, summary_table, table,
+)
+
 from .records import ImageRecord
 
 THUMB_PX = 256
-
-_STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em; max-width: 1200px; color: #222; }
-table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; font-size: 0.9em; }
-th { background: #f3f3f3; }
-.card { display: flex; gap: 1em; border: 1px solid #ddd; padding: 0.8em; margin: 0.6em 0; }
-.card > img, .card > .missing { flex: 0 0 auto; align-self: flex-start; }
-.card img { max-width: 256px; max-height: 256px; border: 1px solid #ccc; }
-.missing { width: 256px; color: #a00; font-size: 0.85em; }
-.major { color: #b00; font-weight: bold; }
-.minor { color: #b60; }
-figure img { max-width: 100%; }
-"""
-
-
-def _fmt(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    if isinstance(value, float):
-        return f"{value:.4f}"
-    return escape(str(value))
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{_fmt(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+#: The figures' captions, by the key `write_report` names them with.
+CAPTIONS = {"levels": "Violation shares by level (cf. Figure A1)",
+            "types": "Violation shares by type (cf. Figure A2)", "histogram": "Score histogram"}
 
 
 def find_image(record: ImageRecord, search: Sequence[Path]) -> Path | None:
@@ -84,8 +62,9 @@ def image_card(record: ImageRecord, model: str, search: Sequence[Path]) -> str:
     if record.rating is not None:
         items.append(f"<li>rating {record.rating} / 5 ({escape(record.variant)})</li>")
     body = "<ul>" + "".join(items) + "</ul>" if items else "<p>no violation listed</p>"
-    return (f'<div class="card">{picture}<div><h4>{escape(record.image_id)}</h4>'
-            f"<p>model <b>{escape(model)}</b> &middot; score <b>{record.score:.4f}</b> &middot; "
+    mark = low_res_mark(record.meta.get("resolution_note"))
+    return (f'<div class="card">{picture}<div><h4>{escape(record.image_id)}{mark}</h4>'
+            f"<p>model <b>{escape(model)}</b> &middot; score <b>{fmt_number(record.score)}</b> &middot; "
             f"{record.n_major} major, {record.n_minor} minor</p>{body}</div></div>")
 
 
@@ -95,30 +74,30 @@ def _human_section(h: Mapping[str, Any]) -> str:
     agree = h["agreement"]
     rows = [["pooled", *(agree["pooled"][k] for k in ("n", "spearman", "kendall", "pearson"))]]
     rows += [[g, *(c[k] for k in ("n", "spearman", "kendall", "pearson"))] for g, c in agree["by_group"].items()]
-    parts.append(_table(["images", "n", "Spearman", "Kendall", "Pearson"], rows))
+    parts.append(table(["images", "n", "Spearman", "Kendall", "Pearson"], rows))
     if "detection" in h:
         d = h["detection"]
         parts.append("<h4>Image-level detection vs human majority</h4>" +
                      f"<p>Human labels: {escape(str(d.get('label_source') or 'given'))}; "
                      "a positive needs a majority of all annotators (2 of 3).</p>" +
-                     _table(["n", "precision", "recall", "tp", "fp", "fn", "tn"],
+                     table(["n", "precision", "recall", "tp", "fp", "fn", "tn"],
                             [[d[k] for k in ("n", "precision", "recall", "tp", "fp", "fn", "tn")]]))
     elif "detection_skipped" in h:
         parts.append(f"<h4>Image-level detection vs human majority</h4><p>{escape(h['detection_skipped'])}</p>")
     if "alpha_sweep" in h:
         parts.append("<h4>Alpha sweep (Table A3)</h4>" +
-                     _table(["lambda", "alpha", "n", "Spearman", "Kendall", "Pearson"],
+                     table(["lambda", "alpha", "n", "Spearman", "Kendall", "Pearson"],
                             [[r[k] for k in ("lam", "alpha", "n", "spearman", "kendall", "pearson")]
                              for r in h["alpha_sweep"]]))
     if "check_ablation" in h:
         ab = h["check_ablation"]
         parts.append("<h4>Check ablations (Table A2)</h4>" +
-                     _table(["check", "alone: Spearman", "without: Spearman", "change"],
+                     table(["check", "alone: Spearman", "without: Spearman", "change"],
                             [[t, ab["single"][t]["spearman"], ab["leave_one_out"][t]["spearman"],
                               ab["leave_one_out"][t]["delta"]] for t in ab["single"]]))
     if "style_split" in h:
         parts.append("<h4>By style</h4>" +
-                     _table(["style", "n", "Spearman", "Kendall", "Pearson"],
+                     table(["style", "n", "Spearman", "Kendall", "Pearson"],
                             [[s, *(c[k] for k in ("n", "spearman", "kendall", "pearson"))]
                              for s, c in h["style_split"].items()]))
     return "".join(parts)
@@ -127,10 +106,7 @@ def _human_section(h: Mapping[str, Any]) -> str:
 def _evaluator_section(rep: Mapping[str, Any], worst: Sequence[ImageRecord], models: Mapping[str, str],
                        search: Sequence[Path]) -> str:
     s = rep["summary"]
-    parts = [f"<h2>{escape(rep['label'])}</h2><p>from {escape(', '.join(rep['sources']))}</p>",
-             _table(["images", "scored", "N/A", "failed", "mean score", "major", "minor", "parse failures"],
-                    [[s["n_images"], s["n_scored"], s["n_not_applicable"], s["n_failed"], s["mean_score"],
-                      s["n_major"], s["n_minor"], s["parse_failures"]]])]
+    parts = [f"<h2>{escape(rep['label'])}</h2><p class=\"source\">from {escape(', '.join(rep['sources']))}</p>"]
     ranked = {row["model"] for row in rep["ranking"]}
     rows = [[row["rank"], row["model"], row["mean_score"], rep["models"][row["model"]]["n_images"],
              rep["models"][row["model"]]["n_scored"], rep["models"][row["model"]]["na_rate"],
@@ -138,32 +114,45 @@ def _evaluator_section(rep: Mapping[str, Any], worst: Sequence[ImageRecord], mod
     rows += [[None, m, None, ms["n_images"], ms["n_scored"], ms["na_rate"], ms["images_with_violation"]]
              for m, ms in rep["models"].items() if m not in ranked]
     parts.append("<h3>T2I models, best first</h3>" +
-                 _table(["rank", "model", "mean score", "images", "scored", "N/A rate", "with violation"], rows))
+                 table(["rank", "model", "mean score", "images", "scored", "N/A rate", "with violation"], rows))
     if "human" in rep:
         parts.append(_human_section(rep["human"]))
-    parts.append(f"<h3>The {len(worst)} lowest-scored images</h3>")
-    parts += [image_card(r, models[r.image_id], search) for r in worst]
+    if worst:
+        parts.append(f"<h3>The {len(worst)} lowest-scored images</h3>")
+        parts += [image_card(r, models[r.image_id], search) for r in worst]
+    else:
+        parts.append("<h3>Lowest-scored images</h3>" + empty_state(
+            f"None of the {s['n_images']} images was scored ({s['n_not_applicable']} N/A, {s['n_failed']} failed), "
+            "so there are no lowest-scored images to show."))
     return "".join(parts)
 
 
+def _summary(data: Mapping[str, Any], low_res: Mapping[str, int]) -> str:
+    """The summary table: one row per evaluator, counts and means."""
+    rows = [[rep["label"], s["n_images"], s["n_scored"], s["n_not_applicable"], s["n_failed"], s["mean_score"],
+             s["n_major"], s["n_minor"], low_res.get(rep["label"], 0), s["parse_failures"]]
+            for rep in data["evaluators"] for s in [rep["summary"]]]
+    return summary_table(["evaluator", "images", "scored", "N/A", "failed", "mean score", "major", "minor",
+                          "low resolution", "parse failures"], rows)
+
+
 def render_html(data: Mapping[str, Any], figures: Mapping[str, str], worst: Mapping[str, Sequence[ImageRecord]],
-                models: Mapping[str, Mapping[str, str]], search: Sequence[Path]) -> str:
-    """The whole page: per evaluator its tables and worst images; figures linked by file name."""
-    parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>TerraVis report</title>",
-             f"<style>{_STYLE}</style></head><body><h1>TerraVis report</h1>"]
+                models: Mapping[str, Mapping[str, str]], search: Sequence[Path],
+                low_res: Mapping[str, int] | None = None, figures_note: str = NOTHING_SCORED) -> str:
+    """The whole page: the summary, ranking agreement, the figures (linked by file name; the
+    `figures_note` when none was drawn), then per evaluator its tables and worst images.
+    `low_res` counts each evaluator's images flagged as low resolution."""
+    parts = []
     if "ranking_agreement" in data:
         ra = data["ranking_agreement"]
         parts.append("<h2>Ranking agreement between evaluators (Kendall tau, Table A4)</h2>" +
-                     _table(["evaluator A", "evaluator B", "Kendall tau"],
+                     table(["evaluator A", "evaluator B", "Kendall tau"],
                             [[p["a"], p["b"], p["kendall_tau"]] for p in ra["pairs"]]) +
-                     f"<p>mean tau: {_fmt(ra['mean'])}</p>")
-    parts.append("<h2>Figures</h2>")
-    captions = {"levels": "Violation shares by level (cf. Figure A1)",
-                "types": "Violation shares by type (cf. Figure A2)", "histogram": "Score histogram"}
-    for key, name in figures.items():
-        parts.append(f'<figure><img src="{escape(name)}" alt="{escape(captions.get(key, key))}">'
-                     f"<figcaption>{escape(captions.get(key, key))}</figcaption></figure>")
+                     f"<p>mean tau: {fmt_cell(ra['mean'])}</p>")
+    shown = [(name, CAPTIONS.get(key, key)) for key, name in figures.items()]
+    parts.append(figures_section(shown, figures_note, notes=[] if "levels" in figures else [figures_note]))
     for rep in data["evaluators"]:
         parts.append(_evaluator_section(rep, worst[rep["label"]], models[rep["label"]], search))
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    n_sources = sum(len(rep["sources"]) for rep in data["evaluators"])
+    return page("TerraVis report", _summary(data, low_res or {}), parts,
+                subtitle=f"{len(data['evaluators'])} evaluator(s) over {n_sources} run file(s)")
