@@ -1,0 +1,134 @@
+"""`vlmjudge fager report`: an HTML report over what `fager score` wrote.
+
+It reads a run folder's `details.jsonl` (the project's Verdict lines, or the released layout)
+and writes into `--out`: `report.html` at the top, `summary.json`, and the figures (the overall
+score histogram and the keep / edit / regenerate decisions). The page has the shared look of
+every method's report (`vlmjudge.report_page`): the summary first, then the figures, then the
+lowest-scored images with their level scores, answers and decision.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from html import escape
+from pathlib import Path
+from typing import Any, Sequence
+
+from vlmjudge.report_page import (
+    NOTHING_SCORED, ReportInputError, empty_state, figures_section, fmt_number, low_res_mark, mean, page, section,
+    summary_table, table, write_page,
+)
+
+from .replay import ReplayFormatError, read_details
+from .schema import Verdict
+
+#: FAGER scores are in 0-100: the histogram's x axis.
+SCORE_RANGE = (0.0, 100.0)
+#: The decisions in the order the report lists them; None is a gate that could not be decided.
+DECISIONS = ("keep", "edit", "regenerate", None)
+
+
+def details_path(run: str | os.PathLike) -> Path:
+    """The details.jsonl of a run: the path itself, or `details.jsonl` in a run folder."""
+    path = Path(run)
+    if path.is_dir():
+        path = path / "details.jsonl"
+    if not path.is_file():
+        raise ReportInputError(f"no details.jsonl at {path} (give a `fager score` --out folder or its details.jsonl)")
+    return path
+
+
+def summarize_verdicts(verdicts: Sequence[Verdict]) -> dict[str, Any]:
+    """Counts and means: images, scored, mean overall and per level, decisions, answers, failures."""
+    decisions = {str(d) if d else "undecided": sum(v.decision == d for v in verdicts) for d in DECISIONS}
+    return {"n_images": len(verdicts), "n_scored": sum(v.overall_score is not None for v in verdicts),
+            "mean_overall": mean(v.overall_score for v in verdicts),
+            "mean_level": {level: mean(getattr(v.level_scores, level) for v in verdicts)
+                           for level in ("level_1", "level_2", "level_3")},
+            "decisions": decisions, "answers": {k: sum(getattr(v.counts, k) for v in verdicts)
+                                                for k in ("yes", "no", "unknown")},
+            "parse_failures": sum(v.counts.failed for v in verdicts),
+            "n_low_resolution": sum(bool(v.provenance.get("resolution_note")) for v in verdicts)}
+
+
+def _name(v: Verdict, position: int) -> str:
+    return str(v.index if v.index is not None else v.image or position)
+
+
+def _lowest(verdicts: Sequence[Verdict], worst: int) -> str:
+    scored = sorted((v for v in verdicts if v.overall_score is not None), key=lambda v: v.overall_score)
+    if not scored:
+        return section("Lowest-scored images", empty_state(
+            f"None of the {len(verdicts)} images got an overall score, so there are no lowest-scored images to show."))
+    rows = []
+    for position, v in enumerate(scored[:max(worst, 0)], 1):
+        rows.append([escape(_name(v, position)) + low_res_mark(v.provenance.get("resolution_note")),
+                     escape(v.prompt or ""), fmt_number(v.overall_score),
+                     *(fmt_number(getattr(v.level_scores, k)) for k in ("level_1", "level_2", "level_3")),
+                     f"{v.counts.yes} / {v.counts.no} / {v.counts.unknown}", escape(v.decision or "undecided"),
+                     escape(v.feedback or "")])
+    return section(f"The {len(rows)} lowest-scored images",
+                   table(["image", "prompt", "overall", "level 1", "level 2", "level 3", "yes / no / unknown",
+                          "decision", "feedback"], rows, raw=True), "lowest")
+
+
+def write_report(run: str | os.PathLike, out_dir: str | os.PathLike, worst: int = 20) -> list[Path]:
+    """Write the report of one FAGER run (folder or details.jsonl) into `out_dir`; returns the
+    written paths (summary.json, the figures drawn, report.html last)."""
+    from vlmjudge.report_figures import bars, histogram
+
+    details = details_path(run)
+    verdicts = read_details(details)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = summarize_verdicts(verdicts)
+    label = details.parent.name or details.stem
+    summary_json = out / "summary.json"
+    summary_json.write_text(json.dumps({"run": str(details), "summary": summary}, indent=2) + "\n", encoding="utf-8")
+    written: list[Path] = [summary_json]
+    figures: list[tuple[str, str]] = []
+    if summary["n_scored"]:
+        path = out / "score_histogram.png"
+        histogram({label: [v.overall_score for v in verdicts if v.overall_score is not None]}, path,
+                  "FAGER overall score", f"Overall scores ({summary['n_scored']} of {summary['n_images']} scored)",
+                  SCORE_RANGE)
+        figures.append((path.name, "Overall score histogram (0-100)"))
+        path = out / "decisions.png"
+        bars(summary["decisions"], path, "images", "Decisions: keep, edit or regenerate")
+        figures.append((path.name, "Decisions per image"))
+        written += [out / "score_histogram.png", path]
+    d, lv = summary["decisions"], summary["mean_level"]
+    head = ["run", "images", "scored", "mean overall", "mean level 1", "mean level 2", "mean level 3", "keep", "edit",
+            "regenerate", "undecided", "parse failures", "low resolution"]
+    row = [label, summary["n_images"], summary["n_scored"], summary["mean_overall"], lv["level_1"], lv["level_2"],
+           lv["level_3"], d["keep"], d["edit"], d["regenerate"], d["undecided"], summary["parse_failures"],
+           summary["n_low_resolution"]]
+    html = page("FAGER report", summary_table(head, [row]), [figures_section(figures, NOTHING_SCORED),
+                                                             _lowest(verdicts, worst)],
+                subtitle=f"from {details.name} in {label}")
+    written.append(write_page(out, html))
+    return written
+
+
+def run_report(args: Any) -> int:
+    """The `vlmjudge fager report` command: write the report, list what was written."""
+    try:
+        written = write_report(args.run, args.out, worst=args.worst)
+    except (ReportInputError, ReplayFormatError, OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+def configure_report(commands: Any) -> None:
+    """Add `report` to the `vlmjudge fager` sub-commands."""
+    rep = commands.add_parser("report", help="an HTML report (summary, figures, lowest-scored images) of a score run",
+                              description="Read a `fager score` run (its --out folder, or the details.jsonl in it) "
+                                          "and write report.html, summary.json and the figures into --out.")
+    rep.add_argument("run", type=Path, help="the --out folder of `fager score`, or its details.jsonl")
+    rep.add_argument("--out", type=Path, required=True, help="folder to write the report into (report.html at its top)")
+    rep.add_argument("--worst", type=int, default=20, help="how many of the lowest-scored images to list (default 20)")
+    rep.set_defaults(func=run_report)

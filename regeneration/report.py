@@ -1,0 +1,174 @@
+"""`vlmjudge regeneration report`: an HTML report over what `regeneration compare` wrote.
+
+It reads the compare result (the `--out` JSON with `summary`, `pairs` and `unpaired_files`,
+the `--csv` per-pair rows, or JSON lines of pair rows) and writes into `--out`: `report.html` at
+the top, `summary.json`, and the figures (CLIP % and DINO % histograms, and the score against
+the MLLM content rating when a judge rated the pairs). The page has the shared look of every
+method's report (`vlmjudge.report_page`): the summary first, then figures, then the
+lowest-scored pairs and the files that had no partner.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sys
+from html import escape
+from pathlib import Path
+from typing import Any, Sequence
+
+from vlmjudge.report_page import (
+    NOTHING_SCORED, ReportInputError, empty_state, figures_section, fmt_number, low_res_mark, low_res_note, mean,
+    page, read_run, section, summary_table, table, write_page,
+)
+
+#: CLIP %, DINO % and the combined score are on 0..100.
+PERCENT_RANGE = (0.0, 100.0)
+#: The per-pair numbers a CSV holds, read back as floats.
+NUMERIC_COLUMNS = ("score", "clip", "dino", "mllm_content_rating", "mllm_perceptual_rating", "mllm_content",
+                   "mllm_perceptual")
+
+
+def _csv_rows(path: Path) -> list[dict[str, Any]]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = [dict(row) for row in csv.DictReader(fh)]
+    for row in rows:
+        for key in NUMERIC_COLUMNS:
+            if key in row:
+                row[key] = float(row[key]) if row[key] not in ("", None) else None
+    return rows
+
+
+def read_compare(path: str | os.PathLike) -> dict[str, Any]:
+    """A compare result as {"pairs", "unpaired_files"}: from its JSON, CSV or JSON-lines file."""
+    file = Path(path)
+    if not file.is_file():
+        raise ReportInputError(f"no such file: {file}")
+    if file.suffix == ".csv":
+        return {"pairs": _csv_rows(file), "unpaired_files": {}}
+    if file.suffix == ".json":
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise ReportInputError(f"{file}: not JSON ({err.msg})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("pairs"), list):
+            raise ReportInputError(f"{file}: expected the `regeneration compare --out` JSON, with a 'pairs' list")
+        return {"pairs": data["pairs"], "unpaired_files": data.get("unpaired_files") or {}}
+    rows, _ = read_run(file)
+    return {"pairs": rows, "unpaired_files": {}}
+
+
+def summarize_pairs(pairs: Sequence[dict[str, Any]], unpaired: dict[str, list[str]]) -> dict[str, Any]:
+    """Counts and means over the pairs: score, CLIP %, DINO %, MLLM ratings (0..1), flags."""
+    scored = [p for p in pairs if p.get("score") is not None or p.get("clip") is not None]
+    return {"n_pairs": len(pairs), "n_scored": len(scored),
+            **{f"mean_{k}": mean(p.get(k) for p in pairs) for k in ("score", "clip", "dino")},
+            "mean_mllm_content": mean(p.get("mllm_content") for p in pairs),
+            "mean_mllm_perceptual": mean(p.get("mllm_perceptual") for p in pairs),
+            "n_unpaired": sum(len(v) for v in unpaired.values()),
+            "n_low_resolution": sum(low_res_note(p) is not None for p in pairs)}
+
+
+def _rank_key(pair: dict[str, Any]) -> float:
+    value = pair.get("score") if pair.get("score") is not None else pair.get("clip")
+    return float(value) if value is not None else float("inf")
+
+
+def _lowest(pairs: Sequence[dict[str, Any]], worst: int) -> str:
+    scored = sorted((p for p in pairs if p.get("score") is not None or p.get("clip") is not None), key=_rank_key)
+    if not scored:
+        return section("Lowest-scored pairs", empty_state(
+            f"None of the {len(pairs)} pairs got a score, so there are no lowest-scored pairs to show."))
+    rows = [[escape(str(p.get("id"))) + low_res_mark(low_res_note(p)), fmt_number(p.get("score")),
+             fmt_number(p.get("clip")), fmt_number(p.get("dino")), fmt_number(p.get("mllm_content_rating")),
+             fmt_number(p.get("mllm_perceptual_rating"))] for p in scored[:max(worst, 0)]]
+    return section(f"The {len(rows)} lowest-scored pairs",
+                   table(["pair", "score", "CLIP %", "DINO %", "MLLM content (1-5)", "MLLM perceptual (1-5)"], rows,
+                         raw=True), "lowest")
+
+
+def _unpaired(unpaired: dict[str, list[str]]) -> str:
+    rows = [[side.replace("_", " "), name] for side, names in unpaired.items() for name in names]
+    if not rows:
+        return ""
+    return section(f"{len(rows)} unpaired files (left out)", table(["folder", "file"], rows), "unpaired")
+
+
+def _plot_score_vs_content(pairs: Sequence[dict[str, Any]], path: Path) -> None:
+    from vlmjudge.report_figures import new_figure, save_figure
+
+    points = [(p["mllm_content_rating"], p["score"]) for p in pairs
+              if p.get("mllm_content_rating") is not None and p.get("score") is not None]
+    fig = new_figure(6, 4)
+    ax = fig.subplots()
+    ax.scatter([x for x, _ in points], [y for _, y in points], color="#4C72B0")
+    ax.set_xlim(0.5, 5.5)
+    ax.set_ylim(*PERCENT_RANGE)
+    ax.set_xlabel("MLLM content rating (1-5)")
+    ax.set_ylabel("score (mean of CLIP % and DINO %)")
+    ax.set_title("Similarity score against the MLLM content rating", fontsize=10)
+    save_figure(fig, path)
+
+
+def write_report(result: str | os.PathLike, out_dir: str | os.PathLike, worst: int = 20) -> list[Path]:
+    """Write the report of one compare result into `out_dir`; returns the written paths
+    (summary.json, the figures drawn, report.html last)."""
+    from vlmjudge.report_figures import histogram
+
+    data = read_compare(result)
+    pairs, unpaired = data["pairs"], data["unpaired_files"]
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = summarize_pairs(pairs, unpaired)
+    summary_json = out / "summary.json"
+    summary_json.write_text(json.dumps({"result": Path(result).name, "summary": summary}, indent=2) + "\n",
+                            encoding="utf-8")
+    written: list[Path] = [summary_json]
+    figures: list[tuple[str, str]] = []
+    if summary["n_scored"]:
+        path = out / "similarity_histogram.png"
+        histogram({k: [p[key] for p in pairs if p.get(key) is not None] for k, key in (("CLIP %", "clip"),
+                                                                                        ("DINO %", "dino"))},
+                  path, "similarity (%)", f"CLIP % and DINO % over {summary['n_scored']} pairs", PERCENT_RANGE,
+                  stacked=False)
+        figures.append((path.name, "CLIP % and DINO % per pair"))
+        written.append(path)
+    if summary["mean_mllm_content"] is not None:
+        path = out / "score_vs_mllm_content.png"
+        _plot_score_vs_content(pairs, path)
+        figures.append((path.name, "Similarity score against the MLLM content rating"))
+        written.append(path)
+    head = ["result", "pairs", "scored", "mean score", "mean CLIP %", "mean DINO %", "mean MLLM content (0..1)",
+            "mean MLLM perceptual (0..1)", "unpaired files", "low resolution"]
+    row = [Path(result).name, summary["n_pairs"], summary["n_scored"], summary["mean_score"], summary["mean_clip"],
+           summary["mean_dino"], summary["mean_mllm_content"], summary["mean_mllm_perceptual"],
+           summary["n_unpaired"], summary["n_low_resolution"]]
+    html = page("Image Regeneration report", summary_table(head, [row]),
+                [figures_section(figures, NOTHING_SCORED.replace("image", "pair")), _lowest(pairs, worst),
+                 _unpaired(unpaired)], subtitle=f"from {Path(result).name}")
+    written.append(write_page(out, html))
+    return written
+
+
+def run_report(args: Any) -> int:
+    """The `vlmjudge regeneration report` command: write the report, list what was written."""
+    try:
+        written = write_report(args.result, args.out, worst=args.worst)
+    except (ReportInputError, OSError, ValueError, KeyError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+def configure_report(commands: Any) -> None:
+    """Add `report` to the `vlmjudge regeneration` sub-commands."""
+    rep = commands.add_parser("report", help="an HTML report (summary, figures, lowest-scored pairs) of a compare run",
+                              description="Read what `regeneration compare` wrote (its --out JSON, its --csv, or "
+                                          "JSON lines of pair rows) and write report.html, summary.json and the "
+                                          "figures into --out.")
+    rep.add_argument("result", type=Path, help="the --out JSON (or --csv) of `regeneration compare`")
+    rep.add_argument("--out", type=Path, required=True, help="folder to write the report into (report.html at its top)")
+    rep.add_argument("--worst", type=int, default=20, help="how many of the lowest-scored pairs to list (default 20)")
+    rep.set_defaults(func=run_report)

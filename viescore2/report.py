@@ -1,0 +1,169 @@
+"""`vlmjudge viescore2 report`: an HTML report over what `viescore2 score` wrote.
+
+It reads the results JSONL (one record per image, with `results.manifest.json` beside it) and
+writes into `--out`: `report.html` at the top, `summary.json`, and the figures (the score
+histogram and how often each grid cell was flagged). The page has the shared look of every
+method's report (`vlmjudge.report_page`): the summary first, then figures, then the
+lowest-scored images with their scores, grid status and explanation.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from html import escape
+from pathlib import Path
+from typing import Any, Sequence
+
+from vlmjudge.report_page import (
+    NOTHING_SCORED, ReportInputError, empty_state, figures_section, fmt_number, low_res_mark, low_res_note, mean,
+    page, read_run, section, summary_table, table, write_page,
+)
+
+from .grid import DEFAULT_N, parse_grid
+
+#: The score range of VIEScore2 (0-10), the histogram's x axis.
+SCORE_RANGE = (0.0, 10.0)
+#: How much of an explanation a table row shows.
+EXPLANATION_CHARS = 240
+
+
+def summarize_run(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Counts and means of one run: images, scored, mean overall and per score key, statuses."""
+    scored = [r for r in records if r.get("score") is not None]
+    keys = sorted({k for r in records for k in (r.get("scores") or {})})
+    statuses = Counter(str(r.get("status")) for r in records)
+    grids = Counter(str(r["grid_status"]) for r in records if r.get("grid_status") is not None)
+    return {"n_images": len(records), "n_scored": len(scored), "mean_score": mean(r["score"] for r in scored),
+            "mean_by_key": {k: mean((r.get("scores") or {}).get(k) for r in records) for k in keys},
+            "status": dict(statuses), "grid_status": dict(grids),
+            "n_low_resolution": sum(low_res_note(r) is not None for r in records)}
+
+
+def cell_shares(records: Sequence[dict[str, Any]]) -> Any:
+    """Per grid cell, the share (%) of images whose read grid flags it (categories joined); None
+    when no record has a read grid."""
+    import numpy as np
+
+    sizes = {int(r.get("grid_size") or DEFAULT_N) for r in records}
+    if len(sizes) != 1:
+        return None
+    n = sizes.pop()
+    total, read = np.zeros((n, n)), 0
+    for r in records:
+        bodies = [r[k] for k in ("grid", "artifact", "misalign") if r.get(k) is not None]
+        if not bodies:
+            continue
+        read += 1
+        cells: set[tuple[int, int]] = set()
+        for body in bodies:
+            grid, _ = parse_grid(body, n)
+            cells |= set(grid.cells) if grid is not None else set()
+        for row, col in cells:
+            total[row - 1, col - 1] += 1
+    if not read:
+        return None
+    return 100 * total / read
+
+
+def plot_cell_shares(shares: Any, path: str | os.PathLike, label: str) -> None:
+    """A heatmap of `cell_shares`: rows and columns numbered as in the grid format."""
+    from vlmjudge.report_figures import heatmap, new_figure, save_figure
+
+    n = shares.shape[0]
+    fig = new_figure(7.5, 6.5)
+    ax = fig.subplots()
+    image = heatmap(ax, shares, cmap="Reds", label=(lambda v: f"{v:.0f}") if n <= 16 else None,
+                    fontsize=10 if n <= 8 else 6)
+    ax.set_xticks(range(n), [str(c + 1) for c in range(n)], fontsize=7)
+    ax.set_yticks(range(n), [f"r{r + 1}" for r in range(n)], fontsize=7)
+    ax.set_title(f"Defect cells: % of images with a read grid flagging each cell ({label})", fontsize=10)
+    fig.colorbar(image, ax=ax, fraction=0.04, label="% of images")
+    save_figure(fig, path)
+
+
+def _lowest(records: Sequence[dict[str, Any]], worst: int) -> str:
+    scored = sorted((r for r in records if r.get("score") is not None), key=lambda r: (r["score"], str(r["id"])))
+    if not scored:
+        return section("Lowest-scored images", empty_state(
+            f"None of the {len(records)} images got a score, so there are no lowest-scored images to show."))
+    rows = []
+    for r in scored[:max(worst, 0)]:
+        scores = ", ".join(f"{k} {fmt_number(v)}" for k, v in (r.get("scores") or {}).items())
+        text = str(r.get("explanation") or "")
+        text = text if len(text) <= EXPLANATION_CHARS else text[:EXPLANATION_CHARS] + "…"
+        rows.append([escape(str(r["id"])) + low_res_mark(low_res_note(r)), escape(str(r.get("prompt") or "")),
+                     fmt_number(r["score"]), escape(scores), escape(str(r.get("grid_status") or "n/a")),
+                     escape(text)])
+    title = f"The {len(rows)} lowest-scored images"
+    return section(title, table(["image", "prompt", "score", "scores", "grid", "explanation"], rows, raw=True),
+                   "lowest")
+
+
+def write_report(results: str | os.PathLike, out_dir: str | os.PathLike, worst: int = 20) -> list[Path]:
+    """Write the report of one results JSONL into `out_dir`; returns the written paths
+    (summary.json, the figures drawn, report.html last)."""
+    from vlmjudge.report_figures import histogram
+
+    records, manifest = read_run(results)
+    bad = [i for i, r in enumerate(records, 1) if "id" not in r]
+    if bad:
+        raise ReportInputError(f"{results}: records {bad[:5]} have no 'id' (is this a viescore2 score output?)")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = summarize_run(records)
+    label = str(manifest.get("model") or manifest.get("backend") or Path(results).stem)
+    summary_json = out / "summary.json"
+    summary_json.write_text(json.dumps({"label": label, "manifest": manifest, "summary": summary}, indent=2) + "\n",
+                            encoding="utf-8")
+    written: list[Path] = [summary_json]
+    figures: list[tuple[str, str]] = []
+    if summary["n_scored"]:
+        path = out / "score_histogram.png"
+        histogram({label: [r["score"] for r in records if r.get("score") is not None]}, path, "VIEScore2 score",
+                  f"Scores: {label} ({summary['n_scored']} of {summary['n_images']} images scored)", SCORE_RANGE)
+        figures.append((path.name, "Score histogram (0-10)"))
+        written.append(path)
+    shares = cell_shares(records)
+    if shares is not None and shares.max() > 0:
+        path = out / "defect_cells.png"
+        plot_cell_shares(shares, path, label)
+        figures.append((path.name, "Where defects were flagged: share of images per grid cell"))
+        written.append(path)
+    note = NOTHING_SCORED if not summary["n_scored"] else "No grid flagged a defect cell, so there is no map to draw."
+    keys = [k for k in summary["mean_by_key"] if k != "overall"]  # the overall score is "mean score"
+    head = ["run", "images", "scored", "mean score", *[f"mean {k}" for k in keys], "ok", "partial", "failed",
+            "grids with defects", "clean grids", "low resolution"]
+    row = [label, summary["n_images"], summary["n_scored"], summary["mean_score"],
+           *[summary["mean_by_key"][k] for k in keys], summary["status"].get("ok", 0),
+           summary["status"].get("partial", 0), summary["status"].get("failed", 0) + summary["status"].get("error", 0),
+           summary["grid_status"].get("ok", 0), summary["grid_status"].get("none", 0), summary["n_low_resolution"]]
+    html = page("VIEScore2 report", summary_table(head, [row]),
+                [figures_section(figures, note), _lowest(records, worst)],
+                subtitle=f"from {Path(results).name}: {label}")
+    written.append(write_page(out, html))
+    return written
+
+
+def run_report(args: Any) -> int:
+    """The `vlmjudge viescore2 report` command: write the report, list what was written."""
+    import sys
+    try:
+        written = write_report(args.results, args.out, worst=args.worst)
+    except (ReportInputError, OSError, ValueError) as err:
+        print(f"vlmjudge viescore2 report: error: {err}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+def configure_report(sub: Any) -> None:
+    """Add `report` to the `vlmjudge viescore2` sub-commands."""
+    rep = sub.add_parser("report", help="an HTML report (summary, figures, lowest-scored images) of a score run",
+                         description="Read the results JSONL of `viescore2 score` (and its manifest beside it) and "
+                                     "write report.html, summary.json and the figures into --out.")
+    rep.add_argument("results", help="results JSONL written by `viescore2 score`")
+    rep.add_argument("--out", required=True, help="folder to write the report into (report.html at its top)")
+    rep.add_argument("--worst", type=int, default=20, help="how many of the lowest-scored images to list (default 20)")
+    rep.set_defaults(func=run_report)
