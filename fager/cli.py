@@ -62,6 +62,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     _add_policy_flags(rescore_cmd)
     rescore_cmd.set_defaults(func=run_rescore)
 
+    from fager.report import configure_report  # the report of a score run
+    configure_report(commands)
+
 
 def _add_policy_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--regenerate-threshold", type=float, default=20.0,

@@ -73,6 +73,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_on_error_flag(compare)
     compare.set_defaults(func=cmd_compare)
 
+    from .report import configure_report  # the report of a compare run
+    configure_report(commands)
+
 
 def _encoder_flags(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("similarity encoders")

@@ -339,3 +339,5 @@ def configure(parser: argparse.ArgumentParser) -> None:
     ev.add_argument("--overlays", default=None, help="folder for PNG overlays (needs --images)")
     ev.add_argument("--images", default=None, help="folder holding the judged images")
     ev.set_defaults(func=_cmd_evaluate)
+    from .report import configure_report  # the report of a score run
+    configure_report(sub)
