@@ -1,5 +1,6 @@
 """FAGER evaluation throughput: `Fager(judge).score` with given QA sets on many images against
-one image at a time (the QA chunks of one image share its prefix).
+one image at a time (the QA chunks of one image share its prefix), each path's prefill tokens
+beside its ideal (`bench.ideal`).
 
     python -m bench.fager --images 8 --size 512 --model tiny
 """

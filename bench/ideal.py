@@ -88,3 +88,28 @@ def ideal_prefill(judge: Any, requests: Sequence[Request]) -> int:
     from vlmjudge.backends._hf_prompt_ids import prompt_token_keys
     digests: dict = {}
     return trie_nodes(prompt_token_keys(judge, r, digests) for r in requests)
+
+
+def measure_with_ideal(name: str, n_images: int, judges: Sequence[Any], fn: Any,
+                       cuda: bool = False) -> tuple[Any, Any]:
+    """`bench.measure` of `fn`, with the ideal prefill of the requests it sent through `judges`
+    (all on one model) in `Measure.extra["ideal_prefill"]`; counted after the timing stops."""
+    from contextlib import ExitStack
+
+    from . import measure
+    with ExitStack() as stack:
+        recorders = [stack.enter_context(record(j)) for j in judges]
+        m, result = measure(name, n_images, judges, fn, cuda)
+    m.extra["ideal_prefill"] = ideal_prefill(judges[0], [r for rec in recorders for r in rec.requests])
+    return m, result
+
+
+def prefill_over_ideal(m: Any) -> float:
+    """A path's prefill tokens over its own ideal (1.0: each distinct prefix prefilled once)."""
+    ideal = m.extra["ideal_prefill"]
+    return m.prefill_tokens / ideal if ideal else float("nan")
+
+
+#: Table columns (`bench.table`) for a path measured by `measure_with_ideal`.
+IDEAL_COLUMNS = (("ideal prefill", lambda m: m.extra.get("ideal_prefill", "")),
+                 ("prefill/ideal", lambda m: f"{prefill_over_ideal(m):.3f}" if "ideal_prefill" in m.extra else ""))

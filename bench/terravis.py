@@ -15,8 +15,11 @@ The three steps between them are the ratios printed for prefix reuse, one-token 
 is the speedup. On a subset (`--ablation-images`) it also runs the optimized path with prefix
 reuse off, with the vision cache off (each stage encodes its images again: images x stages)
 and with decisions generated instead of read. Every path must give the same records
-(decisions, evidence, severities, scores) before anything is printed. The last line is
-`speedup: <optimized / reference images per second>`.
+(decisions, evidence, severities, scores) before anything is printed. Beside each path's
+prefill tokens it prints that path's ideal (`bench.ideal`: the token trie over every prompt the
+path sends, each distinct prefix once, images as their visual tokens). The last two lines are
+`prefill/ideal: <optimized prefill / its ideal>` and
+`speedup: <optimized / reference images per second>` (the second with the reference path only).
 """
 from __future__ import annotations
 
@@ -26,8 +29,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import (LogitShift, Measure, bench_images, build_tiny, judge_on, load_model, measure, option_token_ids,
+from . import (LogitShift, Measure, bench_images, build_tiny, judge_on, load_model, option_token_ids,
                shift_for_rate, table)
+from .ideal import IDEAL_COLUMNS, measure_with_ideal, prefill_over_ideal
 
 #: Positive rate aimed at when the tiny model's yes_bias is calibrated.
 TARGET_RATE = 0.3
@@ -175,7 +179,7 @@ def run(model: Any, processor: Any, images: Sequence[Any], *, batch_size: int | 
     if reference:
         plan.append(("reference", ref_judge, lambda: ref(ref_judge, images)))
     for name, judge, fn in plan:
-        results[name] = measure(name, n, [judge], fn, cuda)
+        results[name] = measure_with_ideal(name, n, [judge], fn, cuda)
     base = results["reference"][1] if reference else results["optimized"][1]
     for name, (_, records) in results.items():
         assert_same(name, records, base)
@@ -192,7 +196,7 @@ def run(model: Any, processor: Any, images: Sequence[Any], *, batch_size: int | 
                  "optimized, vision cache off (subset)": lambda j: optimized(j, sub),
                  "optimized, decisions generated (subset)": lambda j: optimized(j, sub, decision="generate")}
         for name, judge in judges.items():
-            ablations[name] = measure(name, len(sub), [judge], lambda: calls[name](judge), cuda)
+            ablations[name] = measure_with_ideal(name, len(sub), [judge], lambda: calls[name](judge), cuda)
         for name, (_, records) in ablations.items():
             assert_same(name, records, base[:len(sub)])
 
@@ -215,7 +219,7 @@ def run(model: Any, processor: Any, images: Sequence[Any], *, batch_size: int | 
           f"device {next(model.parameters()).device}, torch threads {torch.get_num_threads()}", file=out)
     print(f"images: {n} at {images[0].width}x{images[0].height}; eligible: "
           f"{sum(bool(r.checks) for r in opt_records)}; positive rate of the checks: {rate:.3f}", file=out)
-    print(table(measures, [("positive rate", lambda m: f"{rates[m.name]:.3f}")]), file=out)
+    print(table(measures, [*IDEAL_COLUMNS, ("positive rate", lambda m: f"{rates[m.name]:.3f}")]), file=out)
     print(f"images encoded (optimized): {opt_m.images_encoded}: each image once "
           f"(images x stages that need the image: {stage_encodes}; the vision cache serves the later stages)"
           if opt_judge.vision_cache.enabled else
@@ -237,6 +241,7 @@ def run(model: Any, processor: Any, images: Sequence[Any], *, batch_size: int | 
               f"{ratio('optimized, vision cache off (subset)', 'optimized (subset)', ablations):.2f}x", file=out)
         print(f"read vs generated one-token decisions (subset): "
               f"{ratio('optimized, decisions generated (subset)', 'optimized (subset)', ablations):.2f}x", file=out)
+    print(f"prefill/ideal: {prefill_over_ideal(opt_m):.3f}", file=out)
     if reference:
         print(f"speedup: {ratio('reference', 'optimized'):.2f}", file=out)
     return {name: m for name, (m, _) in {**results, **ablations}.items()}

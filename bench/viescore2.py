@@ -1,4 +1,5 @@
-"""VIEScore2 throughput: `VIEScore2(judge).score` on many images against one image at a time.
+"""VIEScore2 throughput: `VIEScore2(judge).score` on many images against one image at a time,
+each path's prefill tokens beside its ideal (`bench.ideal`).
 
     python -m bench.viescore2 --images 8 --size 512 --model tiny
 """

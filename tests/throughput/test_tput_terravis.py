@@ -102,3 +102,21 @@ def test_prefill_is_shared_prefixes_plus_suffixes(shifted):
                 common = next((k for k, (a, b) in enumerate(zip(ids[0], other)) if a != b), len(other))
                 expected += len(other) - common
     assert abs(judge.stats.prefill_tokens - expected) <= 0.1 * expected
+
+
+def test_benchmark_prints_each_paths_ideal_and_ends_with_prefill_over_ideal_then_speedup(shifted):
+    import io
+
+    from bench.terravis import run
+    model, processor, images = shifted
+    out = io.StringIO()
+    measures = run(model, processor, images[:2], ablation_images=0, steps=False, out=out)
+    lines = out.getvalue().splitlines()
+    opt, ref = measures["optimized"], measures["reference"]
+    assert lines[-2] == f"prefill/ideal: {opt.prefill_tokens / opt.extra['ideal_prefill']:.3f}"
+    assert lines[-1].startswith("speedup: ") and float(lines[-1].split()[1]) > 0
+    # the reference prefills every prompt whole: above its ideal, by the prefixes its requests share
+    assert 0 < 2 * ref.extra["ideal_prefill"] < ref.prefill_tokens
+    assert 0 < opt.extra["ideal_prefill"] <= opt.prefill_tokens
+    header = next(line for line in lines if line.startswith("path "))
+    assert "ideal prefill" in header and "prefill/ideal" in header
