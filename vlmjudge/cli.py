@@ -21,21 +21,27 @@ OPTIONAL_LIBS = ("torch", "torchvision", "transformers", "accelerate", "evaluate
 
 
 def add_judge_flags(parser: argparse.ArgumentParser) -> None:
-    """The flags every judging command shares."""
+    """The flags every judging command shares; each help says what happens without the flag."""
     g = parser.add_argument_group("judge")
-    g.add_argument("--model", help="Hub id, local checkpoint dir, server model name, or replay JSONL")
-    g.add_argument("--revision", default=None, help="Hub revision (branch, tag or commit)")
-    g.add_argument("--backend", default="transformers", help="transformers | openai | replay | module:Class")
+    g.add_argument("--model", help="the judge: a Hub id, a local checkpoint folder, a server's model name, or a "
+                                   "replay JSONL of recorded answers (required to judge)")
+    g.add_argument("--revision", default=None, help="Hub revision: branch, tag or commit (default: the main branch)")
+    g.add_argument("--backend", default="transformers",
+                   help="how the judge runs: transformers (in this process), openai (a server, see --base-url), "
+                        "replay (recorded answers) or module:Class (default: transformers)")
     g.add_argument("--base-url", default=None,
                    help="an OpenAI-compatible server, e.g. http://HOST:8000/v1 (vlmjudge serve, vLLM, SGLang); "
-                        "implies --backend openai")
+                        "implies --backend openai (default: none, the model runs in this process)")
     g.add_argument("--device", default=None, help="cpu, cuda, cuda:1, ... (default: cuda if available)")
     g.add_argument("--dtype", default=None, help="bfloat16, float16, float32 (default: the backend's)")
-    g.add_argument("--batch-size", type=int, default=8)
-    g.add_argument("--cache", default=None, help="SQLite response cache; reruns resume from it")
+    g.add_argument("--batch-size", type=int, default=8, help="requests per model call (default: 8)")
+    g.add_argument("--cache", default=None,
+                   help="SQLite file of the judge's answers; a rerun with the same file resumes from it "
+                        "(default: no cache, unless the command says where it keeps one)")
     g.add_argument("--key-fields", default=None,
-                   help="replay backend: comma-separated meta fields that key the answers (e.g. item_id,question_id)")
-    g.add_argument("--out", default=None, help="where results go")
+                   help="replay backend: comma-separated meta fields that key the answers, e.g. "
+                        "item_id,question_id (default: the request's content)")
+    g.add_argument("--out", default=None, help="where results go (default: the command's own, see its description)")
 
 
 def looks_like_path(model: str) -> bool:

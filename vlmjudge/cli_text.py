@@ -1,0 +1,89 @@
+"""What the judging commands say about themselves: help that shows each option's default, and
+the "resuming: N of M done" line of a rerun.
+
+Every judging command (`terravis score`, `viescore2 score`, `fager score`, `regeneration
+compare`, ...) builds its parser with `DefaultsHelpFormatter` (or `RawDefaultsHelpFormatter`
+where the description is laid out by hand), so `--help` gives each option's default without
+each help text repeating it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import IO, Any, Callable, Collection, Iterable
+
+
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """Appends "(default: X)" to an option's help, unless the help already says its default, the
+    default is None (the help then says in words what happens without the option), or the option
+    is an on/off flag (off unless given)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text.lower() or not action.option_strings or action.required:
+            return text
+        if action.default is None or action.default is argparse.SUPPRESS or action.nargs == 0:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+class RawDefaultsHelpFormatter(argparse.RawDescriptionHelpFormatter, DefaultsHelpFormatter):
+    """`DefaultsHelpFormatter` for a parser whose description keeps its own line breaks."""
+
+
+def say_resuming(done: int, total: int, stream: IO[str] | None = None) -> None:
+    """Print "resuming: N of M done" when a rerun finds N of its M items already complete."""
+    if done > 0:
+        print(f"resuming: {done} of {total} done", file=stream or sys.stderr)
+
+
+def cache_has_answers(cache: str | os.PathLike | None) -> bool:
+    """Whether a response cache file exists and is not empty: without one nothing resumes."""
+    return cache is not None and Path(cache).is_file() and Path(cache).stat().st_size > 0
+
+
+def done_in_jsonl(path: str | os.PathLike, wanted: Collection[str], id_field: str,
+                  is_done: Callable[[dict[str, Any]], bool]) -> int:
+    """How many of the `wanted` ids an earlier run's JSON-lines output holds as complete records.
+
+    Cheap: it reads the earlier output, never the images or the model. Lines that are not
+    records (a manifest line, a blank line, a broken line) are ignored; a missing file is 0.
+    """
+    file = Path(path)
+    if not file.is_file():
+        return 0
+    done: set[str] = set()
+    with open(file, encoding="utf-8") as handle:
+        for line in handle:
+            record = _json_object(line)
+            if record is not None and id_field in record and is_done(record):
+                done.add(str(record[id_field]))
+    return len(done & {str(w) for w in wanted})
+
+
+def done_in_records(records: Iterable[dict[str, Any]], wanted: Collection[str], id_field: str,
+                    is_done: Callable[[dict[str, Any]], bool]) -> int:
+    """`done_in_jsonl` over records already read (e.g. the pairs of an earlier JSON result)."""
+    done = {str(r[id_field]) for r in records if isinstance(r, dict) and id_field in r and is_done(r)}
+    return len(done & {str(w) for w in wanted})
+
+
+def _json_object(line: str) -> dict[str, Any] | None:
+    """One JSON object from a line, or None for anything else (an earlier run's output may be cut)."""
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def describe(parser: argparse.ArgumentParser, option: str, text: str) -> None:
+    """Give a shared option (e.g. --cache from `add_judge_flags`) the help of this command."""
+    for action in parser._actions:
+        if option in action.option_strings:
+            action.help = text
+            return
+    raise KeyError(f"{parser.prog} has no option {option}")
