@@ -2,7 +2,7 @@
 
     vlmjudge regeneration run --references DIR --generator GEN --model VLM --out DIR [options]
     vlmjudge regeneration benchmark --references DIR --generator NAME=GEN [--generator NAME=GEN ...] --model VLM --out DIR
-    vlmjudge regeneration compare REFS GENS [--model VLM] [--json] [--csv FILE]
+    vlmjudge regeneration compare REFS GENS [--model VLM] [--json] [--csv FILE] [--out FILE.json]
 
 GEN is a diffusers pipeline folder or Hub id, or `module:callable` (a function
 `(prompts, seeds) -> images`). A run folder resumes: rerunning the same command skips every
@@ -11,7 +11,6 @@ prompt, image and score already saved.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 
 from vlmjudge.cli import add_judge_flags, judge_from_args
 from vlmjudge.cli_intake import EXIT_EPILOG, add_on_error_flag
-from vlmjudge.intake import IMAGE_SUFFIXES
+from vlmjudge.cli_text import DefaultsHelpFormatter, describe
 
 from .benchmark import load_prompts, load_references, run_benchmark
 from .config import DEFAULT_SELECTION, INTERROGATOR_RUNS, SELECTION_PRESETS
@@ -39,20 +38,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     run = commands.add_parser("run", help="regenerate every reference image with one text-to-image model",
                               description="ImageRepainter: IUT -> prompt variants -> generation -> selection -> "
-                                          "feedback -> one-aspect revision, for T rounds; resumable run folder.")
+                                          "feedback -> one-aspect revision, for T rounds; resumable run folder.",
+                              formatter_class=DefaultsHelpFormatter)
     run.add_argument("--references", required=True, type=Path, help="folder of reference images")
     run.add_argument("--generator", required=True, help="diffusers folder / Hub id, or module:callable")
     _loop_flags(run)
+    describe(run, "--out", "the run folder; rerunning the same command resumes it (required)")
     run.set_defaults(func=cmd_run)
 
-    bench = commands.add_parser("benchmark", help="several models over one reference folder: table, grids, plots")
+    bench = commands.add_parser("benchmark", help="several models over one reference folder: table, grids, plots",
+                                formatter_class=DefaultsHelpFormatter)
     bench.add_argument("--references", required=True, type=Path, help="folder of reference images")
     bench.add_argument("--generator", required=True, action="append", metavar="NAME=GEN",
                        help="a model to evaluate (repeatable): NAME=diffusers folder / Hub id / module:callable")
-    bench.add_argument("--prompts", type=Path, help="original prompts (CSV id,prompt or JSONL) for direct judging")
+    bench.add_argument("--prompts", type=Path,
+                       help="original prompts (CSV id,prompt or JSONL) for direct judging (default: none)")
     bench.add_argument("--direct-judging", action="store_true",
                        help="baseline: rate images generated from the original prompts against them directly")
     _loop_flags(bench)
+    describe(bench, "--out", "the benchmark folder: one run folder per model, the table, grids and plots (required)")
     bench.set_defaults(func=cmd_benchmark)
 
     compare = commands.add_parser("compare", help="CLIP %% and DINO %% (and MLLM ratings) of two image folders",
@@ -62,14 +66,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
                                               "unreadable image is listed as 'path: reason' (and written beside "
                                               "--csv, else --out, as .failures.jsonl) and left out; a pair with an "
                                               "image under the recommended 64 px is scored, its row's "
-                                              "resolution_note says so.",
-                                  epilog=EXIT_EPILOG)
+                                              "resolution_note says so. A file with no partner of the same stem "
+                                              "in the other folder is listed by name and counted as unpaired. "
+                                              "MLLM ratings: mllm_content_rating and mllm_perceptual_rating are "
+                                              "a pair's 1-5 ratings, mllm_content and mllm_perceptual the same "
+                                              "ratings normalised to 0..1, (r - 1) / 4 (means in the summary).",
+                                  epilog=EXIT_EPILOG, formatter_class=DefaultsHelpFormatter)
     compare.add_argument("refs", type=Path, help="folder of reference images")
     compare.add_argument("gens", type=Path, help="folder of regenerated images (same file stems)")
     compare.add_argument("--json", action="store_true", help="print the whole result as JSON")
-    compare.add_argument("--csv", type=Path, help="write per-pair rows to this CSV")
+    compare.add_argument("--csv", type=Path, help="write per-pair rows to this CSV (default: no CSV)")
     _encoder_flags(compare)
     add_judge_flags(compare)
+    describe(compare, "--out", "write the whole result (summary, pairs, unpaired files) to this JSON file "
+                               "(default: no file)")
+    describe(compare, "--model", "the MLLM that rates content and perceptual quality per pair: a Hub id, a local "
+                                 "checkpoint folder, a server's model name, or a replay JSONL (default: none, "
+                                 "CLIP and DINO only)")
     add_on_error_flag(compare)
     compare.set_defaults(func=cmd_compare)
 
@@ -79,9 +92,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _encoder_flags(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("similarity encoders")
-    g.add_argument("--clip-model", default=DEFAULT_CLIP_MODEL, help=f"default {DEFAULT_CLIP_MODEL}")
-    g.add_argument("--dino-model", default=DEFAULT_DINO_MODEL, help=f"default {DEFAULT_DINO_MODEL}")
-    g.add_argument("--pooling", choices=POOLINGS, default="mean", help="DINOv2 pooling (default mean over tokens)")
+    g.add_argument("--clip-model", default=DEFAULT_CLIP_MODEL, help="CLIP image encoder: a Hub id or local folder")
+    g.add_argument("--dino-model", default=DEFAULT_DINO_MODEL, help="DINOv2 image encoder: a Hub id or local folder")
+    g.add_argument("--pooling", choices=POOLINGS, default="mean",
+                   help="DINOv2 embedding: mean (over the tokens) or cls (the CLS token)")
     g.add_argument("--encoder-device", default=None, help="device of the encoders (default: cuda if available)")
 
 
@@ -95,7 +109,8 @@ def _loop_flags(parser: argparse.ArgumentParser) -> None:
                    help="selection preset: release = 0.5 CLIP + 0.5 DINO (default, the public code), paper = CLIP, "
                         "DINO and the MLLM's content rating, a third each (the paper selects with all three)")
     g.add_argument("--weights", default=None,
-                   help="an explicit selection mix over clip, dino, mllm, e.g. clip=0.5,dino=0.5 (instead of --selection)")
+                   help="an explicit selection mix over clip, dino, mllm, e.g. clip=0.5,dino=0.5, instead of "
+                        "--selection (default: the --selection preset's mix)")
     g.add_argument("--prompt-mode", choices=[m for m in PROMPT_MODES if m != "user"], default="iut",
                    help="initial prompt: iut (default), direct (MLLM without IUT; feedback still sees the IUT), "
                         "interrogator (caption + CLIP)")
@@ -109,17 +124,23 @@ def _loop_flags(parser: argparse.ArgumentParser) -> None:
                    help="the regeneration is the last round's pick (default, the paper) or the best of all rounds")
     g.add_argument("--no-final-mllm", action="store_true", help="skip MLLM content/perceptual ratings at the end")
     g.add_argument("--seed", type=int, default=0, help="base seed of the generator (default 0)")
-    g.add_argument("--pack", default=None, help="JSON file overriding prompt templates")
-    g.add_argument("--text-model", default=None, help="a separate text-only judge for prompt writing and revision")
-    g.add_argument("--text-backend", default="transformers")
+    g.add_argument("--pack", default=None,
+                   help="JSON file overriding prompt templates (default: the shipped templates)")
+    g.add_argument("--text-model", default=None,
+                   help="a separate text-only judge for prompt writing and revision (default: --model does all)")
+    g.add_argument("--text-backend", default="transformers", help="backend of --text-model")
     gen = parser.add_argument_group("generator")
-    gen.add_argument("--generator-device", default=None)
-    gen.add_argument("--generator-dtype", default=None)
+    gen.add_argument("--generator-device", default=None,
+                     help="device of a diffusers generator (default: cuda if available)")
+    gen.add_argument("--generator-dtype", default=None,
+                     help="dtype of a diffusers generator, e.g. float16 (default: the pipeline's)")
     gen.add_argument("--generator-batch", type=int, default=8, help="prompts per generator call (default 8)")
-    gen.add_argument("--steps", type=int, default=None, help="num_inference_steps for a diffusers pipeline")
-    gen.add_argument("--guidance-scale", type=float, default=None)
-    gen.add_argument("--height", type=int, default=None)
-    gen.add_argument("--width", type=int, default=None)
+    gen.add_argument("--steps", type=int, default=None,
+                     help="num_inference_steps for a diffusers pipeline (default: the pipeline's)")
+    gen.add_argument("--guidance-scale", type=float, default=None,
+                     help="guidance_scale for a diffusers pipeline (default: the pipeline's)")
+    gen.add_argument("--height", type=int, default=None, help="image height in pixels (default: the pipeline's)")
+    gen.add_argument("--width", type=int, default=None, help="image width in pixels (default: the pipeline's)")
     _encoder_flags(parser)
     add_judge_flags(parser)
 
@@ -232,19 +253,6 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     return 0
 
 
-def _pairs(refs: Path, gens: Path) -> list[tuple[str, Path, Path]]:
-    def by_stem(folder: Path) -> dict[str, Path]:
-        if not folder.is_dir():
-            raise FileNotFoundError(f"no folder {folder}")
-        return {p.stem: p for p in sorted(folder.iterdir()) if p.suffix.lower() in IMAGE_SUFFIXES}
-
-    r, g = by_stem(refs), by_stem(gens)
-    common = sorted(set(r) & set(g))
-    if not common:
-        raise ValueError(f"no file stems shared by {refs} and {gens}")
-    return [(stem, r[stem], g[stem]) for stem in common]
-
-
 #: Why an MLLM rating is missing when the judge itself failed (regeneration.parsing.parse_answer's words).
 _BACKEND_ERROR = "backend error"
 
@@ -257,19 +265,24 @@ def _judge_failed(record: Any) -> bool:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    """Per-pair and mean CLIP % / DINO % (and MLLM ratings with --model) of two folders; pairs with
-    an unreadable image are listed and left out, and the exit status says so (see --help)."""
+    """Per-pair and mean score, CLIP % / DINO % (and MLLM ratings with --model) of two folders;
+    unpaired files and pairs with an unreadable image are listed and left out, and the exit
+    status says so (see --help). --out gets the whole result as JSON."""
     from vlmjudge.cli_intake import finish, nothing_readable, screen, start_run
+    from vlmjudge.cli_text import cache_has_answers, say_resuming
     from vlmjudge.intake import RUN, Failure
 
-    from .judging import summarize_ratings
+    from .compare import pair_folders, pair_row, plain_lines, rated_earlier, result_json, summarize, write_csv
     from .spec import RegenerationScorer
 
     try:
-        pairs = _pairs(args.refs, args.gens)
+        pairing = pair_folders(args.refs, args.gens)
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    pairs = pairing.pairs
+    if pairing.unpaired:
+        print(pairing.describe_unpaired(), file=sys.stderr)
     beside = args.csv or args.out  # where the failures file goes
     start_run(beside)
     screened = screen([(ref, gen) for _, ref, gen in pairs], args.on_error)  # before any model loads
@@ -277,33 +290,25 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return nothing_readable(screened, beside)
     kept = [pairs[i] for i in screened.kept]
     judge = judge_from_args(args) if args.model else None
+    if judge is not None and cache_has_answers(args.cache):  # only the MLLM answers are cached
+        say_resuming(rated_earlier(args.out, args.csv, [stem for stem, _, _ in kept]), len(kept))
     scorer = RegenerationScorer(judge, similarity=_similarity(args))
     records = scorer.score_batch({"reference": [str(p[1]) for p in kept], "generated": [str(p[2]) for p in kept]})
-    rows = []
-    for index, (stem, _, _), rec in zip(screened.kept, kept, records):
-        row = {"id": stem, **{k: v for k, v in rec.to_json().items() if k in ("clip", "dino", "score")},
-               "mllm_content": rec.mllm.content if rec.mllm else None,
-               "mllm_perceptual": rec.mllm.perceptual if rec.mllm else None}
-        if index in screened.notes:
-            row["resolution_note"] = screened.notes[index]
-        rows.append(row)
+    rows = [pair_row(stem, rec, screened.notes.get(index))
+            for index, (stem, _, _), rec in zip(screened.kept, kept, records)]
     unanswered = [Failure(index, str(pairs[index][2]), "the judge gave no answer for either MLLM rating")
                   for index, rec in zip(screened.kept, records) if _judge_failed(rec)]
-    summary = {"pairs": len(rows), "clip": sum(r["clip"] for r in rows) / len(rows),
-               "dino": sum(r["dino"] for r in rows) / len(rows), "skipped": len(screened.failures)}
-    if judge is not None:
-        summary.update(summarize_ratings([rec.mllm for rec in records]))
+    summary = summarize(rows, records, pairing, skipped=len(screened.failures), judged=judge is not None)
+    result = result_json(summary, rows, pairing)
     if args.csv:
-        columns = list(dict.fromkeys(key for row in rows for key in row))  # resolution_note only when flagged
-        with open(args.csv, "w", newline="", encoding="utf-8") as fh:
-            writer = csv.DictWriter(fh, fieldnames=columns, restval="")
-            writer.writeheader()
-            writer.writerows(rows)
+        write_csv(args.csv, rows)
+        RUN.saved = len(rows)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
         RUN.saved = len(rows)
     if args.json:
-        print(json.dumps({"summary": summary, "pairs": rows}, indent=2))
+        print(json.dumps(result, indent=2))
     else:
-        for r in rows:
-            print(f"{r['id']}\tCLIP {r['clip']:.2f}\tDINO {r['dino']:.2f}")
-        print(f"mean over {len(rows)} pairs: CLIP {summary['clip']:.2f} DINO {summary['dino']:.2f}")
+        print("\n".join(plain_lines(rows, summary, judged=judge is not None)))
     return finish(len(pairs), len(rows) - len(unanswered), [*screened.failures, *unanswered], beside)

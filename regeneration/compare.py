@@ -1,0 +1,155 @@
+"""`regeneration compare`'s result: two folders paired by file stem, one row per pair, a summary.
+
+Names say what they hold. Per pair, `mllm_content_rating` and `mllm_perceptual_rating` are the
+MLLM's 1-5 ratings as answered, and `mllm_content` / `mllm_perceptual` the same ratings on 0..1,
+(r - 1) / 4; the summary's `mllm_content` / `mllm_perceptual` are means of the 0..1 values, so a
+name means one thing wherever it appears. Files without a partner of the same stem are not
+dropped silently: they are listed by name (`unpaired_files`) and counted (`summary.unpaired`).
+"""
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from vlmjudge.cli_text import done_in_records
+from vlmjudge.intake import IMAGE_SUFFIXES
+
+from .judging import summarize_ratings
+
+#: Per-pair columns, in the order of the CSV and of the JSON rows.
+SIMILARITY_COLUMNS = ("score", "clip", "dino")
+RATING_COLUMNS = ("mllm_content_rating", "mllm_perceptual_rating", "mllm_content", "mllm_perceptual")
+
+
+@dataclass
+class Pairing:
+    """The pairs two folders share by file stem, and the files of each folder with no partner."""
+
+    pairs: list[tuple[str, Path, Path]]
+    references_only: list[Path] = field(default_factory=list)
+    generated_only: list[Path] = field(default_factory=list)
+
+    @property
+    def unpaired(self) -> int:
+        return len(self.references_only) + len(self.generated_only)
+
+    def unpaired_files(self) -> dict[str, list[str]]:
+        """The unpaired file names of each side (names, not paths: the folders are given)."""
+        return {"references_only": [p.name for p in self.references_only],
+                "generated_only": [p.name for p in self.generated_only]}
+
+    def describe_unpaired(self) -> str:
+        """One line naming every unpaired file, e.g. for standard error."""
+        parts = []
+        if self.references_only:
+            parts.append("no generated image for " + ", ".join(p.name for p in self.references_only))
+        if self.generated_only:
+            parts.append("no reference for " + ", ".join(p.name for p in self.generated_only))
+        return f"unpaired: {self.unpaired} file(s) left out ({'; '.join(parts)})"
+
+
+def _images_by_stem(folder: Path) -> dict[str, Path]:
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no folder {folder}")
+    return {p.stem: p for p in sorted(folder.iterdir()) if p.suffix.lower() in IMAGE_SUFFIXES}
+
+
+def pair_folders(refs: Path, gens: Path) -> Pairing:
+    """Pair the image files of two folders by stem; ValueError when they share none."""
+    r, g = _images_by_stem(Path(refs)), _images_by_stem(Path(gens))
+    common = sorted(set(r) & set(g))
+    if not common:
+        raise ValueError(f"no file stems shared by {refs} and {gens}")
+    return Pairing(pairs=[(stem, r[stem], g[stem]) for stem in common],
+                   references_only=[r[s] for s in sorted(set(r) - set(g))],
+                   generated_only=[g[s] for s in sorted(set(g) - set(r))])
+
+
+def pair_row(stem: str, record: Any, resolution_note: str | None = None) -> dict[str, Any]:
+    """One pair's row: similarity, then the MLLM ratings raw (1-5) and on 0..1 (None without a judge)."""
+    m = record.mllm
+    row = {"id": stem, **{k: getattr(record, k) for k in SIMILARITY_COLUMNS},
+           "mllm_content_rating": m.content if m else None, "mllm_perceptual_rating": m.perceptual if m else None,
+           "mllm_content": m.content_norm if m else None, "mllm_perceptual": m.perceptual_norm if m else None}
+    if resolution_note is not None:
+        row["resolution_note"] = resolution_note
+    return row
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def summarize(rows: Sequence[dict[str, Any]], records: Sequence[Any], pairing: Pairing, skipped: int,
+              judged: bool) -> dict[str, Any]:
+    """Means over the scored pairs, what was left out (unreadable pairs, unpaired files), the
+    MLLM means (0..1) and parse failures when a judge rated the pairs."""
+    summary: dict[str, Any] = {"pairs": len(rows), **{k: _mean([r[k] for r in rows]) for k in SIMILARITY_COLUMNS},
+                               "skipped": skipped, "unpaired": pairing.unpaired}
+    if judged:
+        summary.update(summarize_ratings([rec.mllm for rec in records]))
+    return summary
+
+
+def result_json(summary: dict[str, Any], rows: Sequence[dict[str, Any]], pairing: Pairing) -> dict[str, Any]:
+    """What --json prints and --out writes."""
+    return {"summary": summary, "pairs": list(rows), "unpaired_files": pairing.unpaired_files()}
+
+
+def _number(value: float | None, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def plain_lines(rows: Sequence[dict[str, Any]], summary: dict[str, Any], judged: bool) -> list[str]:
+    """The plain output: one line per pair and a mean line, every metric (MLLM ratings with a judge)."""
+    lines = []
+    for r in rows:
+        line = f"{r['id']}\tscore {_number(r['score'], '.2f')}\tCLIP {r['clip']:.2f}\tDINO {r['dino']:.2f}"
+        if judged:
+            line += "".join(f"\t{label} {_rating(r[f'mllm_{name}_rating'], r[f'mllm_{name}'])}"
+                            for label, name in (("MLLM content", "content"), ("MLLM perceptual", "perceptual")))
+        lines.append(line)
+    mean = (f"mean over {summary['pairs']} pairs: score {_number(summary['score'], '.2f')} "
+            f"CLIP {_number(summary['clip'], '.2f')} DINO {_number(summary['dino'], '.2f')}")
+    if judged:
+        mean += (f" MLLM content {_number(summary['mllm_content'], '.3f')} perceptual "
+                 f"{_number(summary['mllm_perceptual'], '.3f')} (0..1), "
+                 f"{summary['mllm_parse_failures']} MLLM parse failures")
+    left_out = [f"{summary[k]} {what}" for k, what in (("skipped", "unreadable pair(s)"),
+                                                        ("unpaired", "unpaired file(s)")) if summary[k]]
+    if left_out:
+        mean += f"; left out: {', '.join(left_out)}"
+    return [*lines, mean]
+
+
+def _rating(raw: int | None, normalised: float | None) -> str:
+    return "unreadable" if raw is None else f"{raw}/5 ({normalised:.2f})"
+
+
+def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    """Per-pair rows; the resolution_note column only when some pair was flagged."""
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=columns, restval="")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def rated_earlier(out: Path | None, csv_path: Path | None, stems: Sequence[str]) -> int:
+    """How many of these pairs an earlier run's --out JSON (else --csv) holds with both MLLM ratings:
+    a rerun with the same --cache finds their answers there."""
+    rows: list[dict[str, Any]] = []
+    if out is not None and Path(out).is_file():
+        try:
+            rows = json.loads(Path(out).read_text(encoding="utf-8")).get("pairs", [])
+        except (ValueError, AttributeError):
+            rows = []
+    elif csv_path is not None and Path(csv_path).is_file():
+        with open(csv_path, newline="", encoding="utf-8") as fh:
+            rows = [{k: (v if v != "" else None) for k, v in row.items()} for row in csv.DictReader(fh)]
+    return done_in_records(rows, stems, "id",
+                           lambda r: r.get("mllm_content") is not None and r.get("mllm_perceptual") is not None)
