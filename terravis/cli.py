@@ -23,24 +23,36 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Add the terravis subcommands to the `vlmjudge terravis` parser (entry point `vlmjudge.commands`)."""
     from vlmjudge.cli import add_judge_flags
     from vlmjudge.cli_intake import EXIT_EPILOG, add_on_error_flag
+    from vlmjudge.cli_text import DefaultsHelpFormatter, describe
 
     commands = parser.add_subparsers(dest="terravis_command", required=True)
     score = commands.add_parser("score", help="score images (files or folders) into a JSONL of records",
                                 description="Eligibility, 18 violation checks and severities for every image; "
                                             "one JSON record per image. An image below the recommended "
                                             "resolution is scored, its record's meta.resolution_note says so.",
-                                epilog=EXIT_EPILOG)
+                                epilog=EXIT_EPILOG, formatter_class=DefaultsHelpFormatter)
     score.add_argument("inputs", nargs="+", metavar="IMAGES_OR_DIR", help="image files or folders (recursive)")
     add_judge_flags(score)
-    score.add_argument("--no-cache", action="store_true", help="do not cache answers (no resume)")
-    score.add_argument("--variant", default="workflow", choices=("workflow", "holistic", "gptscore"))
-    score.add_argument("--lam", type=float, default=1.0, help="lambda of S = exp(-lam (N_major + alpha N_minor))")
-    score.add_argument("--alpha", type=float, default=0.5, help="weight of a minor violation (0..1)")
-    score.add_argument("--pack", default=None, help="prompt pack: a shipped name or a JSON file")
+    describe(score, "--out", "the results JSONL to write: a manifest line, then one record per image (required)")
+    describe(score, "--cache", "SQLite file of the judge's answers; a rerun resumes from it (default: beside "
+                               "--out, results.jsonl -> results.cache.sqlite; --no-cache for none)")
+    score.add_argument("--no-cache", action="store_true", help="do not cache answers (a rerun asks everything again)")
+    score.add_argument("--variant", default="workflow", choices=("workflow", "holistic", "gptscore"),
+                       help="workflow: the staged TerraVis judge (eligibility, then 18 violation checks with "
+                            "severities; the score is exp(-lam (N_major + alpha N_minor))); holistic: TerraVis-H, "
+                            "one call with the whole taxonomy giving a 1-5 rating or N/A; gptscore: one generic "
+                            "1-5 quality rating; both single-call ratings are scored (rating - 1) / 4")
+    score.add_argument("--lam", type=float, default=1.0,
+                       help="lambda of S = exp(-lam (N_major + alpha N_minor)), workflow variant")
+    score.add_argument("--alpha", type=float, default=0.5, help="weight of a minor violation (0..1), workflow variant")
+    score.add_argument("--pack", default=None,
+                       help="prompt pack: a shipped name or a JSON file (default: the shipped default pack)")
     score.add_argument("--t2i-model", default=None,
-                       help="name of the text-to-image model that made these images (the record's 'model')")
-    score.add_argument("--chunk-size", type=int, default=16, help="images per stage-batched judge run")
-    score.add_argument("--no-progress", action="store_true")
+                       help="name of the text-to-image model that made these images, the record's 'model' "
+                            "(default: none; reports then group by folder)")
+    score.add_argument("--chunk-size", type=int, default=16,
+                       help="images per stage-batched judge run; records are written as each chunk finishes")
+    score.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_on_error_flag(score)
     score.set_defaults(func=run_score)
 
@@ -101,6 +113,7 @@ def run_score(args: argparse.Namespace) -> int:
     counts and model calls; the exit status says whether every image got a record (--help)."""
     from vlmjudge.cli import judge_from_args
     from vlmjudge.cli_intake import finish, nothing_readable, partial_output, screen, start_run
+    from vlmjudge.cli_text import cache_has_answers, done_in_jsonl, say_resuming
     from vlmjudge.images import ImageInputError, to_pil
     from vlmjudge.intake import RUN, Failure
 
@@ -127,6 +140,9 @@ def run_score(args: argparse.Namespace) -> int:
         args.cache = None
     elif args.cache is None:
         args.cache = str(default_cache_path(out))
+    if cache_has_answers(args.cache):  # a rerun: the earlier output's finished records are in the cache
+        say_resuming(done_in_jsonl(out, {images[i][0] for i in screened.kept}, "image_id",
+                                   lambda r: r.get("status") in ("scored", "not_applicable")), len(screened.kept))
     judge = judge_from_args(args)
     judge.progress = False  # one bar, over images, below
     try:

@@ -5,8 +5,9 @@
     vlmjudge viescore2 evaluate predictions.jsonl --references gt.jsonl [--out result.json]
                                 [--grid-size 16] [--overlays DIR --images DIR]
 
-``score`` is described in `SCORE_HELP`; its results JSONL (``id``, ``text``, scores, grids,
-explanation, status per image) is also a predictions file for ``evaluate``.
+``score --help`` prints `SCORE_HELP` and ``evaluate --help`` `EVALUATE_HELP` (plain text, no
+markup). ``score``'s results JSONL (``id``, ``text``, scores, grids, explanation, status per
+image) is also a predictions file for ``evaluate``.
 
 Predictions JSONL, one object per line: ``{"id": "img-1", "text": "<judge output>"}``; the
 text is the judge's full answer (score lines, then grid lines).
@@ -165,7 +166,7 @@ SCORE_HELP = """Judge generated images with VIEScore2 and write one JSON record 
 IMAGES are image files or folders (their image files, sorted by name); an image's id is its
 file name without the suffix. Every image is checked before the model loads: with --on-error
 skip (the default) an unreadable one (truncated, not an image, empty, an aspect ratio over 200:1)
-is listed as `path: reason`, written to <out>.failures.jsonl and left out, and the rest are
+is listed as "path: reason", written to <out>.failures.jsonl and left out, and the rest are
 scored; with --on-error raise the first one stops the run.
 
 --prompts is either a text file with one prompt per line, in the order of IMAGES, or a JSONL
@@ -173,10 +174,32 @@ file of {"id": ..., "prompt": ..., "conditioning": [paths]} objects matched by i
 (conditioning paths are relative to the JSONL file; optional).
 
 --out results.jsonl gets the records (id, prompt, status, score, scores, grid or artifact and
-misalign, explanation, raw text, finish reason; and `resolution_note` for an image under the
+misalign, explanation, raw text, finish reason; and resolution_note for an image under the
 recommended 64 px, which is scored all the same); results.manifest.json beside it records the
 judge, configuration, instructions, grammar and decoding. --overlays DIR writes <id>.png with
 the predicted cells drawn on each image whose grid was read.
+"""
+
+
+EVALUATE_HELP = """Evaluate saved judge outputs against ground-truth grids and scores.
+
+PREDICTIONS is a JSONL file, one object per line: {"id": "img-1", "text": "<judge output>"}, the
+text being the judge's full answer (score lines, then grid lines). The results JSONL that
+"viescore2 score" writes is such a file.
+
+--references is a JSONL file, one object per line, for example:
+
+    {"id": "img-1", "grid": "r5: 8,9!\\nr6: 9", "score": 6.5}
+    {"id": "img-2", "artifact": "none", "misalign": "r2: 3", "pq": 8, "sc": 4, "image": "img-2.png"}
+
+grid is one grid body in the text format (rows, or none); artifact and misalign are the two
+category bodies and come together; a grid field that is absent or null means the example has
+no localization ground truth. score, pq and sc are 0-10 targets, each optional. image
+(optional) is the image file relative to --images; without it the overlay looks for <id>.png,
+.jpg, .jpeg or .webp there.
+
+The table printed (and --out's "metrics") holds every grid and score metric of the suite;
+--out's "examples" holds each example's grid status, scores and grid IoU.
 """
 
 
@@ -241,6 +264,7 @@ def pack_from_file(path: str | None) -> Any:
 def _cmd_score(args: argparse.Namespace) -> int:
     from vlmjudge.cli import judge_from_args
     from vlmjudge.cli_intake import finish, nothing_readable, partial_output, screen, start_run
+    from vlmjudge.cli_text import cache_has_answers, done_in_jsonl, say_resuming
     from vlmjudge.intake import RUN, Failure
 
     from .pipeline import VIEScore2
@@ -267,6 +291,9 @@ def _cmd_score(args: argparse.Namespace) -> int:
     except (OSError, ValueError, KeyError) as err:
         print(f"vlmjudge viescore2 score: error: {err}", file=sys.stderr)
         return 2
+    if cache_has_answers(args.cache):  # a rerun: the earlier output's answered images are in the cache
+        say_resuming(done_in_jsonl(out, {ids[i] for i in screened.kept}, "id", lambda r: r.get("status") != "error"),
+                     len(screened.kept))
     out.parent.mkdir(parents=True, exist_ok=True)
     failures, records, counts, manifest = list(screened.failures), [], Counter(), {}
     step = max(args.batch_size, 1) * SCORE_CHUNK_BATCHES
@@ -313,10 +340,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Add the viescore2 sub-commands to the ``vlmjudge viescore2`` parser."""
     from vlmjudge.cli import add_judge_flags
     from vlmjudge.cli_intake import EXIT_EPILOG, add_on_error_flag
+    from vlmjudge.cli_text import RawDefaultsHelpFormatter, describe
     sub = parser.add_subparsers(dest="viescore2_command", required=True)
     sc = sub.add_parser("score", help="judge images: scores, defect grids and explanations as JSONL",
                         description=SCORE_HELP, epilog=textwrap.fill(EXIT_EPILOG, 92),  # raw: wrap it here
-                        formatter_class=argparse.RawDescriptionHelpFormatter)
+                        formatter_class=RawDefaultsHelpFormatter)
     sc.add_argument("images", nargs="+", help="image files or folders")
     sc.add_argument("--prompts", required=True, help="text file (one prompt per line) or JSONL {id, prompt, conditioning}")
     sc.add_argument("--fields", default="pq_sc+split", help="configuration: overall|pq_sc, grid|split, marks, "
@@ -324,20 +352,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sc.add_argument("--grid-size", type=int, default=DEFAULT_N, help="N of the N x N grid (default 16)")
     sc.add_argument("--pack", default=None, help="instruction pack: a JSON file {version, templates, system} or a "
                                                  "text file with one template (the instructions a checkpoint was "
-                                                 "trained with)")
+                                                 "trained with; default: the shipped instructions)")
     sc.add_argument("--no-grammar", action="store_true", help="do not constrain the output (tolerant parsing only)")
-    sc.add_argument("--overlays", default=None, help="folder for PNG overlays of the predicted cells")
+    sc.add_argument("--overlays", default=None,
+                    help="folder for PNG overlays of the predicted cells (default: no overlays)")
     add_judge_flags(sc)
+    describe(sc, "--out", "the results JSONL to write; the manifest goes beside it (required)")
     add_on_error_flag(sc)
     sc.set_defaults(func=_cmd_score)
     ev = sub.add_parser("evaluate", help="metrics of saved judge outputs against ground-truth grids and scores",
-                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                        description=EVALUATE_HELP, formatter_class=RawDefaultsHelpFormatter)
     ev.add_argument("predictions", help="JSONL of {id, text}")
     ev.add_argument("--references", required=True, help="JSONL of {id, grid | artifact+misalign, score, pq, sc}")
-    ev.add_argument("--out", default=None, help="write metrics and per-example results as JSON")
+    ev.add_argument("--out", default=None,
+                    help="write metrics and per-example results as JSON (default: the table only)")
     ev.add_argument("--grid-size", type=int, default=DEFAULT_N, help="N of the N x N grid (default 16)")
-    ev.add_argument("--overlays", default=None, help="folder for PNG overlays (needs --images)")
-    ev.add_argument("--images", default=None, help="folder holding the judged images")
+    ev.add_argument("--overlays", default=None, help="folder for PNG overlays (needs --images; default: none)")
+    ev.add_argument("--images", default=None,
+                    help="folder holding the judged images (needs --overlays; default: none)")
     ev.set_defaults(func=_cmd_evaluate)
     from .report import configure_report  # the report of a score run
     configure_report(sub)
