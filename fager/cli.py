@@ -140,13 +140,16 @@ def run_rescore(args: argparse.Namespace) -> int:
 def _configure_model_commands(commands: argparse._SubParsersAction) -> None:
     from vlmjudge.cli import add_judge_flags
     from vlmjudge.cli_intake import EXIT_EPILOG, add_on_error_flag
+    from vlmjudge.cli_text import DefaultsHelpFormatter, describe
 
     rubric = commands.add_parser("rubric", help="build QA sets for prompts with the agents (writes QA.csv)",
                                  description="Fact proposal, reference-guided extraction, verification and QA "
-                                             "generation for every prompt; QA sets are stored and reused.")
+                                             "generation for every prompt; QA sets are stored and reused.",
+                                 formatter_class=DefaultsHelpFormatter)
     rubric.add_argument("prompts", type=Path, help="CSV with index and prompt columns")
     _add_pipeline_flags(rubric)
     add_judge_flags(rubric)
+    describe(rubric, "--out", "the QA.csv to write (default: QA.csv in the current folder)")
     rubric.set_defaults(func=run_rubric)
 
     score = commands.add_parser("score", help="score images against QA sets (writes details.jsonl, summary.csv)",
@@ -155,41 +158,49 @@ def _configure_model_commands(commands: argparse._SubParsersAction) -> None:
                                             "verdict of an image under the recommended 64 px carries "
                                             "provenance.resolution_note. Failures go to "
                                             "details.jsonl.failures.jsonl in --out.",
-                                epilog=EXIT_EPILOG)
+                                epilog=EXIT_EPILOG, formatter_class=DefaultsHelpFormatter)
     score.add_argument("items", type=Path, help="CSV with index, prompt and image columns")
     score.add_argument("--qa", type=Path, default=None, help="QA.csv to score against (default: build or reuse)")
     _add_pipeline_flags(score)
     _add_policy_flags(score)
     add_judge_flags(score)
+    describe(score, "--out", "the run folder for details.jsonl and summary.csv (default: fager_run)")
     add_on_error_flag(score)
     score.set_defaults(func=run_score)
 
     refine = commands.add_parser("refine", help="keep / edit / regenerate images and re-evaluate",
                                  description="Refinement rounds over the generators; saved images are reused "
-                                             "when a run is repeated.")
+                                             "when a run is repeated.", formatter_class=DefaultsHelpFormatter)
     refine.add_argument("items", type=Path, help="CSV with index, prompt and image columns")
     refine.add_argument("--qa", type=Path, default=None, help="QA.csv to score against (default: build or reuse)")
     refine.add_argument("--generator", default=None,
-                        help="text-to-image model for regenerate: module:callable, diffusers folder or Hub id")
+                        help="text-to-image model for regenerate: module:callable, diffusers folder or Hub id "
+                             "(default: none; a regenerate decision is then recorded as no_generator)")
     refine.add_argument("--editor", default=None,
-                        help="image editor for edit: module:callable, diffusers folder or Hub id")
+                        help="image editor for edit: module:callable, diffusers folder or Hub id "
+                             "(default: none; an edit decision is then recorded as no_editor)")
     refine.add_argument("--rounds", type=int, default=1, help="refinement rounds (default 1, as in the paper)")
     refine.add_argument("--seed", type=int, default=0, help="base seed of the generators")
     _add_pipeline_flags(refine)
     _add_policy_flags(refine)
     add_judge_flags(refine)
+    describe(refine, "--out", "the folder for the round folders and report.json/report.md (default: fager_refine)")
     refine.set_defaults(func=run_refine)
 
 
 def _add_pipeline_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--references", type=Path, default=None,
-                        help="folder of reference images: <id>/*.png or <id>.png per prompt id")
+                        help="folder of reference images: <id>/*.png or <id>.png per prompt id "
+                             "(default: none, facts come from the model alone)")
     parser.add_argument("--max-references", type=int, default=3, help="reference images per prompt (default 3)")
-    parser.add_argument("--store", type=Path, default=None, help="QA store folder (reuses QA sets across runs)")
-    parser.add_argument("--pack", default=None, help="prompt pack: a shipped name or a JSON file")
+    parser.add_argument("--store", type=Path, default=None,
+                        help="QA store folder that reuses QA sets across runs "
+                             "(default: none, QA sets are kept for this run only)")
+    parser.add_argument("--pack", default=None,
+                        help="prompt pack: a shipped name or a JSON file (default: the shipped default pack)")
     parser.add_argument("--text-model", default=None, help="model of the text agents (default: --model)")
     parser.add_argument("--text-backend", default=None, help="backend of the text model (default: --backend)")
-    parser.add_argument("--chunk-size", type=int, default=512, help="requests per judge call")
+    parser.add_argument("--chunk-size", type=int, default=512, help="requests per judge call (default 512)")
 
 
 def _pipeline(args: argparse.Namespace, policy: GatingPolicy | None = None):
@@ -265,6 +276,7 @@ def run_score(args: argparse.Namespace) -> int:
     """Check the images, score the readable items and write details.jsonl and summary.csv into --out;
     unreadable images and items without a result are listed, and the exit status says so (--help)."""
     from vlmjudge.cli_intake import finish, nothing_readable, screen, start_run
+    from vlmjudge.cli_text import cache_has_answers, done_in_jsonl, say_resuming
     from vlmjudge.intake import RUN, Failure
     out = Path(args.out or "fager_run")
     details = out / "details.jsonl"
@@ -278,6 +290,10 @@ def run_score(args: argparse.Namespace) -> int:
     if not screened.kept:
         return nothing_readable(screened, details)
     kept = screened.kept
+    if cache_has_answers(args.cache):  # a rerun: the earlier run's answered items are in the cache
+        say_resuming(done_in_jsonl(details, {ids[i] for i in kept}, "index",
+                                   lambda v: "qa_error" not in (v.get("provenance") or {})
+                                   and (v.get("counts") or {}).get("total", 0) > 0), len(kept))
     try:
         qa_sets = read_qa_csv(args.qa) if args.qa else None
         fager = _pipeline(args, _policy(args))
