@@ -81,3 +81,19 @@ def test_record_keeps_every_request_and_restores_the_judge(judge_for, noise):
     plain = judge_for("qwen3_vl", prefix_reuse=False)
     plain.choice_probs(probs_requests, ["Yes", "No"])
     assert ideal_prefill(judge, probs_requests) < plain.stats.prefill_tokens
+
+
+@pytest.mark.parametrize("family", ["qwen3_vl", "llava"])
+def test_the_processors_expansion_names_the_same_tokens(judge_for, noise, family):
+    """Where the processor cannot tell visual-token counts, its own expansion is read: the same keys."""
+    from vlmjudge.backends._hf_prompt_ids import _expanded_by_processor
+    from vlmjudge.images import image_bytes_digest
+    judge = judge_for(family)
+    a, b = noise(2, sizes=((48, 32),), seed=7)
+    request = Request(images=[a, b], text="Which one is brighter?", system="You judge images.")
+    names = [image_bytes_digest(p) for p in request.pil_images()]
+    slow = _expanded_by_processor(judge, judge.prompt_text(request), request.pil_images(), names,
+                                  expanded_image_token_id(judge))
+    fast = prompt_token_keys(judge, request)
+    assert slow == fast
+    assert {k[0] for k in fast if isinstance(k, tuple)} == set(names) and names[0] != names[1]

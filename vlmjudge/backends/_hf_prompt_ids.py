@@ -38,7 +38,8 @@ def expanded_image_token_id(judge: Any) -> int | None:
     return None
 
 
-def prompt_token_keys(judge: Any, request: Request, digests: dict[int, tuple[Any, str]] | None = None) -> list[Hashable]:
+def prompt_token_keys(judge: Any, request: Request,
+                      digests: dict[int, tuple[Any, str]] | None = None) -> list[Hashable]:
     """The expanded prompt of `request`: ints for text tokens, `(digest, k)` for the k-th visual
     token of an image. `digests` memoises pixel digests by image object within one count.
 
@@ -54,7 +55,8 @@ def prompt_token_keys(judge: Any, request: Request, digests: dict[int, tuple[Any
     names = [_digest_of(memo, pil) for pil in pils]
     pad = expanded_image_token_id(judge)
     places = [i for i, t in enumerate(ids) if t == pad]
-    if pad is not None and len(places) == len(pils):
+    counts_known = hasattr(judge.processor, "_get_num_multimodal_tokens")  # else image_tokens guesses
+    if pad is not None and len(places) == len(pils) and counts_known:
         counts = image_tokens(judge.processor, [(p.height, p.width) for p in pils])
         out: list[Hashable] = []
         start = 0
@@ -68,21 +70,22 @@ def prompt_token_keys(judge: Any, request: Request, digests: dict[int, tuple[Any
 
 def _expanded_by_processor(judge: Any, text: str, pils: list, names: list[str], pad: int | None) -> list[Hashable]:
     """The processor's own expansion; runs of the pad id are the images, in order."""
-    expanded = judge.processor(text=[text], images=pils, return_tensors="pt")["input_ids"][0].tolist()
     if pad is None:
         raise ValueError("cannot tell the visual tokens of this processor apart from text tokens")
+    expanded = judge.processor(text=[text], images=pils, return_tensors="pt")["input_ids"][0].tolist()
+    starts = {i for i, t in enumerate(expanded) if t == pad and (i == 0 or expanded[i - 1] != pad)}
+    if len(starts) != len(names):
+        raise ValueError(f"the processor wrote {len(starts)} runs of visual tokens for {len(names)} images")
     out: list[Hashable] = []
     image, k = -1, 0
-    previous_pad = False
-    for t in expanded:
-        if t == pad:
-            if not previous_pad:
-                image, k = image + 1, 0
-            out.append((names[min(image, len(names) - 1)], k))
-            k += 1
-        else:
+    for i, t in enumerate(expanded):
+        if t != pad:
             out.append(t)
-        previous_pad = t == pad
+            continue
+        if i in starts:
+            image, k = image + 1, 0
+        out.append((names[image], k))
+        k += 1
     return out
 
 
