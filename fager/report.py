@@ -20,7 +20,7 @@ from vlmjudge.report_page import (
     summary_table, table, write_page,
 )
 
-from .replay import ReplayFormatError, read_details
+from .replay import ReplayFormatError, record_to_verdict
 from .schema import Verdict
 
 #: FAGER scores are in 0-100: the histogram's x axis.
@@ -30,13 +30,38 @@ DECISIONS = ("keep", "edit", "regenerate", None)
 
 
 def details_path(run: str | os.PathLike) -> Path:
-    """The details.jsonl of a run: the path itself, or `details.jsonl` in a run folder."""
+    """The details.jsonl of a run: the path itself (any JSONL of Verdict lines), or
+    `details.jsonl` in a run folder."""
     path = Path(run)
     if path.is_dir():
         path = path / "details.jsonl"
     if not path.is_file():
         raise ReportInputError(f"no details.jsonl at {path} (give a `fager score` --out folder or its details.jsonl)")
     return path
+
+
+def read_verdicts(path: Path) -> list[Verdict]:
+    """The Verdicts of a details.jsonl as `fager.replay.read_details` reads them, also from
+    `python -m vlmjudge.distributed fager` output, whose low-resolution flag is a top-level
+    `resolution_note` (moved into the verdict's provenance here, as `fager score` writes it)."""
+    verdicts = []
+    with open(path, encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                note = record.pop("resolution_note", None) if isinstance(record, dict) else None
+                if isinstance(record, dict) and "per_question" not in record and "questions" in record:
+                    verdict = Verdict.model_validate(record)
+                else:
+                    verdict = record_to_verdict(record)
+            except (ValueError, TypeError) as error:  # JSON and pydantic errors are ValueErrors
+                raise ReplayFormatError(f"{path}:{line_no}: {type(error).__name__}: {str(error)[:200]}") from None
+            if note:
+                verdict = verdict.model_copy(update={"provenance": {**verdict.provenance, "resolution_note": note}})
+            verdicts.append(verdict)
+    return verdicts
 
 
 def summarize_verdicts(verdicts: Sequence[Verdict]) -> dict[str, Any]:
@@ -79,7 +104,7 @@ def write_report(run: str | os.PathLike, out_dir: str | os.PathLike, worst: int 
     from vlmjudge.report_figures import bars, histogram
 
     details = details_path(run)
-    verdicts = read_details(details)
+    verdicts = read_verdicts(details)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary = summarize_verdicts(verdicts)

@@ -55,7 +55,19 @@ def read_compare(path: str | os.PathLike) -> dict[str, Any]:
             raise ReportInputError(f"{file}: expected the `regeneration compare --out` JSON, with a 'pairs' list")
         return {"pairs": data["pairs"], "unpaired_files": data.get("unpaired_files") or {}}
     rows, _ = read_run(file)
-    return {"pairs": rows, "unpaired_files": {}}
+    return {"pairs": [flat_pair(row, position) for position, row in enumerate(rows)], "unpaired_files": {}}
+
+
+def flat_pair(row: dict[str, Any], position: int) -> dict[str, Any]:
+    """A pair row in compare's flat names, also from a scored record (`python -m vlmjudge.distributed
+    regeneration`), whose MLLM ratings sit under `mllm` and whose id may be absent (its position)."""
+    flat = {"id": row.get("id", position), **row}
+    mllm = flat.pop("mllm", None)
+    if isinstance(mllm, dict):
+        for name in ("content", "perceptual"):
+            flat.setdefault(f"mllm_{name}_rating", mllm.get(name))
+            flat.setdefault(f"mllm_{name}", mllm.get(f"{name}_norm"))
+    return flat
 
 
 def summarize_pairs(pairs: Sequence[dict[str, Any]], unpaired: dict[str, list[str]]) -> dict[str, Any]:

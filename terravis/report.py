@@ -77,6 +77,7 @@ def load_runs(paths: Sequence[str | os.PathLike]) -> list[Evaluator]:
     evaluators: dict[str, Evaluator] = {}
     for path in paths:
         records, manifest = load_records(path)
+        _keep_top_level_notes(path, records)
         if not records:
             raise ReportError(f"{path}: no records")
         label = evaluator_label(manifest)
@@ -90,8 +91,29 @@ def load_runs(paths: Sequence[str | os.PathLike]) -> list[Evaluator]:
     return list(evaluators.values())
 
 
+#: The T2I "model" of images that name none (no `model` field, no parent folder) under --group-by auto.
+UNGROUPED = "all images"
+
+
+def _keep_top_level_notes(path: str | os.PathLike, records: Sequence[ImageRecord]) -> None:
+    """Move a record line's top-level `resolution_note` (how `python -m vlmjudge.distributed` flags a
+    small image) into the record's meta, where `terravis score` puts it (in memory only)."""
+    notes = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip() and '"resolution_note"' in line:
+                row = json.loads(line)
+                if "image_id" in row and row.get("resolution_note"):
+                    notes.append((str(row["image_id"]), str(row["resolution_note"])))
+    by_id = dict(notes)
+    for record in records:
+        if record.image_id in by_id and not record.meta.get("resolution_note"):
+            record.meta["resolution_note"] = by_id[record.image_id]
+
+
 def model_of(record: ImageRecord, group_by: GroupBy = "auto") -> str:
-    """The T2I model of an image: its `model` field, or its parent folder's name."""
+    """The T2I model of an image: its `model` field, or its parent folder's name (under "auto",
+    `UNGROUPED` when it has neither)."""
     if group_by in ("field", "auto") and record.meta.get("model") is not None:
         return str(record.meta["model"])
     if group_by == "field":
@@ -101,6 +123,8 @@ def model_of(record: ImageRecord, group_by: GroupBy = "auto") -> str:
         raise ReportError(f"group_by must be auto, field or folder, got {group_by!r}")
     path = record.meta.get("path") or record.image_id
     parent = Path(str(path)).parent.name
+    if not parent and group_by == "auto":  # e.g. `python -m vlmjudge.distributed` ids: one group
+        return UNGROUPED
     if not parent:
         raise ReportError(f"record {record.image_id!r} has no parent folder to name its model")
     return parent
