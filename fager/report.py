@@ -83,6 +83,8 @@ def _name(v: Verdict, position: int) -> str:
 
 def _lowest(verdicts: Sequence[Verdict], worst: int) -> str:
     scored = sorted((v for v in verdicts if v.overall_score is not None), key=lambda v: v.overall_score)
+    if scored and worst <= 0:  # --worst 0: no list asked for
+        return ""
     if not scored:
         return section("Lowest-scored images", empty_state(
             f"None of the {len(verdicts)} images got an overall score, so there are no lowest-scored images to show."))
@@ -149,11 +151,11 @@ def run_report(args: Any) -> int:
 
 
 def configure_report(commands: Any) -> None:
-    """Add `report` to the `vlmjudge fager` sub-commands."""
+    """Add report to the vlmjudge fager sub-commands."""
     rep = commands.add_parser("report", help="an HTML report (summary, figures, lowest-scored images) of a score run",
-                              description="Read a `fager score` run (its --out folder, or the details.jsonl in it) "
+                              description="Read a fager score run (its --out folder, or the details.jsonl in it) "
                                           "and write report.html, summary.json and the figures into --out.")
-    rep.add_argument("run", type=Path, help="the --out folder of `fager score`, or its details.jsonl")
+    rep.add_argument("run", type=Path, help="the --out folder of fager score, or its details.jsonl")
     rep.add_argument("--out", type=Path, required=True, help="folder to write the report into (report.html at its top)")
     rep.add_argument("--worst", type=int, default=20, help="how many of the lowest-scored images to list (default 20)")
     rep.set_defaults(func=run_report)

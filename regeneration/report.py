@@ -88,6 +88,8 @@ def _rank_key(pair: dict[str, Any]) -> float:
 
 def _lowest(pairs: Sequence[dict[str, Any]], worst: int) -> str:
     scored = sorted((p for p in pairs if p.get("score") is not None or p.get("clip") is not None), key=_rank_key)
+    if scored and worst <= 0:  # --worst 0: no list asked for
+        return ""
     if not scored:
         return section("Lowest-scored pairs", empty_state(
             f"None of the {len(pairs)} pairs got a score, so there are no lowest-scored pairs to show."))
@@ -175,12 +177,12 @@ def run_report(args: Any) -> int:
 
 
 def configure_report(commands: Any) -> None:
-    """Add `report` to the `vlmjudge regeneration` sub-commands."""
+    """Add report to the vlmjudge regeneration sub-commands."""
     rep = commands.add_parser("report", help="an HTML report (summary, figures, lowest-scored pairs) of a compare run",
-                              description="Read what `regeneration compare` wrote (its --out JSON, its --csv, or "
+                              description="Read what regeneration compare wrote (its --out JSON, its --csv, or "
                                           "JSON lines of pair rows) and write report.html, summary.json and the "
                                           "figures into --out.")
-    rep.add_argument("result", type=Path, help="the --out JSON (or --csv) of `regeneration compare`")
+    rep.add_argument("result", type=Path, help="the --out JSON (or --csv) of regeneration compare")
     rep.add_argument("--out", type=Path, required=True, help="folder to write the report into (report.html at its top)")
     rep.add_argument("--worst", type=int, default=20, help="how many of the lowest-scored pairs to list (default 20)")
     rep.set_defaults(func=run_report)

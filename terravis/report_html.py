@@ -120,7 +120,7 @@ def _evaluator_section(rep: Mapping[str, Any], worst: Sequence[ImageRecord], mod
     if worst:
         parts.append(f"<h3>The {len(worst)} lowest-scored images</h3>")
         parts += [image_card(r, models[r.image_id], search) for r in worst]
-    else:
+    elif not s["n_scored"]:  # (with scored images and --worst 0, no list was asked for)
         parts.append("<h3>Lowest-scored images</h3>" + empty_state(
             f"None of the {s['n_images']} images was scored ({s['n_not_applicable']} N/A, {s['n_failed']} failed), "
             "so there are no lowest-scored images to show."))

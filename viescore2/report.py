@@ -84,6 +84,8 @@ def plot_cell_shares(shares: Any, path: str | os.PathLike, label: str) -> None:
 
 def _lowest(records: Sequence[dict[str, Any]], worst: int) -> str:
     scored = sorted((r for r in records if r.get("score") is not None), key=lambda r: (r["score"], str(r["id"])))
+    if scored and worst <= 0:  # --worst 0: no list asked for
+        return ""
     if not scored:
         return section("Lowest-scored images", empty_state(
             f"None of the {len(records)} images got a score, so there are no lowest-scored images to show."))
@@ -159,11 +161,11 @@ def run_report(args: Any) -> int:
 
 
 def configure_report(sub: Any) -> None:
-    """Add `report` to the `vlmjudge viescore2` sub-commands."""
+    """Add report to the vlmjudge viescore2 sub-commands."""
     rep = sub.add_parser("report", help="an HTML report (summary, figures, lowest-scored images) of a score run",
-                         description="Read the results JSONL of `viescore2 score` (and its manifest beside it) and "
+                         description="Read the results JSONL of viescore2 score (and its manifest beside it) and "
                                      "write report.html, summary.json and the figures into --out.")
-    rep.add_argument("results", help="results JSONL written by `viescore2 score`")
+    rep.add_argument("results", help="results JSONL written by viescore2 score")
     rep.add_argument("--out", required=True, help="folder to write the report into (report.html at its top)")
     rep.add_argument("--worst", type=int, default=20, help="how many of the lowest-scored images to list (default 20)")
     rep.set_defaults(func=run_report)

@@ -102,3 +102,14 @@ def test_terravis_scored_without_violations_draws_only_the_histogram(tmp_path):
     assert [p.name for p in written if p.suffix == ".png"] == ["score_histogram.png"]
     html = (tmp_path / "rep" / "report.html").read_text()
     assert "No violation was detected" in html and "The 3 lowest-scored images" in html
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_worst_zero_lists_nothing_and_says_nothing_false(method, tmp_path):
+    from vlmjudge.cli import main
+
+    build, _ = METHODS[method]
+    out = tmp_path / "rep"
+    assert main([method, "report", str(build(tmp_path, True)), "--out", str(out), "--worst", "0"]) == 0
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "The 0 lowest" not in html and "None of the" not in html and 'id="figures"' in html
