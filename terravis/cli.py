@@ -102,6 +102,10 @@ def collect_images(inputs: Sequence[str]) -> list[tuple[str, Path]]:
     return found
 
 
+#: Manifest fields that decide the judge's answers: a rerun differing in one asks anew (lam and alpha do not).
+ANSWER_KEYS = ("method_version", "variant", "backend", "model", "revision", "dtype", "pack_sha256", "decoding")
+
+
 def default_cache_path(out: str | os.PathLike) -> Path:
     """The answer cache beside the output: results.jsonl -> results.cache.sqlite."""
     out = Path(out)
@@ -113,7 +117,7 @@ def run_score(args: argparse.Namespace) -> int:
     counts and model calls; the exit status says whether every image got a record (--help)."""
     from vlmjudge.cli import judge_from_args
     from vlmjudge.cli_intake import finish, nothing_readable, partial_output, screen, start_run
-    from vlmjudge.cli_text import cache_has_answers, done_in_jsonl, say_resuming
+    from vlmjudge.cli_text import cache_has_answers, done_in_jsonl, earlier_manifest, same_answers, say_resuming
     from vlmjudge.images import ImageInputError, to_pil
     from vlmjudge.intake import RUN, Failure
 
@@ -140,9 +144,6 @@ def run_score(args: argparse.Namespace) -> int:
         args.cache = None
     elif args.cache is None:
         args.cache = str(default_cache_path(out))
-    if cache_has_answers(args.cache):  # a rerun: the earlier output's finished records are in the cache
-        say_resuming(done_in_jsonl(out, {images[i][0] for i in screened.kept}, "image_id",
-                                   lambda r: r.get("status") in ("scored", "not_applicable")), len(screened.kept))
     judge = judge_from_args(args)
     judge.progress = False  # one bar, over images, below
     try:
@@ -152,6 +153,10 @@ def run_score(args: argparse.Namespace) -> int:
         return 2
     manifest = {**tv.manifest(), "command": "terravis score", "n_images": len(screened.kept),
                 "n_skipped": len(screened.failures), "inputs": list(args.inputs), "cache": args.cache}
+    if cache_has_answers(args.cache) and same_answers(earlier_manifest(out), manifest, ANSWER_KEYS):
+        # a rerun of the same questions: the earlier output's finished records are in the cache
+        say_resuming(done_in_jsonl(out, {images[i][0] for i in screened.kept}, "image_id",
+                                   lambda r: r.get("status") in ("scored", "not_applicable")), len(screened.kept))
     failures = list(screened.failures)
     statuses: dict[str, int] = {"scored": 0, "not_applicable": 0, "failed": 0}
     scores: list[float] = []

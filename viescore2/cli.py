@@ -261,10 +261,24 @@ def pack_from_file(path: str | None) -> Any:
     return file if file.suffix == ".json" else file.read_text(encoding="utf-8")
 
 
+#: Manifest fields that decide the judge's answers: a rerun differing in one asks anew.
+ANSWER_KEYS = ("backend", "model", "revision", "dtype", "fields", "grid_size", "pack_sha256", "grammar_sha256",
+               "decoding")
+
+
+def _saved_manifest(path: Path) -> dict[str, Any] | None:
+    """The manifest an earlier `score` wrote beside its results, or None (none, or unreadable)."""
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return manifest if isinstance(manifest, dict) else None
+
+
 def _cmd_score(args: argparse.Namespace) -> int:
     from vlmjudge.cli import judge_from_args
     from vlmjudge.cli_intake import finish, nothing_readable, partial_output, screen, start_run
-    from vlmjudge.cli_text import cache_has_answers, done_in_jsonl, say_resuming
+    from vlmjudge.cli_text import cache_has_answers, done_in_jsonl, same_answers, say_resuming
     from vlmjudge.intake import RUN, Failure
 
     from .pipeline import VIEScore2
@@ -291,7 +305,9 @@ def _cmd_score(args: argparse.Namespace) -> int:
     except (OSError, ValueError, KeyError) as err:
         print(f"vlmjudge viescore2 score: error: {err}", file=sys.stderr)
         return 2
-    if cache_has_answers(args.cache):  # a rerun: the earlier output's answered images are in the cache
+    manifest_path = out.with_name(out.stem + ".manifest.json")
+    if cache_has_answers(args.cache) and same_answers(_saved_manifest(manifest_path), scorer.manifest(), ANSWER_KEYS):
+        # a rerun of the same questions: the earlier output's answered images are in the cache
         say_resuming(done_in_jsonl(out, {ids[i] for i in screened.kept}, "id", lambda r: r.get("status") != "error"),
                      len(screened.kept))
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -315,7 +331,6 @@ def _cmd_score(args: argparse.Namespace) -> int:
                                                                       f"{record.finish_reason})"))
             fh.flush()
             records += result.records
-    manifest_path = out.with_name(out.stem + ".manifest.json")
     manifest_path.write_text(json.dumps({**manifest, "counts": dict(counts), "skipped": len(screened.failures)},
                                         indent=2) + "\n", encoding="utf-8")
     scores = [r.overall for r in records if r.overall is not None]

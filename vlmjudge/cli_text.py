@@ -87,3 +87,21 @@ def describe(parser: argparse.ArgumentParser, option: str, text: str) -> None:
             action.help = text
             return
     raise KeyError(f"{parser.prog} has no option {option}")
+
+
+def earlier_manifest(path: str | os.PathLike) -> dict[str, Any] | None:
+    """The manifest an earlier run wrote as its output's first line ({"manifest": {...}}), or None."""
+    file = Path(path)
+    if not file.is_file():
+        return None
+    with open(file, encoding="utf-8") as handle:
+        record = _json_object(handle.readline())
+    manifest = record.get("manifest") if record is not None else None
+    return manifest if isinstance(manifest, dict) else None
+
+
+def same_answers(earlier: dict[str, Any] | None, current: dict[str, Any], keys: Iterable[str]) -> bool:
+    """Whether an earlier run asked the same questions of the same judge (its cached answers fit
+    this run): the manifests agree on every one of `keys`."""
+    current = json.loads(json.dumps(current))  # as the earlier one was read back: tuples are lists
+    return earlier is not None and all(earlier.get(k) == current.get(k) for k in keys)

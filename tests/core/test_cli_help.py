@@ -150,3 +150,16 @@ def test_a_rerun_says_it_is_resuming(build, tmp_path):
     argv = build(tmp_path, folder)
     code, err = run(argv)
     assert code == 0 and "resuming: 3 of 4 done" in err, err
+
+
+@pytest.mark.parametrize("build,other", [(terravis_argv, ["--variant", "gptscore"]),
+                                         (viescore2_argv, ["--fields", "pq_sc"])], ids=["terravis", "viescore2"])
+def test_a_rerun_with_other_questions_does_not_claim_to_resume(build, other, tmp_path):
+    folder = tmp_path / "images"
+    images(folder, 2)
+    argv = build(tmp_path, folder)
+    assert run(argv)[0] == 0
+    code, err = run([*argv, *other])  # other questions: the cached answers do not fit them
+    assert code == 0 and "resuming" not in err, err
+    code, err = run([*argv, *other])
+    assert code == 0 and "resuming: 2 of 2 done" in err, err
