@@ -61,3 +61,29 @@ def test_regeneration_reads_runner_records(tmp_path):
     assert html.index(">y") < html.index(">x")  # lowest first
     summary = json.loads((tmp_path / "rep" / "summary.json").read_text())["summary"]
     assert summary["mean_mllm_content"] == 1.0 and summary["mean_score"] == 50.0
+
+
+def _compare_rows():
+    from regeneration.compare import pair_row
+    from regeneration.judging import MLLMScores
+    from regeneration.spec import PairRecord
+
+    rated = PairRecord(clip=90.0, dino=70.0, score=80.0, valid=True, mllm=MLLMScores(content=3, perceptual=5))
+    low = PairRecord(clip=30.0, dino=10.0, score=20.0, valid=True, mllm=MLLMScores(content=1, perceptual=None))
+    return [pair_row("cat", rated), pair_row("dog", low, resolution_note=NOTE)]
+
+
+def test_regeneration_reads_what_compare_writes_as_json_and_csv(tmp_path):
+    from regeneration.compare import Pairing, result_json, write_csv
+
+    rows = _compare_rows()
+    pairing = Pairing(pairs=[], references_only=[tmp_path / "owl.png"])
+    (tmp_path / "compare.json").write_text(json.dumps(result_json({"pairs": 2}, rows, pairing)))
+    write_csv(tmp_path / "compare.csv", rows)
+    for name in ("compare.json", "compare.csv"):
+        out = tmp_path / f"rep-{name}"
+        html = _report("regeneration", tmp_path / name, out)
+        summary = json.loads((out / "summary.json").read_text())["summary"]
+        assert summary["n_pairs"] == 2 and summary["mean_score"] == 50.0 and summary["mean_mllm_content"] == 0.25
+        assert f'title="{NOTE}"' in html and html.index(">dog") < html.index(">cat")
+    assert "owl.png" in (tmp_path / "rep-compare.json" / "report.html").read_text()
