@@ -110,7 +110,7 @@ def test_accelerate_example(run_block, tmp_path, capsys):
 
 def test_readme_carries_the_same_examples():
     readme = (HERE.parent.parent / "README.md").read_text()
-    if "Use in training" not in readme:
-        pytest.skip("README.md has no 'Use in training' section yet (text in tests/integrations/use_in_training.md)")
+    assert "## Use in training" in readme, "README.md lost its 'Use in training' section"
+    assert BLOCKS, "use_in_training.md has no python blocks"
     missing = [i for i, block in enumerate(BLOCKS) if block not in readme]
     assert not missing, f"README's examples differ from use_in_training.md (blocks {missing}); keep them equal"

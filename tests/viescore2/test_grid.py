@@ -51,7 +51,15 @@ def test_parser_never_raises_on_text(text):
 @given(st.lists(st.sampled_from(["r", "row ", "5", "17", ":", ",", "!", "8", " ", "\n", "none", "artifact:",
                                  "misalign:", "score", "pq", "/10", "-", "x", "99", "0", "."]), max_size=30))
 def test_parser_never_raises_on_near_miss_text(tokens):
-    parse_output("".join(tokens))
+    """Near-miss grids and scores: a status always, cells only inside the 16 x 16 grid, scores in 0..10."""
+    parsed = parse_output("".join(tokens))
+    assert parsed.status in set(GridStatus)
+    assert (parsed.localization is None) == (parsed.status is GridStatus.FAILED)
+    union = parsed.union
+    if union is not None:
+        assert all(1 <= r <= 16 and 1 <= c <= 16 for r, c in union.cells)
+        assert union.marks <= union.cells
+    assert all(0 <= v <= 10 for v in parsed.scores.values())
 
 
 def test_paper_example_row():

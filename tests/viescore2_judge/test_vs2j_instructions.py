@@ -85,7 +85,16 @@ def test_callable_pack_gets_the_item():
 
 
 def test_builtin_pack_renders_the_default_template():
-    assert InstructionPack().template("overall+split") == default_template("overall+split")
+    """The shipped pack asks for what the fields name: one overall score, a 16 x 16 grid, the two
+    category sections, and no PQ/SC axes or coverage marks (which other field sets ask for)."""
+    text = InstructionPack().template("overall+split")
+    assert text == default_template("overall+split")
+    rendered = text.format(images="", prompt="a red fox", n=16)
+    assert '"a red fox"' in rendered and "16 x 16 grid" in rendered
+    assert "artifact:" in rendered and "misalign:" in rendered
+    assert "0 (worst) to 10 (best)" in rendered
+    with_marks = default_template("pq_sc+split+marks")
+    assert "!" in with_marks and "!" not in text
 
 
 def test_training_instruction_matches_each_example_supervision():
