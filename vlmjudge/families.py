@@ -16,10 +16,11 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 #: Why a family's vision-tower outputs are not kept across calls (see `_hf_vision`): the store
-#: swaps the inner model's `get_image_features(pixel_values, image_grid_thw)` per image, which
-#: needs per-image patch counts in the forward's inputs. Other families batch their images
-#: (tiles, padded pixel arrays) in ways the store does not yet split per image.
-NO_VISION_CACHE = "not yet: its image inputs carry no per-image patch grid (`image_grid_thw`) to split by"
+#: swaps the inner model's `get_image_features` for one that splits the forward's images and
+#: serves each by its pixel digest. It splits Qwen-VL patch grids (`image_grid_thw`) and one
+#: pixel array per image (Gemma 3, LLaVA); tiled or batch-padded image inputs are not split
+#: per image yet, so those families encode every image in every call.
+NO_VISION_CACHE = "not yet: tiled or batch-padded image inputs are not split per image"
 
 
 @dataclass(frozen=True)
@@ -51,10 +52,10 @@ FAMILIES: dict[str, Family] = {f.model_type: f for f in (
            vision_cache="no: the vision cache serves the shared-prefix path only",
            notes="falls back to the unshared path automatically (stats.unshared_fallback)"),
     Family("glm4v", "GLM-4.1V"),
-    Family("gemma3", "Gemma 3", shared_prefix=_WINDOW, vision_cache=NO_VISION_CACHE),
+    Family("gemma3", "Gemma 3", shared_prefix=_WINDOW),
     Family("gemma4", "Gemma 4", shared_prefix=_WINDOW, vision_cache=NO_VISION_CACHE,
            notes="the paper's judge for TerraVis (31B)"),
-    Family("llava", "LLaVA", vision_cache=NO_VISION_CACHE),
+    Family("llava", "LLaVA"),
     Family("llava_onevision", "LLaVA-OneVision", vision_cache=NO_VISION_CACHE),
     Family("idefics3", "Idefics3", vision_cache=NO_VISION_CACHE),
     Family("smolvlm", "SmolVLM", vision_cache=NO_VISION_CACHE, notes="its processor needs num2words"),

@@ -92,15 +92,22 @@ def test_the_override_is_removed_when_the_forward_fails(loaded, noise, monkeypat
     assert len(judge.vision_cache) == 0
 
 
-def test_other_families_and_the_unshared_path_encode_per_call(loaded, noise):
+def test_llava_rows_are_served_and_the_unshared_path_encodes_per_call(loaded, noise):
+    """LLaVA (one pixel array per image) is served by the store too (issue 20); the unshared
+    path never is. Families with tiled inputs are covered in tests/families."""
     llava = loaded["llava"]
-    assert not _hf_vision.supports(llava.model)
+    assert _hf_vision.supports(llava.model)
     judge = TransformersJudge(llava.model, llava.processor)
-    assert not judge.vision_cache.enabled and judge.manifest()["vision_cache_mb"] == 0
     images = noise(2)
-    judge.choice_probs(_questions(images), OPTIONS)
-    judge.choice_probs(_questions(images), OPTIONS)
-    assert judge.stats.images_encoded == 4
+    first = judge.choice_probs(_questions(images), OPTIONS)
+    again = judge.choice_probs(_questions(images), OPTIONS)
+    assert judge.stats.images_encoded == 2 and judge.vision_cache.hits > 0
+    assert all(abs(a[o] - b[o]) < 1e-5 for a, b in zip(first, again) for o in OPTIONS)
+    plain = TransformersJudge(llava.model, llava.processor, prefix_reuse=False)
+    assert not plain.vision_cache.enabled and plain.manifest()["vision_cache_mb"] == 0
+    plain.choice_probs(_questions(images), OPTIONS)
+    plain.choice_probs(_questions(images), OPTIONS)
+    assert plain.stats.images_encoded == 2 * len(_questions(images))  # every request, every call
     qwen = loaded["qwen3_vl"]
     unshared = TransformersJudge(qwen.model, qwen.processor, prefix_reuse=False)
     assert not unshared.vision_cache.enabled

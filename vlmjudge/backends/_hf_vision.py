@@ -11,7 +11,8 @@ an image's features do not depend on the images encoded beside it (up to float r
 
 Entries are tensors on the model's device, kept least-recently-used first out within a byte
 budget (a Qwen3-VL-8B image at 1024² holds ~32 MB: 1,024 tokens x 4,096 x 4 feature sets x
-bf16). Other families (LLaVA) encode per call as before.
+bf16). Gemma 3 and LLaVA, whose inputs hold one pixel array per image, are served the same
+way (`ROW_FAMILIES`); the other families encode per call as before.
 """
 from __future__ import annotations
 
@@ -26,12 +27,31 @@ if TYPE_CHECKING:
 DEFAULT_MB = 2048
 
 
-def supports(model: Any) -> bool:
+#: Families whose image inputs hold one pixel array per image, each giving a fixed number of
+#: feature rows (`pooler_output[i]`), so the store splits and rebuilds them by image. Tiled
+#: (InternVL, Idefics3, SmolVLM, LLaVA-OneVision, Llama 4) and padded (Pixtral, Gemma 4)
+#: inputs are not split per image yet: those families encode every image in every call.
+ROW_FAMILIES = ("gemma3", "llava")
+
+
+def _grid_model(model: Any) -> bool:
     """A Qwen-VL style model: an inner model with `get_image_features` and a `visual` tower
     that merges patches (its image inputs carry `image_grid_thw`)."""
     inner = getattr(model, "model", None)
     visual = getattr(inner, "visual", None)
     return callable(getattr(inner, "get_image_features", None)) and hasattr(visual, "spatial_merge_size")
+
+
+def _row_model(model: Any) -> bool:
+    inner = getattr(model, "model", None)
+    return (getattr(getattr(model, "config", None), "model_type", None) in ROW_FAMILIES
+            and callable(getattr(inner, "get_image_features", None)))
+
+
+def supports(model: Any) -> bool:
+    """Whether the store can serve this model's image features (Qwen-VL grids, or one row
+    of pixels per image)."""
+    return _grid_model(model) or _row_model(model)
 
 
 def image_keys(units: Sequence[Any], prompts: Sequence[Any], pil_lists: Sequence[list]) -> list[str]:
@@ -59,6 +79,8 @@ class VisionCache:
         if max_mb < 0:
             raise ValueError(f"vision cache size must be >= 0 MB, got {max_mb}")
         self.enabled = max_mb > 0 and supports(model)
+        self._rows = _row_model(model)  # one pixel array per image, else Qwen-VL grids
+        self._row_tensor = True         # whether the encoder stacks per-image features in one tensor
         self._inner = getattr(model, "model", None)
         self.max_bytes = int(max_mb * 2**20)
         self._store: OrderedDict[str, tuple[Any, list[Any]]] = OrderedDict()
@@ -83,6 +105,8 @@ class VisionCache:
         original = inner.get_image_features
 
         def get_image_features(pixel_values, image_grid_thw=None, **kwargs):
+            if self._rows:
+                return self._row_features(original, list(keys), pixel_values, kwargs)
             return self._features(original, list(keys), pixel_values, image_grid_thw, kwargs)
 
         inner.get_image_features = get_image_features
@@ -121,6 +145,26 @@ class VisionCache:
         for key, value in fresh.items():
             self._put(key, value)
         return self._output(chosen)
+
+    def _row_features(self, encode: Any, keys: list[str], pixel_values: torch.Tensor, kwargs: dict) -> Any:
+        """Gemma 3 / LLaVA: row i of `pixel_values` is image i; its features are `pooler_output[i]`."""
+        import torch
+        if len(keys) != int(pixel_values.shape[0]):
+            raise RuntimeError(f"vision cache: {len(keys)} image keys for {int(pixel_values.shape[0])} images")
+        todo = [i for i, key in enumerate(keys) if key not in self._store and key not in keys[:i]]
+        fresh: dict[str, tuple[Any, list[Any]]] = {}
+        if todo:
+            out = encode(pixel_values[todo], **kwargs)
+            self._output_type, pooled = type(out), out.pooler_output
+            self._row_tensor = torch.is_tensor(pooled)
+            for j, i in enumerate(todo):  # copies: a view would keep the whole batch's tensor alive
+                fresh[keys[i]] = (pooled[j].clone(), [])
+            self.encoded += len(todo)
+        self.hits += len(keys) - len(todo)
+        chosen = [fresh[k][0] if k in fresh else self._touch(k)[0] for k in keys]
+        for key, value in fresh.items():
+            self._put(key, value)
+        return self._output_type(pooler_output=torch.stack(chosen) if self._row_tensor else tuple(chosen))
 
     def _per_image_deepstack(self, deep: Any, embeds: list[Any]) -> list[list[Any]]:
         """Deepstack features per layer, per image (transformers 5.17 returns them concatenated)."""

@@ -6,7 +6,7 @@ after the generation prompt, and run in batches under `torch.inference_mode`. By
 that prefix once, and their suffixes against its KV cache (`_hf_prefix`); requests are
 grouped, sorted by size into batches and restored to order (`_hf_batching`), and the next
 batch's images are preprocessed on a worker thread while the model runs. On that path, a
-Qwen-VL model's vision-tower outputs are also kept across calls (`vision_cache_mb`, default
+Qwen-VL, GLM-4V, Gemma 3 or LLaVA model's vision-tower outputs are also kept across calls (`vision_cache_mb`, default
 2 GiB, 0 for off; see `_hf_vision`), so an image asked about in several calls (TerraVis
 stages, FAGER chunks) is encoded once; `stats.images_encoded` counts the tower's runs. `choice_probs`
 reads the next-token logits at the end of prompt + prefix, softmaxed over the option token
@@ -121,7 +121,7 @@ class TransformersJudge(Judge):
         self._grammars = None
         self._prompts: dict[int, prefixes.Prompt] = {}
         self._prefetcher: batching.Prefetcher | None = None
-        # vision outputs kept across calls (shared-prefix path, Qwen-VL family): an image asked
+        # vision outputs kept across calls (shared-prefix path, families in `_hf_vision`): an image asked
         # about in several stages goes through the tower once
         # a recurrent or hybrid cache cannot be shared: such a model runs the unshared path (logged)
         self.sharing_blocker = prefixes.sharing_blocker(model, model_id) if prefix_reuse else None
