@@ -18,9 +18,9 @@ logger = logging.getLogger(__name__)
 #: Why a family's vision-tower outputs are not kept across calls (see `_hf_vision`): the store
 #: swaps the inner model's `get_image_features` for one that splits the forward's images and
 #: serves each by its pixel digest. It splits Qwen-VL patch grids (`image_grid_thw`) and one
-#: pixel array per image (Gemma 3, LLaVA); tiled or batch-padded image inputs are not split
-#: per image yet, so those families encode every image in every call.
-NO_VISION_CACHE = "not yet: tiled or batch-padded image inputs are not split per image"
+#: pixel array per image (Gemma 3/4, LLaVA, Pixtral); tiled inputs carry no tile count per
+#: image in the forward, so they are not split yet and those families encode every call.
+NO_VISION_CACHE = "not yet: tiled image inputs are not split per image"
 
 
 @dataclass(frozen=True)
@@ -53,14 +53,14 @@ FAMILIES: dict[str, Family] = {f.model_type: f for f in (
            notes="falls back to the unshared path automatically (stats.unshared_fallback)"),
     Family("glm4v", "GLM-4.1V"),
     Family("gemma3", "Gemma 3", shared_prefix=_WINDOW),
-    Family("gemma4", "Gemma 4", shared_prefix=_WINDOW, vision_cache=NO_VISION_CACHE,
+    Family("gemma4", "Gemma 4", shared_prefix=_WINDOW,
            notes="the paper's judge for TerraVis (31B)"),
     Family("llava", "LLaVA"),
     Family("llava_onevision", "LLaVA-OneVision", vision_cache=NO_VISION_CACHE),
     Family("idefics3", "Idefics3", vision_cache=NO_VISION_CACHE),
     Family("smolvlm", "SmolVLM", vision_cache=NO_VISION_CACHE, notes="its processor needs num2words"),
     Family("internvl", "InternVL", vision_cache=NO_VISION_CACHE),
-    Family("mistral3", "Mistral 3 (Pixtral)", vision_cache=NO_VISION_CACHE),
+    Family("mistral3", "Mistral 3 (Pixtral)"),
     Family("llama4", "Llama 4", shared_prefix="yes (suffixes in equal-length blocks under its attention chunk)",
            vision_cache=NO_VISION_CACHE,
            notes="transformers 5.24's forward reads a missing `image_outputs`; the backend adds it"),

@@ -28,10 +28,11 @@ DEFAULT_MB = 2048
 
 
 #: Families whose image inputs hold one pixel array per image, each giving a fixed number of
-#: feature rows (`pooler_output[i]`), so the store splits and rebuilds them by image. Tiled
-#: (InternVL, Idefics3, SmolVLM, LLaVA-OneVision, Llama 4) and padded (Pixtral, Gemma 4)
-#: inputs are not split per image yet: those families encode every image in every call.
-ROW_FAMILIES = ("gemma3", "llava")
+#: feature rows (`pooler_output[i]`; Pixtral and Gemma 4 pad the arrays and say each image's
+#: size or patch positions beside them), so the store splits and rebuilds them by image.
+#: Tiled inputs (InternVL, Idefics3, SmolVLM, LLaVA-OneVision, Llama 4), whose tile counts
+#: per image the forward does not carry, are not split: those families encode per call.
+ROW_FAMILIES = ("gemma3", "gemma4", "llava", "mistral3")
 
 
 def _grid_model(model: Any) -> bool:
@@ -104,10 +105,11 @@ class VisionCache:
         inner = self._inner
         original = inner.get_image_features
 
-        def get_image_features(pixel_values, image_grid_thw=None, **kwargs):
+        def get_image_features(pixel_values, *args, **kwargs):
             if self._rows:
-                return self._row_features(original, list(keys), pixel_values, kwargs)
-            return self._features(original, list(keys), pixel_values, image_grid_thw, kwargs)
+                return self._row_features(original, list(keys), pixel_values, args, kwargs)
+            grid = args[0] if args else kwargs.pop("image_grid_thw", None)
+            return self._features(original, list(keys), pixel_values, grid, kwargs)
 
         inner.get_image_features = get_image_features
         try:
@@ -146,15 +148,20 @@ class VisionCache:
             self._put(key, value)
         return self._output(chosen)
 
-    def _row_features(self, encode: Any, keys: list[str], pixel_values: torch.Tensor, kwargs: dict) -> Any:
-        """Gemma 3 / LLaVA: row i of `pixel_values` is image i; its features are `pooler_output[i]`."""
+    def _row_features(self, encode: Any, keys: list[str], pixel_values: torch.Tensor, args: tuple,
+                      kwargs: dict) -> Any:
+        """Row i of `pixel_values` is image i (padded to the batch's largest, with its size or
+        patch positions in a per-image tensor beside it); its features are `pooler_output[i]`."""
         import torch
-        if len(keys) != int(pixel_values.shape[0]):
-            raise RuntimeError(f"vision cache: {len(keys)} image keys for {int(pixel_values.shape[0])} images")
+        n = int(pixel_values.shape[0])
+        if len(keys) != n:
+            raise RuntimeError(f"vision cache: {len(keys)} image keys for {n} images")
         todo = [i for i, key in enumerate(keys) if key not in self._store and key not in keys[:i]]
         fresh: dict[str, tuple[Any, list[Any]]] = {}
         if todo:
-            out = encode(pixel_values[todo], **kwargs)
+            def rows(value: Any) -> Any:  # per-image tensors (image sizes, patch positions) follow
+                return value[todo] if torch.is_tensor(value) and value.dim() and value.shape[0] == n else value
+            out = encode(pixel_values[todo], *map(rows, args), **{k: rows(v) for k, v in kwargs.items()})
             self._output_type, pooled = type(out), out.pooler_output
             self._row_tensor = torch.is_tensor(pooled)
             for j, i in enumerate(todo):  # copies: a view would keep the whole batch's tensor alive

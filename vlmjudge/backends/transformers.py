@@ -6,7 +6,7 @@ after the generation prompt, and run in batches under `torch.inference_mode`. By
 that prefix once, and their suffixes against its KV cache (`_hf_prefix`); requests are
 grouped, sorted by size into batches and restored to order (`_hf_batching`), and the next
 batch's images are preprocessed on a worker thread while the model runs. On that path, a
-Qwen-VL, GLM-4V, Gemma 3 or LLaVA model's vision-tower outputs are also kept across calls (`vision_cache_mb`, default
+Qwen-VL, GLM-4V, Gemma, LLaVA or Pixtral model's vision-tower outputs are also kept across calls (`vision_cache_mb`, default
 2 GiB, 0 for off; see `_hf_vision`), so an image asked about in several calls (TerraVis
 stages, FAGER chunks) is encoded once; `stats.images_encoded` counts the tower's runs. `choice_probs`
 reads the next-token logits at the end of prompt + prefix, softmaxed over the option token
