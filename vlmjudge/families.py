@@ -56,7 +56,9 @@ FAMILIES: dict[str, Family] = {f.model_type: f for f in (
     Family("gemma4", "Gemma 4", shared_prefix=_WINDOW,
            notes="the paper's judge for TerraVis (31B)"),
     Family("llava", "LLaVA"),
-    Family("llava_onevision", "LLaVA-OneVision", vision_cache=NO_VISION_CACHE),
+    Family("llava_onevision", "LLaVA-OneVision",
+           vision_cache="no: an image's features depend on its prompt's image count (anyres tiling only "
+                        "when the prompt has one image), so pixels alone cannot key them"),
     Family("idefics3", "Idefics3", vision_cache=NO_VISION_CACHE),
     Family("smolvlm", "SmolVLM", vision_cache=NO_VISION_CACHE, notes="its processor needs num2words"),
     Family("internvl", "InternVL", vision_cache=NO_VISION_CACHE),
