@@ -28,3 +28,9 @@ def test_same_seed_same_weights(tmp_path):
     a = load_file(f"{build_tiny_family('gemma4', tmp_path / 'a', seed=3)}/model.safetensors")
     b = load_file(f"{build_tiny_family('gemma4', tmp_path / 'b', seed=3)}/model.safetensors")
     assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a)
+
+
+def test_cli_refuses_a_window_a_family_cannot_take(tmp_path):
+    with pytest.raises(SystemExit):
+        main(["qwen3_vl", str(tmp_path / "q"), "--sliding-window", "8"])
+    assert not (tmp_path / "q").exists()

@@ -14,7 +14,7 @@ import sys
 
 from . import (build_tiny_clip, build_tiny_dinov2, build_tiny_family, build_tiny_image_edit, build_tiny_siglip,
                build_tiny_text_to_image, build_tiny_vlm, install_in_hf_cache)
-from .tiny_families import FAMILIES
+from .tiny_families import FAMILIES, WINDOWED
 
 BUILDERS = {
     "qwen3_vl": lambda out, a: build_tiny_vlm(out, family="qwen3_vl", image_tokens=a.image_tokens, yes_bias=a.yes_bias),
@@ -44,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--attention-chunk", type=int, default=None, help="attention chunk (llama4)")
     parser.add_argument("--hub-id", default=None, help="also install into the HF cache as ORG/NAME")
     args = parser.parse_args(argv)
+    if (args.sliding_window is not None or args.attention_chunk is not None) and args.kind not in WINDOWED:
+        parser.error(f"{args.kind} takes no --sliding-window / --attention-chunk")  # never ignored silently
     try:
         path = BUILDERS[args.kind](args.out, args)
     except ModuleNotFoundError as exc:
