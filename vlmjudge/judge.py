@@ -30,7 +30,12 @@ PROGRESS_THRESHOLD = 64
 
 @dataclass
 class JudgeStats:
-    """What a judge has done: requests that reached the model, batches, images, cache hits."""
+    """What a judge has done: requests that reached the model, batches, images, cache hits.
+
+    `cache_hits` counts every answer served by the response cache; it is the sum of
+    `resumed_from_cache` (answers stored before this judge was made: an earlier or killed run)
+    and `reused_within_run` (answers this judge itself stored earlier, e.g. a later stage
+    asking a question an earlier stage asked)."""
 
     model_calls: int = 0
     forward_batches: int = 0
@@ -38,6 +43,10 @@ class JudgeStats:
     prefill_tokens: int = 0
     generated_tokens: int = 0
     cache_hits: int = 0
+    #: cache hits on answers stored before this judge existed (resumed work)
+    resumed_from_cache: int = 0
+    #: cache hits on answers this judge stored itself, earlier in its own run
+    reused_within_run: int = 0
     #: requests answered by an identical request (same content hash) of the same call
     deduplicated: int = 0
 
@@ -67,6 +76,8 @@ class Judge(ABC):
         self.progress = progress
         self.cache = cache if isinstance(cache, ResponseCache) or cache is None else ResponseCache(cache)
         self.stats = JudgeStats()
+        #: cache keys this judge stored: a later hit on one is reuse within the run, not resumption
+        self._stored_keys: set[str] = set()
 
     # -- what a backend implements -------------------------------------------------
     @abstractmethod
@@ -133,6 +144,7 @@ class Judge(ABC):
         results: list = [None] * len(requests)
         keys: list[str | None] = [None] * len(requests)
         todo = list(range(len(requests)))
+        stored_keys = self.__dict__.setdefault("_stored_keys", set())  # a subclass may skip __init__
         if self.cache is not None:
             ident = self.identity()
             keys = [cache_key(ident, op, r.content_hash(), options) for r in requests]
@@ -142,6 +154,10 @@ class Judge(ABC):
                 if k in found:
                     results[i] = decode(found[k])
                     self.stats.cache_hits += 1
+                    if k in stored_keys:
+                        self.stats.reused_within_run += 1
+                    else:
+                        self.stats.resumed_from_cache += 1
                 else:
                     todo.append(i)
         todo, copies = _unique(requests, todo, self.dedupe_key)
@@ -162,7 +178,9 @@ class Judge(ABC):
                     for j in copies.get(i, ()):
                         results[j] = decode(encode(out))  # its own copy: callers may change answers
                 if self.cache is not None:
-                    self.cache.put_many((keys[i], encode(out)) for i, out in zip(chunk, outputs) if storable(out))
+                    stored = [(keys[i], encode(out)) for i, out in zip(chunk, outputs) if storable(out)]
+                    self.cache.put_many(stored)
+                    stored_keys.update(k for k, _ in stored)
                 if bar is not None:
                     bar.update(len(chunk))
         finally:
