@@ -8,12 +8,9 @@ generic path, with a warning; one in `REFUSED` gives wrong results and is refuse
 """
 from __future__ import annotations
 
-import logging
 import warnings
 from dataclasses import dataclass
 from typing import Any
-
-logger = logging.getLogger(__name__)
 
 #: Why a family's vision-tower outputs are not kept across calls (see `_hf_vision`): the store
 #: swaps the inner model's `get_image_features` for one that splits the forward's images and
