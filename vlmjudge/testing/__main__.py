@@ -3,8 +3,9 @@
 KIND is a vision-language family (qwen2_vl, qwen2_5_vl, qwen3_vl, qwen3_vl_moe, qwen3_5, gemma3,
 gemma4, llava, llava_onevision, idefics3, smolvlm, internvl, mistral3, llama4, glm4v), clip,
 dinov2, siglip, text_to_image (a diffusers pipeline) or image_edit (an InstructPix2Pix-style
-diffusers pipeline). `--sliding-window N` (gemma3, gemma4, mistral3) or `--attention-chunk N`
-(llama4) sets a short attention window. `--hub-id ORG/NAME` also installs it
+diffusers pipeline), or demo (a tiny Qwen3-VL judge calibrated to give a mix of outcomes in
+every method: the one README's offline commands use). `--sliding-window N` (gemma3, gemma4,
+mistral3) or `--attention-chunk N` (llama4) sets a short attention window. `--hub-id ORG/NAME` also installs it
 into the Hugging Face cache at a fake commit, so it loads by Hub id offline.
 """
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 
 from . import (build_tiny_clip, build_tiny_dinov2, build_tiny_family, build_tiny_image_edit, build_tiny_siglip,
                build_tiny_text_to_image, build_tiny_vlm, install_in_hf_cache)
+from .demo import build_demo_judge
 from .tiny_families import FAMILIES, WINDOWED
 
 BUILDERS = {
@@ -24,6 +26,7 @@ BUILDERS = {
     "siglip": lambda out, a: build_tiny_siglip(out),
     "text_to_image": lambda out, a: build_tiny_text_to_image(out),
     "image_edit": lambda out, a: build_tiny_image_edit(out),
+    "demo": lambda out, a: build_demo_judge(out),
 }
 for _family in FAMILIES:  # qwen3_vl and llava keep their realistic-size and yes-bias options
     BUILDERS.setdefault(_family, lambda out, a, f=_family: build_tiny_family(

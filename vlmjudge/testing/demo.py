@@ -1,0 +1,220 @@
+"""`build_demo_judge`: a tiny random Qwen3-VL judge that gives a mix of outcomes, for trying the
+methods offline (`python -m vlmjudge.testing demo DIR`).
+
+A plain random tiny judge answers every long question the same way (its last-position state
+barely depends on the input), so TerraVis calls every image N/A. This checkpoint bakes logit
+leans on option tokens into ordinary weights, so it stays a plain checkpoint that `load_judge`
+and `from_pretrained` load. Each "Yes" row of the LM head equals its "No" row and each "Minor"
+row the "Major" row, but for these reads of designed residual dimensions:
+
+- after an answer label (a token ending in a colon, or the line break after one), "Yes" leans
+  with the context's length: one first-layer attention head attends evenly to every position
+  and reads a marker the turn-opening tokens hold, so it sees one over the length; fitted to a
+  Yes margin of +2 nats for a ~1,000-token question and -1 for a ~750-token one;
+- the visual tokens carry their own value of that marker, so the margin moves by about 0.8
+  nats (standard deviation) from image to image;
+- after a label, "Minor" leads "Major" by 2 nats; away from one, "Yes" is held down by 8 nats
+  (long free text does not fill with it), and tokens holding a double quote lead by 2 nats
+  everywhere (generated JSON strings stay short).
+
+With the default packs: TerraVis finds most images eligible (its eligibility question is its
+longest), a few of its 18 shorter check questions positive (more on some images than others),
+mostly minor; VIEScore2's scores and grids and FAGER's rubrics are generated under the methods'
+own constraints. The leans are fitted on probe questions and images made here, never on a
+method's prompts; the numbers show the plumbing, not a judgement.
+"""
+from __future__ import annotations
+
+import os
+
+from .tiny_vlm import _PROSE, NO_WORDS, YES_WORDS, build_tiny_vlm
+
+#: Residual dimensions the biases use: the constant every text token holds (as in
+#: `build_tiny_vlm`), the marker on turn-opening tokens, the channel the length head writes,
+#: and a constant only the tokens that can end an answer label hold.
+HELD_DIM, MARKER_DIM, LENGTH_DIM, LABEL_DIM = 0, 1, 2, 3
+#: (question tokens, target Yes margin in nats) the length lean is fitted to.
+LENGTH_TARGETS = ((1000, 2.0), (750, -1.0))
+#: Spread of the Yes margin from image to image (nats, standard deviation over probe images).
+IMAGE_SPREAD = 0.8
+#: Margin of "Minor" over "Major" after an answer label (nats).
+MINOR_LEAN = 2.0
+#: How far (nats) "Yes" is held down away from an answer label.
+YES_QUIET = 8.0
+#: Lean (nats) towards tokens holding a double quote: generated JSON strings stay short.
+QUOTE_LEAN = 2.0
+_FILLER = " ".join(_PROSE) + " "
+#: The assistant prefix the probes end with: an answer label, as the packs write it.
+PROBE_PREFIX = "Answer:\n"
+
+
+def build_demo_judge(path: str | os.PathLike, seed: int = 0) -> str:
+    """Write the demo judge to `path` (replaced) and return the path."""
+    import torch
+    from transformers import AutoProcessor, Qwen3VLForConditionalGeneration
+    out = build_tiny_vlm(path, family="qwen3_vl", seed=seed)
+    model = Qwen3VLForConditionalGeneration.from_pretrained(out).eval()
+    processor = AutoProcessor.from_pretrained(out)
+    tok = processor.tokenizer
+    ids = _option_ids(tok)
+    with torch.no_grad():
+        _install_label_dim(model, ids["label"])
+        _install_length_head(model, tok.convert_tokens_to_ids("<|im_start|>"))
+        _equalize_token_norms(_text_model(model).embed_tokens.weight)
+        _calibrate(model, processor, ids)
+    model.save_pretrained(out)
+    return out
+
+
+def _option_ids(tok) -> dict[str, list[int]]:
+    """Token ids of each option word, bare and after a space."""
+    def forms(word: str) -> list[int]:
+        return sorted({tok.encode(f, add_special_tokens=False)[0] for f in (word, " " + word)})
+    pairs = [(tok.encode(f + y, add_special_tokens=False)[0], tok.encode(f + n, add_special_tokens=False)[0])
+             for y, n in zip(YES_WORDS, NO_WORDS) for f in ("", " ")]
+    return {"yes": [y for y, _ in pairs], "no": [n for _, n in pairs], "pairs": pairs,
+            "major": forms("Major"), "minor": forms("Minor"),
+            "label": [i for i in range(len(tok)) if _is_label_end(tok.decode([i]))],
+            "quote": [i for i in range(len(tok)) if '"' in tok.decode([i])]}
+
+
+def _is_label_end(text: str) -> bool:
+    """A token that can end an answer label: it ends in a colon, or is a line break (packs
+    write "Answer:" then a newline, tokenized apart)."""
+    return text.endswith(":") or (text.strip() == "" and "\n" in text)
+
+
+def _text_model(model):
+    return model.model.language_model
+
+
+def _install_label_dim(model, label_tokens: list[int]) -> None:
+    """LABEL_DIM holds 1 at tokens that can end an answer label and 0 elsewhere; nothing writes
+    to it, so the leans read from it act only there."""
+    lm = _text_model(model)
+    lm.embed_tokens.weight[:, LABEL_DIM] = 0.0
+    lm.embed_tokens.weight[label_tokens, LABEL_DIM] = 1.0
+    for layer in lm.layers:
+        layer.self_attn.o_proj.weight[LABEL_DIM] = 0.0
+        layer.mlp.down_proj.weight[LABEL_DIM] = 0.0
+    model.lm_head.weight[:, LABEL_DIM] = 0.0
+
+
+def _install_length_head(model, marker_token: int) -> None:
+    """Query head 0 of layer 0 attends evenly (zero query); its value reads the marker; its
+    output is written only into LENGTH_DIM, which nothing else writes or reads."""
+    lm = _text_model(model)
+    emb = lm.embed_tokens.weight
+    emb[:, MARKER_DIM] = 0.0
+    emb[marker_token, MARKER_DIM] = 1.0
+    emb[:, LENGTH_DIM] = 0.0
+    attn = lm.layers[0].self_attn
+    head_dim = attn.head_dim
+    attn.q_proj.weight[:head_dim] = 0.0  # every score 0: uniform attention over the context
+    attn.v_proj.weight[0] = 0.0
+    attn.v_proj.weight[0, MARKER_DIM] = 1.0
+    for i, layer in enumerate(lm.layers):
+        layer.self_attn.o_proj.weight[LENGTH_DIM] = 0.0
+        layer.mlp.down_proj.weight[LENGTH_DIM] = 0.0
+        layer.mlp.gate_proj.weight[:, LENGTH_DIM] = 0.0
+        layer.mlp.up_proj.weight[:, LENGTH_DIM] = 0.0
+        if i > 0:
+            for proj in (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj):
+                proj.weight[:, LENGTH_DIM] = 0.0
+    attn.o_proj.weight[LENGTH_DIM, 0] = 1.0  # head 0, value component 0: small, so the final norm stays linear in it
+    model.lm_head.weight[:, LENGTH_DIM] = 0.0
+
+
+def _equalize_token_norms(embeddings) -> None:
+    """Scale each token's embedding (all but the designed dimensions) to one common norm: the
+    first layer normalises every position, so the length head then reads the same value from
+    every ordinary text token, whatever the words."""
+    designed = [HELD_DIM, MARKER_DIM, LENGTH_DIM, LABEL_DIM]
+    others = [i for i in range(embeddings.shape[1]) if i not in designed]
+    want = embeddings.pow(2).sum(1).mean()
+    fixed = embeddings[:, designed].pow(2).sum(1)
+    rest = embeddings[:, others].pow(2).sum(1).clamp(min=1e-12)
+    embeddings[:, others] *= ((want - fixed).clamp(min=1e-6) / rest).sqrt()[:, None]
+
+
+def _probe_inputs(processor, tokens: int, images: list) -> list:
+    """Processor inputs for a system turn and a user question of about `tokens` tokens, with
+    each image, ending in PROBE_PREFIX."""
+    tok = processor.tokenizer
+    words = (_FILLER * (tokens // max(1, len(tok.encode(_FILLER))) + 1))
+    question = tok.decode(tok.encode(words)[:tokens])
+    chat = [{"role": "system", "content": "You judge images."},
+            {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": question}]}]
+    text = processor.apply_chat_template(chat, add_generation_prompt=True, tokenize=False) + PROBE_PREFIX
+    return [processor(text=[text], images=[image], return_tensors="pt") for image in images]
+
+
+def _probe_images(n: int = 6) -> list:
+    import numpy as np
+    from PIL import Image
+    rng = np.random.default_rng(2024)
+    sizes = [(64, 64), (96, 64), (64, 96), (80, 80), (128, 96), (48, 64)]
+    return [Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)) for w, h in sizes[:n]]
+
+
+def _calibrate(model, processor, ids: dict[str, list[int]]) -> None:
+    """Fit the LM head's reads of LABEL_DIM and LENGTH_DIM (and the visual marker's scale) so
+    the Yes margin after a label meets LENGTH_TARGETS on average and spreads by IMAGE_SPREAD
+    over images; then set the Minor, quiet-Yes and quote leans."""
+    import torch
+    head = model.lm_head.weight
+    merger = model.model.visual.merger.linear_fc2
+    images = _probe_images()
+    probes = {n: _probe_inputs(processor, n, images) for n, _ in LENGTH_TARGETS}
+    for y, n in ids["pairs"]:  # each Yes form reads as its No form: only the designed leans tell them apart
+        head[y] = head[n]
+    for m in ids["minor"]:
+        head[m] = head[ids["major"][0]]
+    (n1, t1), (n2, t2) = LENGTH_TARGETS
+    middle = _probe_inputs(processor, (n1 + n2) // 2, images)
+    for _ in range(4):  # scaling the visual marker moves the fit: refit until the spread holds
+        _center_length_channel(model, middle)
+        h1, h2 = _states(model, probes[n1]), _states(model, probes[n2])
+        # margin = a * h[LABEL] + b * h[LENGTH]: two targets, two unknowns
+        system = torch.tensor([[h1[:, LABEL_DIM].mean(), h1[:, LENGTH_DIM].mean()],
+                               [h2[:, LABEL_DIM].mean(), h2[:, LENGTH_DIM].mean()]], dtype=torch.float64)
+        a, b = torch.linalg.solve(system, torch.tensor([t1, t2], dtype=torch.float64)).tolist()
+        spread = float((h1[:, LENGTH_DIM] * b).std())
+        if abs(spread - IMAGE_SPREAD) < 0.25 * IMAGE_SPREAD:
+            break
+        merger.weight[MARKER_DIM] *= IMAGE_SPREAD / max(spread, 1e-2)
+        merger.bias[MARKER_DIM] *= IMAGE_SPREAD / max(spread, 1e-2)
+    # away from a label, "Yes" is held down by YES_QUIET, so long free text does not fill with it
+    label_per_held = float(h1[:, LABEL_DIM].mean() / h1[:, HELD_DIM].mean())
+    quiet = YES_QUIET / float(h1[:, HELD_DIM].mean())
+    head[ids["yes"], HELD_DIM] = -quiet
+    head[ids["yes"], LABEL_DIM] = a + quiet / label_per_held
+    head[ids["yes"], LENGTH_DIM] = b
+    h = _states(model, probes[n2])  # the Minor lean: a constant read of the label dimension
+    head[ids["minor"], LABEL_DIM] = MINOR_LEAN / h[:, LABEL_DIM].mean()
+    head[ids["quote"], HELD_DIM] = QUOTE_LEAN / h[:, HELD_DIM].mean()
+
+
+def _center_length_channel(model, inputs: list) -> None:
+    """Let the length head's value also read the constant every text token holds, weighted so
+    the channel is zero on average at the probes' length: the LM head then reads a centred
+    signal, and the Yes lean needs no large offset that would amplify small state changes."""
+    value = _text_model(model).layers[0].self_attn.v_proj.weight
+    value[0, HELD_DIM] = 0.0
+    at_zero = _states(model, inputs)[:, LENGTH_DIM].mean()
+    value[0, HELD_DIM] = 1.0
+    at_one = _states(model, inputs)[:, LENGTH_DIM].mean()
+    value[0, HELD_DIM] = float(at_zero / (at_zero - at_one))
+
+
+def _states(model, inputs: list):
+    """The LM head's input at the last position, one row per probe."""
+    import torch
+    seen = []
+    hook = model.lm_head.register_forward_hook(lambda mod, args, out: seen.append(args[0][0, -1]))
+    try:
+        for x in inputs:
+            model(**x)
+    finally:
+        hook.remove()
+    return torch.stack(seen)
