@@ -418,11 +418,11 @@ class TransformersJudge(Judge):
             yield GenerationConfig(**plain.to_diff_dict())
         finally:
             self.model.generation_config = saved
-        from ..grammar import GRAMMAR_VERSION
 
     # -- records -----------------------------------------------------------------------------------
     def identity(self) -> dict[str, Any]:
         """A loaded checkpoint by content (folder digest or Hub commit), never by its path or name."""
+        from ..grammar import GRAMMAR_VERSION
         if self.checkpoint is None:
             return {**super().identity(), "processor": self.processor_options, "grammar": GRAMMAR_VERSION}
         return {"backend": self.backend, "checkpoint": self.checkpoint, "dtype": self.dtype,
