@@ -116,3 +116,23 @@ class Prefetcher:
 
 #: Requests per batch before any out-of-memory error has lowered it.
 UNLIMITED_ROWS = sys.maxsize
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """A CUDA (or other accelerator) out-of-memory error, by type or by message."""
+    import torch
+    oom_types = tuple(t for t in (getattr(torch.cuda, "OutOfMemoryError", None),
+                                  getattr(torch, "OutOfMemoryError", None)) if t is not None)
+    if oom_types and isinstance(exc, oom_types):
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+def release_cuda_memory() -> None:
+    """Free what an out-of-memory batch left behind before the halved retry."""
+    import gc
+
+    import torch
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()

@@ -50,6 +50,11 @@ class SharingStats(JudgeStats):
     unshared_fallback: int = 0
 
 
+#: Bumped when the shared-prefix layout changes its answers (2: exact under sliding-window and
+#: chunked attention, where layout 1 was off for Gemma 3/4 and Llama 4): part of the judge's cache
+#: identity, so answers of an older layout are never served again.
+LAYOUT_VERSION = 2
+
 #: Per-token processor outputs that are padded like input_ids; the rest are stacked (pixels).
 _TOKEN_KEYS = ("input_ids", "attention_mask", "mm_token_type_ids", "token_type_ids")
 

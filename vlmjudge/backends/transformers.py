@@ -243,11 +243,11 @@ class TransformersJudge(Judge):
         try:
             return self._forward_batch(op, batch, options)
         except Exception as exc:  # only out-of-memory errors are handled; the rest re-raise
-            if not is_out_of_memory(exc):
+            if not batching.is_out_of_memory(exc):
                 raise
             message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         # handled outside the except block so the traceback's tensors can be freed first
-        _release_cuda_memory()
+        batching.release_cuda_memory()
         if len(batch) == 1:
             logger.warning("out of memory on a single request; returning an error result: %s", message)
             return [Answer("", "error", 0) if op == "generate" else {}]
@@ -423,10 +423,10 @@ class TransformersJudge(Judge):
     def identity(self) -> dict[str, Any]:
         """A loaded checkpoint by content (folder digest or Hub commit), never by its path or name."""
         from ..grammar import GRAMMAR_VERSION
+        rules = {"processor": self.processor_options, "grammar": GRAMMAR_VERSION, "layout": prefixes.LAYOUT_VERSION}
         if self.checkpoint is None:
-            return {**super().identity(), "processor": self.processor_options, "grammar": GRAMMAR_VERSION}
-        return {"backend": self.backend, "checkpoint": self.checkpoint, "dtype": self.dtype,
-                "processor": self.processor_options, "grammar": GRAMMAR_VERSION}
+            return {**super().identity(), **rules}
+        return {"backend": self.backend, "checkpoint": self.checkpoint, "dtype": self.dtype, **rules}
 
     def manifest(self) -> dict[str, Any]:
         """Model id, resolved commit, dtype, device, batch size and library versions."""
@@ -439,22 +439,3 @@ class TransformersJudge(Judge):
                 "libraries": loading.library_versions(),
                 "option_tokens": "an option is the next word after the prompt: after a space unless "
                                  "the prompt ends in whitespace"}
-
-
-def is_out_of_memory(exc: BaseException) -> bool:
-    """A CUDA (or other accelerator) out-of-memory error, by type or by message."""
-    import torch
-    oom_types = tuple(t for t in (getattr(torch.cuda, "OutOfMemoryError", None),
-                                  getattr(torch, "OutOfMemoryError", None)) if t is not None)
-    if oom_types and isinstance(exc, oom_types):
-        return True
-    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
-
-
-def _release_cuda_memory() -> None:
-    import gc
-
-    import torch
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
