@@ -143,7 +143,9 @@ def test_the_run_block_gives_a_report_with_scored_images(tmp_path):
     scored = [r for r in records if r["score"] is not None]
     assert len(records) == 10 and len(scored) >= 5
     html = (tmp_path / "terravis-report" / "report.html").read_text()
-    assert "lowest-scored images" in html and "no lowest-scored images" not in html
+    worst = re.search(r"The (\d+) lowest-scored images", html)
+    assert worst and int(worst.group(1)) >= 1 and "no lowest-scored images" not in html
+    assert "<figure><img" in html  # the plots are there, not the empty-state message
 
 
 def quick_start_blocks() -> list[str]:
