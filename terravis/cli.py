@@ -198,7 +198,8 @@ def run_score(args: argparse.Namespace) -> int:
     print(f"scored {sum(statuses.values())} images: {statuses['scored']} scored, {statuses['not_applicable']} N/A, "
           f"{statuses['failed']} failed{skipped}; mean score {mean}")
     print(f"wrote {out}")
-    print(f"model calls: {judge.stats.model_calls} (cache hits: {judge.stats.cache_hits})")
+    print(f"model calls: {judge.stats.model_calls} (answers from an earlier run: {judge.stats.resumed_from_cache}, "
+          f"reused within this run: {judge.stats.reused_within_run})")
     return finish(len(images), statuses["scored"] + statuses["not_applicable"], failures, out)
 
 

@@ -19,8 +19,9 @@ def model_calls(text):
     return int(re.search(r"model calls: (\d+)", text).group(1))
 
 
-def cache_hits(text):
-    return int(re.search(r"cache hits: (\d+)", text).group(1))
+def resumed(text):
+    """Answers an earlier run stored (the rerun's whole work), as the summary line names them."""
+    return int(re.search(r"answers from an earlier run: (\d+)", text).group(1))
 
 
 def comparable(record):
@@ -59,7 +60,8 @@ def test_score_writes_the_python_api_records_and_a_rerun_makes_no_model_call(sco
     assert model_calls(first) > 0
     # the rerun answers every request from the cache; the first run computed identical requests of one
     # call once (the core judge's dedupe, issue 19 item 8), so it made at most as many model calls
-    assert model_calls(rerun) == 0 and cache_hits(rerun) >= model_calls(first) > 0
+    assert model_calls(rerun) == 0 and resumed(rerun) >= model_calls(first) > 0
+    assert resumed(first) == 0  # a first run resumes nothing, whatever it reuses within itself
     assert out.with_name("results.cache.sqlite").is_file()
     assert not out.with_name("results.jsonl.partial").exists()
     n_na = sum(r.status == "not_applicable" for r in reference.values())

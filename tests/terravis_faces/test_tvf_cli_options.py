@@ -34,7 +34,7 @@ def test_tags_weights_and_chunks(tmp_path, capsys):
     # so within one judge call the chunk's two images ask each question once (the core judge computes
     # identical requests once): 23 calls for the first chunk; severity is asked from text alone, so the
     # second chunk's two severity questions are the first chunk's, answered from the cache: 21 more
-    assert "model calls: 44 (cache hits: 2)" in capsys.readouterr().out
+    assert "model calls: 44 (answers from an earlier run: 0, reused within this run: 2)" in capsys.readouterr().out
 
 
 def test_no_cache_and_explicit_cache(tmp_path, capsys):
