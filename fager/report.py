@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
-from vlmjudge.report_page import (
+from vlmjudge.report_page import (add_report_command, 
     NOTHING_SCORED, ReportInputError, empty_state, figures_section, fmt_number, low_res_mark, mean, page, section,
     summary_table, table, write_page,
 )
@@ -138,24 +137,10 @@ def write_report(run: str | os.PathLike, out_dir: str | os.PathLike, worst: int 
     return written
 
 
-def run_report(args: Any) -> int:
-    """The `vlmjudge fager report` command: write the report, list what was written."""
-    try:
-        written = write_report(args.run, args.out, worst=args.worst)
-    except (ReportInputError, ReplayFormatError, OSError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    for path in written:
-        print(f"wrote {path}")
-    return 0
-
-
 def configure_report(commands: Any) -> None:
     """Add report to the vlmjudge fager sub-commands."""
-    rep = commands.add_parser("report", help="an HTML report (summary, figures, lowest-scored images) of a score run",
-                              description="Read a fager score run (its --out folder, or the details.jsonl in it) "
-                                          "and write report.html, summary.json and the figures into --out.")
-    rep.add_argument("run", type=Path, help="the --out folder of fager score, or its details.jsonl")
-    rep.add_argument("--out", type=Path, required=True, help="folder to write the report into (report.html at its top)")
-    rep.add_argument("--worst", type=int, default=20, help="how many of the lowest-scored images to list (default 20)")
-    rep.set_defaults(func=run_report)
+    add_report_command(commands, write_report, source="run", items="images", errors=(ReplayFormatError,),
+                       source_help="the --out folder of fager score, or its details.jsonl",
+                       help="an HTML report (summary, figures, lowest-scored images) of a score run",
+                       description="Read a fager score run (its --out folder, or the details.jsonl in it) and write "
+                       "report.html, summary.json and the figures into --out.")

@@ -12,12 +12,11 @@ from __future__ import annotations
 import csv
 import json
 import os
-import sys
 from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
-from vlmjudge.report_page import (
+from vlmjudge.report_page import (add_report_command, 
     NOTHING_SCORED, ReportInputError, empty_state, figures_section, fmt_number, low_res_mark, low_res_note, mean,
     page, read_run, section, summary_table, table, write_page,
 )
@@ -164,25 +163,10 @@ def write_report(result: str | os.PathLike, out_dir: str | os.PathLike, worst: i
     return written
 
 
-def run_report(args: Any) -> int:
-    """The `vlmjudge regeneration report` command: write the report, list what was written."""
-    try:
-        written = write_report(args.result, args.out, worst=args.worst)
-    except (ReportInputError, OSError, ValueError, KeyError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    for path in written:
-        print(f"wrote {path}")
-    return 0
-
-
 def configure_report(commands: Any) -> None:
     """Add report to the vlmjudge regeneration sub-commands."""
-    rep = commands.add_parser("report", help="an HTML report (summary, figures, lowest-scored pairs) of a compare run",
-                              description="Read what regeneration compare wrote (its --out JSON, its --csv, or "
-                                          "JSON lines of pair rows) and write report.html, summary.json and the "
-                                          "figures into --out.")
-    rep.add_argument("result", type=Path, help="the --out JSON (or --csv) of regeneration compare")
-    rep.add_argument("--out", type=Path, required=True, help="folder to write the report into (report.html at its top)")
-    rep.add_argument("--worst", type=int, default=20, help="how many of the lowest-scored pairs to list (default 20)")
-    rep.set_defaults(func=run_report)
+    add_report_command(commands, write_report, source="result", items="pairs", errors=(KeyError,),
+                       source_help="the --out JSON (or --csv) of regeneration compare",
+                       help="an HTML report (summary, figures, lowest-scored pairs) of a compare run",
+                       description="Read what regeneration compare wrote (its --out JSON, its --csv, or JSON lines "
+                       "of pair rows) and write report.html, summary.json and the figures into --out.")

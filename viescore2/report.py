@@ -15,7 +15,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
-from vlmjudge.report_page import (
+from vlmjudge.report_page import (add_report_command, 
     NOTHING_SCORED, ReportInputError, empty_state, figures_section, fmt_number, low_res_mark, low_res_note, mean,
     page, read_run, section, summary_table, table, write_page,
 )
@@ -147,25 +147,10 @@ def write_report(results: str | os.PathLike, out_dir: str | os.PathLike, worst: 
     return written
 
 
-def run_report(args: Any) -> int:
-    """The `vlmjudge viescore2 report` command: write the report, list what was written."""
-    import sys
-    try:
-        written = write_report(args.results, args.out, worst=args.worst)
-    except (ReportInputError, OSError, ValueError) as err:
-        print(f"vlmjudge viescore2 report: error: {err}", file=sys.stderr)
-        return 2
-    for path in written:
-        print(f"wrote {path}")
-    return 0
-
-
 def configure_report(sub: Any) -> None:
     """Add report to the vlmjudge viescore2 sub-commands."""
-    rep = sub.add_parser("report", help="an HTML report (summary, figures, lowest-scored images) of a score run",
-                         description="Read the results JSONL of viescore2 score (and its manifest beside it) and "
-                                     "write report.html, summary.json and the figures into --out.")
-    rep.add_argument("results", help="results JSONL written by viescore2 score")
-    rep.add_argument("--out", required=True, help="folder to write the report into (report.html at its top)")
-    rep.add_argument("--worst", type=int, default=20, help="how many of the lowest-scored images to list (default 20)")
-    rep.set_defaults(func=run_report)
+    add_report_command(sub, write_report, source="results", items="images",
+                       source_help="results JSONL written by viescore2 score",
+                       help="an HTML report (summary, figures, lowest-scored images) of a score run",
+                       description="Read the results JSONL of viescore2 score (and its manifest beside it) and write "
+                       "report.html, summary.json and the figures into --out.")

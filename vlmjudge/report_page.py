@@ -210,3 +210,31 @@ def read_run(path: str | os.PathLike) -> tuple[list[dict[str, Any]], dict[str, A
     if not manifest and beside.is_file():
         manifest = json.loads(beside.read_text(encoding="utf-8"))
     return records, manifest
+
+
+def add_report_command(commands: Any, write_report: Any, *, source: str, source_help: str, help: str,
+                       description: str, items: str = "images", errors: tuple[type[BaseException], ...] = ()) -> Any:
+    """A method's `report` sub-command: SOURCE, --out DIR (report.html at its top) and --worst N.
+
+    It writes the report with `write_report(source, out, worst=)` and lists what it wrote; unreadable
+    input (a ReportInputError, an OSError, a ValueError or one of `errors`) is one line with status 2.
+    """
+    import sys
+
+    def run(args: Any) -> int:
+        try:
+            written = write_report(getattr(args, source), args.out, worst=args.worst)
+        except (ReportInputError, OSError, ValueError, *errors) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        for path in written:
+            print(f"wrote {path}")
+        return 0
+
+    rep = commands.add_parser("report", help=help, description=description)
+    rep.add_argument(source, type=Path, help=source_help)
+    rep.add_argument("--out", type=Path, required=True, help="folder to write the report into (report.html at its top)")
+    rep.add_argument("--worst", type=int, default=20,
+                     help=f"how many of the lowest-scored {items} to list (default 20)")
+    rep.set_defaults(func=run)
+    return rep
