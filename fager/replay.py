@@ -83,7 +83,8 @@ def read_details(path: str | os.PathLike) -> list[Verdict]:
     """Load a details.jsonl as Verdicts holding the scores and decisions as recorded.
 
     Each line is either a released record (it has `per_question`) or a Verdict as
-    written by `write_verdicts`.
+    written by `write_verdicts`. The distributed runner writes a Verdict's low-resolution flag as a
+    top-level `resolution_note`; it moves into the provenance, where `fager score` keeps it.
     """
     verdicts = []
     with open(path, encoding="utf-8") as handle:
@@ -92,12 +93,16 @@ def read_details(path: str | os.PathLike) -> list[Verdict]:
                 continue
             try:
                 record = json.loads(line)
+                note = record.pop("resolution_note", None) if isinstance(record, dict) else None
                 if isinstance(record, dict) and "per_question" not in record and "questions" in record:
-                    verdicts.append(Verdict.model_validate(record))
+                    verdict = Verdict.model_validate(record)
                 else:
-                    verdicts.append(record_to_verdict(record))
-            except (json.JSONDecodeError, ValidationError, ValueError, RecursionError) as error:
+                    verdict = record_to_verdict(record)
+            except (json.JSONDecodeError, ValidationError, ValueError, TypeError, RecursionError) as error:
                 raise ReplayFormatError(f"{path}:{line_no}: {type(error).__name__}: {str(error)[:200]}") from None
+            if note:
+                verdict = verdict.model_copy(update={"provenance": {**verdict.provenance, "resolution_note": note}})
+            verdicts.append(verdict)
     return verdicts
 
 

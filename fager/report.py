@@ -19,7 +19,7 @@ from vlmjudge.report_page import (add_report_command,
     summary_table, table, write_page,
 )
 
-from .replay import ReplayFormatError, record_to_verdict
+from .replay import ReplayFormatError, read_details
 from .schema import Verdict
 
 #: FAGER scores are in 0-100: the histogram's x axis.
@@ -40,27 +40,8 @@ def details_path(run: str | os.PathLike) -> Path:
 
 
 def read_verdicts(path: Path) -> list[Verdict]:
-    """The Verdicts of a details.jsonl as `fager.replay.read_details` reads them, also from
-    `python -m vlmjudge.distributed fager` output, whose low-resolution flag is a top-level
-    `resolution_note` (moved into the verdict's provenance here, as `fager score` writes it)."""
-    verdicts = []
-    with open(path, encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                note = record.pop("resolution_note", None) if isinstance(record, dict) else None
-                if isinstance(record, dict) and "per_question" not in record and "questions" in record:
-                    verdict = Verdict.model_validate(record)
-                else:
-                    verdict = record_to_verdict(record)
-            except (ValueError, TypeError) as error:  # JSON and pydantic errors are ValueErrors
-                raise ReplayFormatError(f"{path}:{line_no}: {type(error).__name__}: {str(error)[:200]}") from None
-            if note:
-                verdict = verdict.model_copy(update={"provenance": {**verdict.provenance, "resolution_note": note}})
-            verdicts.append(verdict)
-    return verdicts
+    """The Verdicts of a details.jsonl, from `fager score` or the distributed runner (`read_details`)."""
+    return read_details(path)
 
 
 def summarize_verdicts(verdicts: Sequence[Verdict]) -> dict[str, Any]:

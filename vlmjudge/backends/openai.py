@@ -403,15 +403,8 @@ class OpenAIJudge(Judge):
         return Answer("", "error", 0)
 
     def _probs_from(self, body: dict[str, Any] | None, options: list[str]) -> dict[str, float] | None:
-        if body is None:
-            self._count("failed_requests")
-            return None
-        try:
-            alternatives = first_token_alternatives(body)
-        except MalformedResponse as exc:
-            log.warning("unusable response: %s", exc)
-            return None
-        self._count_usage(body)
+        """Option probabilities, normalised over the options, from one response's first token."""
+        alternatives = self._alternatives(body)
         return option_probs(alternatives, options) if alternatives else None
 
     def _count_usage(self, body: dict[str, Any], generated: int | None = None) -> None:
