@@ -56,7 +56,10 @@ def test_map_adds_columns_equal_to_the_python_api(folder_dataset, judge_kwargs, 
     again = ds.map(fresh, batched=True, batch_size=2, with_indices=True, features=fn.features(ds.features),
                    load_from_cache_file=False)
     assert fresh.panel.model_calls() == 0
-    assert fresh.panel.judge_of("terravis").stats.cache_hits == calls
+    # every answer comes from the first map's cache; the rerun's smaller batches look up more requests
+    # than the first map computed (the first computed identical requests of one call once)
+    rerun_stats = fresh.panel.judge_of("terravis").stats
+    assert rerun_stats.resumed_from_cache >= calls and rerun_stats.reused_within_run == 0
     assert fresh.panel.judge_of("terravis") is not fn.panel.judge_of("terravis")
     assert again["terravis_record"][:] == out["terravis_record"][:]
 
