@@ -15,7 +15,7 @@ from typing import Any
 
 from ._dist_common import ID_COLUMN, resolve_method
 from .cli_intake import EXIT_EPILOG, add_on_error_flag, partial_output
-from .intake import EXIT_NONE_SCORED, IMAGE_SUFFIXES, RUN, CommandError, exit_status
+from .intake import EXIT_NONE_SCORED, IMAGE_SUFFIXES, RUN, CommandError, exit_status, looks_like_path
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -113,6 +113,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                        "with a response cache in --judge-kwargs, a rerun resumes from it")
 
 
+def _check_model(spec, args: argparse.Namespace) -> None:
+    """An in-process judge that cannot load (offline, a typo, the method's Hub-only default) is one
+    line before any process loads it, never a traceback from deep inside from_pretrained."""
+    if args.backend != "transformers":
+        return
+    from .offline import unavailable_reason
+    model = args.model if args.model is not None else spec.default_model
+    if model is None:
+        raise CommandError(f"{spec.name}: give --model (the method has no default model)")
+    if looks_like_path(str(model)) and not os.path.isdir(os.path.expanduser(str(model))):
+        raise CommandError(f"--model {model}: no such checkpoint folder")
+    reason = unavailable_reason(model)
+    if reason:
+        given = "--model" if args.model is not None else f"the {spec.name} default model (no --model given)"
+        raise CommandError(f"{given} {model}: {reason}; pass --model with a local checkpoint folder, "
+                           "e.g. one built by `python -m vlmjudge.testing demo DIR`")
+
+
 def _run(args: argparse.Namespace) -> int:
     from ._dist_accelerate import default_state, score_dataset_accelerate
     from .cli_intake import finish, nothing_readable, screen, start_run
@@ -133,6 +151,7 @@ def _run(args: argparse.Namespace) -> int:
     if not screened.kept:
         return nothing_readable(screened, args.output) if state.is_main_process else EXIT_NONE_SCORED
     kept = {name: [values[i] for i in screened.kept] for name, values in columns.items()}
+    _check_model(spec, args)
     result = score_dataset_accelerate(spec, kept, model=args.model, backend=args.backend,
                                       judge_kwargs=args.judge_kwargs, method_config=args.config,
                                       chunk_size=args.chunk_size)

@@ -13,7 +13,7 @@ import sys
 from typing import Any, Sequence
 
 from . import __version__
-from .intake import CommandError
+from .intake import CommandError, looks_like_path
 from .registry import command_hooks, list_methods
 
 OPTIONAL_LIBS = ("torch", "torchvision", "transformers", "accelerate", "evaluate", "datasets", "torchmetrics",
@@ -42,12 +42,6 @@ def add_judge_flags(parser: argparse.ArgumentParser) -> None:
                    help="replay backend: comma-separated meta fields that key the answers, e.g. "
                         "item_id,question_id (default: the request's content)")
     g.add_argument("--out", default=None, help="where results go (default: the command's own, see its description)")
-
-
-def looks_like_path(model: str) -> bool:
-    """A --model that is meant as a folder: never tried on the Hub (a typo there costs minutes)."""
-    return (model.startswith(("/", "./", "../", "~")) or model.endswith("/") or model.count("/") > 1
-            or os.path.isabs(model))
 
 
 def _first_line(exc: BaseException) -> str:

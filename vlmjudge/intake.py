@@ -86,6 +86,12 @@ def run_command(run, prog: str, resume_hint: str = "a rerun resumes from the res
             signal.signal(signal.SIGTERM, previous)
 
 
+def looks_like_path(model: str) -> bool:
+    """A --model that is meant as a folder: never tried on the Hub (a typo there costs minutes)."""
+    return (model.startswith(("/", "./", "../", "~")) or model.endswith("/") or model.count("/") > 1
+            or os.path.isabs(model))
+
+
 @dataclass(frozen=True)
 class Failure:
     """One item that got no result: its position in the user's input, its path or id, and why."""

@@ -134,3 +134,18 @@ def test_sigterm_prints_one_line_with_what_was_saved(tmp_path):
     assert proc.returncode == 130
     assert err.strip().splitlines() == ["interrupted: 7 result(s) finished and saved (records.jsonl); "
                                         "a rerun resumes from the response cache"]
+
+
+@pytest.mark.parametrize("model_args, expected", [
+    ([], "default model (no --model given)"),
+    (["--model", "./no-such-judge/"], "no such checkpoint folder"),
+])
+def test_the_distributed_runner_names_a_model_it_cannot_load_in_one_line(tmp_path, model_args, expected):
+    """Offline, the method's Hub default or a mistyped folder is one line with status 2, no traceback."""
+    (tmp_path / "imgs").mkdir()
+    Image.new("RGB", (64, 64), "red").save(tmp_path / "imgs" / "a.png")
+    done = subprocess.run([sys.executable, "-m", "vlmjudge.distributed", "terravis", "--input", str(tmp_path / "imgs"),
+                           "--output", str(tmp_path / "out.jsonl"), *model_args], capture_output=True, text=True,
+                          timeout=300, env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and expected in done.stderr
