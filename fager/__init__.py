@@ -15,7 +15,7 @@ from fager.agents import AgentOutput, FagerAgents
 from fager.baseline import VQAScoreBaseline, baseline_ab_test
 from fager.pack import PromptPack, load_pack
 from fager.parsing import AnswerParseError, normalize_answer, parse_answer, read_answer_list
-from fager.pipeline import Fager, QABuild, QABuildError
+from fager.core import Fager, QABuild, QABuildError
 from fager.qa_store import (
     AgentModels, QAFormatError, QARecord, QASetKey, QAStore, format_qa_csv, parse_qa_csv, read_qa_csv,
     write_qa_csv,

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict
 from vlmjudge.generators import load_editor, load_generator
 from vlmjudge.images import image_bytes_digest, to_pil
 
-from fager.pipeline import Fager
+from fager.core import Fager
 from fager.replay import write_summary, write_verdicts
 from fager.schema import Verdict
 

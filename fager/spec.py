@@ -13,7 +13,7 @@ from typing import Any
 
 from vlmjudge.registry import MethodSpec
 
-from fager.pipeline import Fager
+from fager.core import Fager
 from fager.qa_store import QA_COLUMNS, parse_qa_csv
 from fager.references import MappingReferences
 from fager.schema import QASet, Verdict

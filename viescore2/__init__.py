@@ -4,7 +4,7 @@ The model-free core: ``grid`` (format and parser), ``raster`` (ground truth from
 heatmaps and boxes), ``rewards`` (GRPO), ``evaluation`` (paper metrics), ``explain``,
 ``render``, ``data`` (SFT/GRPO examples) and ``metrics`` (torchmetrics, loaded on first use).
 The judge: ``instructions`` (field configurations and instruction packs), ``output_grammar``
-(EBNF constraints), ``pipeline`` (`VIEScore2` over any judge), ``spec`` (the registered
+(EBNF constraints), ``core`` (`VIEScore2` over any judge), ``spec`` (the registered
 method) and ``score_metric`` (`VIEScore2Score`, loaded on first use).
 """
 from .evaluation import Reference, evaluate_suite, grid_iou, localization_metrics, pixel_iou, srcc
@@ -13,7 +13,7 @@ from .grid import (DEFAULT_N, CategoryGrids, Grid, GridStatus, ParsedOutput, for
                    parse_output)
 from .instructions import Fields, InstructionPack, all_fields, build_instruction, load_pack, training_instruction
 from .output_grammar import output_constraint, output_grammar, token_budget
-from .pipeline import RunResult, VIEScore2, VIEScore2Record, read_answer
+from .core import RunResult, VIEScore2, VIEScore2Record, read_answer
 from .raster import (DEFAULT_CELL_THRESHOLD, MARK_THRESHOLD, grid_from_boxes, grid_from_heatmap,
                      grid_from_heatmaps, grid_from_mask)
 from .rewards import REWARD_WEIGHTS, RewardFunction, dice_reward, fbeta_reward, reward_functions, rewards

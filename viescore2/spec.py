@@ -6,7 +6,7 @@ from typing import Any
 
 from vlmjudge.registry import MethodSpec
 
-from .pipeline import VIEScore2, VIEScore2Record
+from .core import VIEScore2, VIEScore2Record
 
 
 def build(judge: Any, **config: Any) -> VIEScore2:

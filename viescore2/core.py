@@ -1,0 +1,328 @@
+"""`VIEScore2`: score generated images with any judge, in one batched call, into explained records.
+
+    judge = vlmjudge.load_judge("Qwen/Qwen3-VL-8B-Instruct")
+    vs = VIEScore2(judge, fields="pq_sc+split", grid_size=16)
+    records = vs.score(images, prompts, conditioning=None)   # one record per image
+    records[0].overall, records[0].localization, records[0].explanation
+
+Each request holds the conditioning images first and the generated image last, the
+instruction of the configuration, and the output grammar as an EBNF constraint (backends
+that enforce grammars decode only parseable text; the rest are read by the tolerant parser).
+A record keeps what was asked for and read: the scores, the grids, the raw text, the finish
+reason, a status and the requested fields that could not be read (each one a counted parse
+failure), and a parameter-free explanation. The overall score is the native ``score``, or
+sqrt(PQ * SC) when PQ and SC are predicted; a configuration without scores has none.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping, Sequence
+
+from vlmjudge.images import to_pil
+from vlmjudge.judge import Judge
+from vlmjudge.requests import Answer, Decoding, Request
+
+from .explain import explain
+from .grid import (CATEGORIES, DEFAULT_N, CategoryGrids, Grid, GridStatus, Localization, ParsedOutput,
+                   overall_score, parse_grid, parse_output)
+from .instructions import Fields, FieldsLike, PackLike, load_pack
+from .output_grammar import GridBounds, output_constraint, token_budget
+
+Status = Literal["ok", "partial", "failed", "error"]
+
+
+@dataclass
+class VIEScore2Record:
+    """One judged image: the fields read from the judge's answer, how reading went, and an explanation.
+
+    ``status`` is "ok" (every requested field read), "partial", "failed" (nothing read) or
+    "error" (the judge gave no answer). ``missing`` names the requested fields not read
+    ("score", "pq", "sc", "grid"); a grid cut off by the token limit counts as not read.
+    """
+
+    id: str
+    prompt: str
+    fields: str
+    grid_size: int
+    text: str
+    finish_reason: str
+    status: Status
+    scores: dict[str, float] = field(default_factory=dict)
+    localization: Localization | None = None
+    grid_status: str | None = None
+    category_status: dict[str, str] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+    explanation: str = ""
+    num_conditioning: int = 0
+    num_tokens: int = 0
+    image: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def overall(self) -> float | None:
+        """The native overall score, else the geometric mean of PQ and SC, else None."""
+        return overall_score(self.scores)
+
+    @property
+    def score(self) -> float | None:
+        """The overall score on 0-10 (None when not requested or not read)."""
+        return self.overall
+
+    @property
+    def valid(self) -> bool:
+        """True when the record has an overall score."""
+        return self.overall is not None
+
+    @property
+    def parse_failures(self) -> int:
+        """Requested fields that could not be read."""
+        return len(self.missing)
+
+    @property
+    def grid(self) -> Grid | None:
+        """The aggregate defect grid (union of categories), or None."""
+        if self.localization is None:
+            return None
+        return self.localization.union() if isinstance(self.localization, CategoryGrids) else self.localization
+
+    def grid_fields(self) -> dict[str, str | None]:
+        """Grid bodies in the reference format: ``grid``, or ``artifact`` and ``misalign`` (None if absent)."""
+        loc = self.localization
+        return {"grid": loc.to_text() if isinstance(loc, Grid) else None,
+                "artifact": loc.artifact.to_text() if isinstance(loc, CategoryGrids) else None,
+                "misalign": loc.misalign.to_text() if isinstance(loc, CategoryGrids) else None}
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready dict (the image is not included); `from_json` reads it back."""
+        return {"id": self.id, "prompt": self.prompt, "fields": self.fields, "grid_size": self.grid_size,
+                "status": self.status, "score": self.overall, "scores": dict(self.scores),
+                **self.grid_fields(), "grid_status": self.grid_status,
+                "category_status": dict(self.category_status), "missing": list(self.missing),
+                "explanation": self.explanation, "text": self.text, "finish_reason": self.finish_reason,
+                "num_tokens": self.num_tokens, "num_conditioning": self.num_conditioning}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "VIEScore2Record":
+        """A record from `to_json` output (grids are read strictly)."""
+        n = int(data["grid_size"])
+        body = {k: data.get(k) for k in ("grid", "artifact", "misalign")}
+        loc: Localization | None = None
+        if body["grid"] is not None:
+            loc = parse_grid(body["grid"], n, strict=True)[0]
+        elif body["artifact"] is not None and body["misalign"] is not None:
+            loc = CategoryGrids(parse_grid(body["artifact"], n, strict=True)[0],
+                                parse_grid(body["misalign"], n, strict=True)[0])
+        return cls(id=str(data["id"]), prompt=data["prompt"], fields=data["fields"], grid_size=n,
+                   text=data["text"], finish_reason=data["finish_reason"], status=data["status"],
+                   scores={k: float(v) for k, v in data["scores"].items()}, localization=loc,
+                   grid_status=data.get("grid_status"), category_status=dict(data.get("category_status") or {}),
+                   missing=list(data.get("missing") or []), explanation=data.get("explanation", ""),
+                   num_conditioning=int(data.get("num_conditioning", 0)), num_tokens=int(data.get("num_tokens", 0)))
+
+
+def _status_of(grid: Grid | None) -> GridStatus:
+    return GridStatus.FAILED if grid is None else GridStatus.NONE if grid.is_empty else GridStatus.OK
+
+
+def read_answer(answer: Answer, fields: FieldsLike, n: int = DEFAULT_N) -> dict[str, Any]:
+    """The requested fields read from one answer (tolerantly), with status and missing fields.
+
+    Unrequested fields are ignored; a single grid requested but two sections given is read as
+    their union; two sections requested but one grid given is a failure (categories unknown);
+    marks are dropped unless requested; a grid cut off by the token limit is a failure.
+    """
+    fields = Fields.parse(fields)
+    requested = [*fields.score_keys, *(["grid"] if fields.grid != "none" else [])]
+    if not answer.ok:
+        return {"status": "error", "scores": {}, "localization": None, "missing": requested,
+                "grid_status": GridStatus.FAILED.value if fields.grid != "none" else None, "category_status": {},
+                "explanation": "The judge gave no answer for this image; it is not scored."}
+    parsed = parse_output(answer.text, n=n)
+    scores = {k: parsed.scores[k] for k in fields.score_keys if k in parsed.scores}
+    missing = [k for k in fields.score_keys if k not in scores]
+    loc: Localization | None = None
+    category_status: dict[str, str] = {}
+    grid_status = None
+    if fields.grid != "none":
+        loc = parsed.localization
+        if answer.finish_reason == "length":
+            loc = None
+        elif fields.grid == "split" and not isinstance(loc, CategoryGrids):
+            loc = None
+        elif fields.grid == "single" and isinstance(loc, CategoryGrids):
+            loc = loc.union()
+        if loc is not None and not fields.marks:
+            loc = (CategoryGrids(loc.artifact.without_marks(), loc.misalign.without_marks())
+                   if isinstance(loc, CategoryGrids) else loc.without_marks())
+        union = loc.union() if isinstance(loc, CategoryGrids) else loc
+        grid_status = _status_of(union).value
+        if fields.grid == "split":
+            if isinstance(loc, CategoryGrids):
+                category_status = {name: _status_of(g).value for name, g in loc.items()}
+            else:
+                category_status = {name: GridStatus.FAILED.value for name in CATEGORIES}
+        if loc is None:
+            missing.append("grid")
+    status: Status = "ok" if not missing else "failed" if len(missing) == len(requested) else "partial"
+    view = ParsedOutput(scores, loc, _status_of(loc.union() if isinstance(loc, CategoryGrids) else loc),
+                        {k: GridStatus(v) for k, v in category_status.items()})
+    notes = []
+    if "grid" in missing and fields.grid == "single":
+        notes.append("The defect grid could not be read.")
+    if answer.finish_reason == "length":
+        notes.append("The answer was cut off at the token limit.")
+    if status == "failed":
+        text = f"The answer could not be read: none of the requested fields ({', '.join(requested)}) was found."
+    else:
+        text = explain(view, n=n)
+    return {"status": status, "scores": scores, "localization": loc, "missing": missing, "grid_status": grid_status,
+            "category_status": category_status, "explanation": "\n".join([text, *notes]) if notes else text}
+
+
+@dataclass
+class Item:
+    """One image to judge, with its prompt, conditioning images and id."""
+
+    id: str
+    image: Any
+    prompt: str
+    conditioning: list[Any]
+
+
+def _conditioning_list(entry: Any, index: int) -> list[Any]:
+    if entry is None:
+        return []
+    images = list(entry) if isinstance(entry, (list, tuple)) else [entry]
+    return [to_pil(img, index=index) for img in images]
+
+
+def make_items(images: Sequence[Any], prompts: Sequence[str], conditioning: Sequence[Any] | None = None,
+               ids: Sequence[Any] | None = None) -> list[Item]:
+    """Items from parallel columns; a conditioning entry is None, one image, or a list of images."""
+    if isinstance(images, (str, bytes, os.PathLike)) or hasattr(images, "convert") or not hasattr(images, "__len__"):
+        raise TypeError("images must be a sequence of images (wrap a single image in a list)")
+    if isinstance(prompts, str) or not hasattr(prompts, "__len__"):
+        raise TypeError("prompts must be a sequence of strings, one per image (wrap a single prompt in a list)")
+    images, prompts = list(images), list(prompts)
+    if not images:
+        raise ValueError("no images to score")
+    if len(prompts) != len(images):
+        raise ValueError(f"{len(prompts)} prompts for {len(images)} images")
+    bad = [i for i, p in enumerate(prompts) if not isinstance(p, str)]
+    if bad:
+        raise TypeError(f"prompts must be strings; item {bad[0]} is a {type(prompts[bad[0]]).__name__}")
+    cond = [None] * len(images) if conditioning is None else list(conditioning)
+    if len(cond) != len(images):
+        raise ValueError(f"{len(cond)} conditioning entries for {len(images)} images (use None for none)")
+    keys = [str(i) for i in range(len(images))] if ids is None else [str(i) for i in ids]
+    if len(keys) != len(images):
+        raise ValueError(f"{len(keys)} ids for {len(images)} images")
+    if len(set(keys)) != len(keys):
+        raise ValueError("image ids must be unique")
+    return [Item(k, to_pil(img, index=i), p, _conditioning_list(c, i))
+            for i, (k, img, p, c) in enumerate(zip(keys, images, prompts, cond))]
+
+
+@dataclass
+class RunResult:
+    """A run's records, its manifest, and its counts (finish reasons, statuses, parse failures)."""
+
+    records: list[VIEScore2Record]
+    manifest: dict[str, Any]
+    counts: dict[str, int]
+
+
+class VIEScore2:
+    """VIEScore2 over any `vlmjudge` judge: one constrained request per image, read into records.
+
+    Args:
+        judge: a `vlmjudge` Judge.
+        fields: the configuration, e.g. "pq_sc+split" (default), "overall", "grid+marks" (see `Fields`).
+        grid_size: N of the N x N grid (16 in the paper).
+        pack: instruction override (see `viescore2.instructions.load_pack`): give a fine-tuned
+            checkpoint the instruction it was trained with.
+        constrain: attach the output grammar (backends that cannot enforce it ignore it).
+        max_rows, max_cols: optional grammar bounds on rows per grid and columns per row.
+        decoding: decoding parameters; default greedy with the grammar's token budget.
+    """
+
+    def __init__(self, judge: Judge, fields: FieldsLike = "pq_sc+split", grid_size: int = DEFAULT_N,
+                 pack: PackLike = None, *, constrain: bool = True, max_rows: int | None = None,
+                 max_cols: int | None = None, decoding: Decoding | None = None) -> None:
+        if not isinstance(judge, Judge):
+            raise TypeError(f"VIEScore2 needs a vlmjudge Judge (see vlmjudge.load_judge), got {type(judge).__name__}")
+        self.judge = judge
+        self.fields = Fields.parse(fields)
+        self.bounds = GridBounds(grid_size, max_rows, max_cols)
+        self.pack = load_pack(pack)
+        self.pack.render(self.fields, "", grid_size)  # a pack lacking this configuration fails now, not mid-run
+        self.constraint = output_constraint(self.fields, grid_size, max_rows, max_cols) if constrain else None
+        if decoding is not None and not isinstance(decoding, Decoding):
+            raise TypeError(f"decoding must be a vlmjudge Decoding, got {type(decoding).__name__}")
+        self.decoding = decoding or Decoding(max_new_tokens=token_budget(self.fields, grid_size, max_rows, max_cols))
+        self.last_counts: dict[str, int] = {}
+
+    @property
+    def grid_size(self) -> int:
+        return self.bounds.n
+
+    def instruction(self, prompt: str, num_conditioning: int = 0) -> str:
+        """The instruction text this scorer sends for one item."""
+        return self.pack.render(self.fields, prompt, self.grid_size, num_conditioning)
+
+    def requests(self, items: Sequence[Item]) -> list[Request]:
+        """One request per item: conditioning images first, the generated image last."""
+        return [Request(images=[*item.conditioning, item.image],
+                        text=self.instruction(item.prompt, len(item.conditioning)), system=self.pack.system,
+                        decoding=self.decoding, constraint=self.constraint,
+                        meta={"method": "viescore2", "id": item.id, "prompt": item.prompt, "fields": self.fields.key,
+                              "grid_size": self.grid_size})
+                for item in items]
+
+    def run(self, images: Sequence[Any], prompts: Sequence[str], conditioning: Sequence[Any] | None = None,
+            ids: Sequence[Any] | None = None) -> RunResult:
+        """Judge every image in one batched call; records in order, manifest and counts."""
+        items = make_items(images, prompts, conditioning, ids)
+        answers = self.judge.generate(self.requests(items))
+        records = [self._record(item, answer) for item, answer in zip(items, answers, strict=True)]
+        counts = Counter({"images": len(records)})
+        counts.update(f"finish_{a.finish_reason}" for a in answers)
+        counts.update(f"status_{r.status}" for r in records)
+        counts["parse_failures"] = sum(r.parse_failures for r in records)
+        counts["scored"] = sum(r.valid for r in records)
+        self.last_counts = dict(counts)
+        return RunResult(records, self.manifest(), dict(counts))
+
+    def score(self, images: Sequence[Any], prompts: Sequence[str], conditioning: Sequence[Any] | None = None,
+              ids: Sequence[Any] | None = None) -> list[VIEScore2Record]:
+        """One record per image, in order (`record.score` is None when no overall score was read)."""
+        return self.run(images, prompts, conditioning, ids).records
+
+    def score_batch(self, batch: Mapping[str, Sequence[Any]]) -> list[VIEScore2Record]:
+        """The registry's Scorer interface: columns "image" and "prompt"; "conditioning" and "id" optional."""
+        for column in ("image", "prompt"):
+            if column not in batch:
+                raise ValueError(f"viescore2: batch lacks the {column!r} column (has {sorted(batch)})")
+        ids = batch.get("id")
+        return self.score(list(batch["image"]), list(batch["prompt"]), batch.get("conditioning"),
+                          list(ids) if ids is not None else None)
+
+    def _record(self, item: Item, answer: Answer) -> VIEScore2Record:
+        read = read_answer(answer, self.fields, self.grid_size)
+        return VIEScore2Record(id=item.id, prompt=item.prompt, fields=self.fields.key, grid_size=self.grid_size,
+                               text=answer.text, finish_reason=answer.finish_reason, num_tokens=answer.num_tokens,
+                               num_conditioning=len(item.conditioning), image=item.image, **read)
+
+    def manifest(self) -> dict[str, Any]:
+        """What produced the records: judge, configuration, instructions, grammar, decoding, version."""
+        from vlmjudge import __version__
+        grammar = self.constraint.spec if self.constraint else None
+        return {"method": "viescore2", **self.judge.manifest(), "fields": self.fields.key,
+                "grid_size": self.grid_size, "max_rows": self.bounds.max_rows, "max_cols": self.bounds.max_cols,
+                "pack_version": self.pack.version, "pack_sha256": self.pack.sha256,
+                "constraint": "ebnf" if grammar else None,
+                "grammar_sha256": hashlib.sha256(grammar.encode()).hexdigest() if grammar else None,
+                "decoding": self.decoding.to_json(), "overall": "score, else sqrt(pq * sc)",
+                "library_version": __version__}
