@@ -11,7 +11,7 @@ from vlmjudge import __version__
 
 from .core import RunResult, TerraVis, summarize
 from .human import Annotation, score_annotation, score_annotations
-from .prompts import PromptPack, load_pack
+from .pack import PromptPack, load_pack
 from .raw_answers import record_from_raw_answers
 from .records import CheckRecord, ImageRecord, load_records, save_records
 from .scoring import score_from_counts

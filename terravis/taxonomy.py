@@ -2,7 +2,7 @@
 
 The questions describe concrete visual conditions and never name the type: asking a judge
 whether a named category is present works worse than asking what to look for (paper,
-Appendix B). A prompt pack may replace any question (see `terravis.prompts`).
+Appendix B). A prompt pack may replace any question (see `terravis.pack`).
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from typing import Literal, Sequence
 from vlmjudge.judge import Judge
 
 from . import stages
-from .prompts import PromptPack
+from .pack import PromptPack
 from .records import ImageRecord
 from .workflow import Item, WorkflowConfig, fail
 

@@ -18,7 +18,7 @@ from vlmjudge.requests import Answer, Decoding, Request
 
 from . import stages
 from .parsing import parse_evidence, parse_reason
-from .prompts import PromptPack
+from .pack import PromptPack
 from .records import CheckRecord, ImageRecord
 from .scoring import check_weights, score_from_counts
 from .stages import Decision, DecisionMode
