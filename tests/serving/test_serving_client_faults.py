@@ -4,8 +4,8 @@ import pytest
 from serving_support import MODEL, client_kwargs, make_requests, replay_judge, start_server
 
 from vlmjudge import load_judge
-from vlmjudge._serve_faults import BODY_FAULTS, FaultInjector
-from vlmjudge.backends._openai_wire import UnparseableResponse, completion_json
+from vlmjudge.serve.faults import BODY_FAULTS, FaultInjector
+from vlmjudge.wire import UnparseableResponse, completion_json
 
 
 def test_truncated_and_html_200_bodies_are_retried_and_counted():

@@ -12,7 +12,7 @@ from PIL import Image
 from serving_support import MODEL, make_requests, raw_post, replay_judge, start_server
 
 from vlmjudge import Answer
-from vlmjudge._serve_parse import ServeLimits
+from vlmjudge.serve import ServeLimits
 from vlmjudge.judge import Judge
 
 HI = [{"role": "user", "content": "hi"}]

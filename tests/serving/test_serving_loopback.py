@@ -14,7 +14,7 @@ from serving_support import (
 )
 
 from vlmjudge import Constraint, Request, load_judge
-from vlmjudge._serve_faults import FAULT_KINDS, FaultInjector
+from vlmjudge.serve.faults import FAULT_KINDS, FaultInjector
 from vlmjudge.backends.openai import OpenAIRequestError
 from vlmjudge.judge import Judge
 

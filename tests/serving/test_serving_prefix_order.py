@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from vlmjudge import Request, load_judge
-from vlmjudge.backends._openai_wire import ImageURLs, grouped_order, usage_counts
+from vlmjudge.wire import ImageURLs, grouped_order, usage_counts
 
 KEY_ENV = "VLMJUDGE_TEST_PREFIX_STUB_KEY"
 #: Tokens the stub counts for an image and for each word of text.

@@ -9,7 +9,7 @@ import pytest
 from serving_support import MODEL, client_kwargs, make_requests, recorded, start_server
 
 from vlmjudge import load_judge
-from vlmjudge._serve_faults import FaultInjector
+from vlmjudge.serve import FaultInjector
 from vlmjudge.backends.openai import OpenAIRequestError
 from vlmjudge.backends.replay import ReplayJudge
 

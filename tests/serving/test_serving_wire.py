@@ -5,19 +5,20 @@ import pytest
 from PIL import Image
 
 from vlmjudge import Constraint, Decoding, Request
-from vlmjudge._serve_parse import BadRequest, parse_chat_body
-from vlmjudge._serve_parse import probs_body as server_probs_body
-from vlmjudge.backends._openai_wire import (
+from vlmjudge.backends.openai import OpenAIJudge, _public_url
+from vlmjudge.cache import cache_key
+from vlmjudge.serve import BadRequest
+from vlmjudge.serve.parse import parse_chat_body
+from vlmjudge.wire import (
     ImageURLs,
     first_token_alternatives,
     generate_body,
     grammar_extension,
     grouped_order,
     option_probs,
+    options_completion_body,
     probs_body,
 )
-from vlmjudge.backends.openai import OpenAIJudge, _public_url
-from vlmjudge.cache import cache_key
 
 
 def test_option_probs_match_exact_and_space_stripped_tokens():
@@ -90,7 +91,7 @@ def test_bad_bodies_get_clear_errors(body, message):
 
 
 def test_server_probs_body_lists_options_by_probability():
-    body = server_probs_body("m", {"Yes": 0.25, "No": 0.75, "Maybe": 0.0})
+    body = options_completion_body("m", {"Yes": 0.25, "No": 0.75, "Maybe": 0.0})
     top = body["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
     assert [t["token"] for t in top] == ["No", "Yes"] and top[0]["logprob"] == pytest.approx(math.log(0.75))
     assert body["choices"][0]["message"]["content"] == "No"
@@ -117,3 +118,27 @@ def test_key_and_base_url_handling(monkeypatch):
     with pytest.raises(ValueError, match="grammar_field"):
         OpenAIJudge("m", base_url="http://h/v1", grammar_field="regex")
     assert OpenAIJudge("m", base_url="http://h/v1", concurrency=3).batch_size == 12
+
+
+def test_the_client_backend_loads_no_server_machinery():
+    """Client and server share vlmjudge.wire; importing the client must not pull in the server."""
+    import subprocess
+    import sys
+    code = ("import sys, vlmjudge.backends.openai; print(sorted(m for m in sys.modules "
+            "if m.startswith('vlmjudge.serve') or m in ('http.server', 'socketserver')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("old, new", [("vlmjudge._serve_parse", "vlmjudge.serve.parse"),
+                                      ("vlmjudge._serve_http", "vlmjudge.serve.handler"),
+                                      ("vlmjudge._serve_batcher", "vlmjudge.serve.batcher"),
+                                      ("vlmjudge._serve_faults", "vlmjudge.serve.faults"),
+                                      ("vlmjudge.backends._openai_wire", "vlmjudge.wire")])
+def test_old_module_names_are_the_moved_modules(old, new):
+    import importlib
+    import sys
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match="moved to"):
+        module = importlib.import_module(old)
+    assert module is importlib.import_module(new)

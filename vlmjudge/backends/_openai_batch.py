@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..judge import JudgeError
-from ._openai_wire import WireBody
+from ..wire import WireBody
 
 log = logging.getLogger("vlmjudge.openai")
 

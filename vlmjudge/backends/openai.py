@@ -46,7 +46,7 @@ from urllib.parse import urlsplit, urlunsplit
 from ..judge import Judge, JudgeError, JudgeStats
 from ..requests import Answer, Request
 from ._openai_batch import BatchRunner
-from ._openai_wire import (
+from ..wire import (
     GRAMMAR_FIELDS,
     OPTIONS_FIELD,
     ImageURLs,
