@@ -9,9 +9,9 @@ method) and ``score_metric`` (`VIEScore2Score`, loaded on first use).
 """
 from .evaluation import Reference, evaluate_suite, grid_iou, localization_metrics, pixel_iou, srcc
 from .explain import explain
-from .grid import (DEFAULT_N, CategoryGrids, Grid, GridStatus, ParsedOutput, format_output, parse_grid,
-                   parse_output)
-from .instructions import Fields, InstructionPack, all_fields, build_instruction, load_pack, training_instruction
+from .parsing import parse_grid, parse_output
+from .grid import DEFAULT_N, CategoryGrids, Grid, GridStatus, ParsedOutput, format_output
+from .pack import Fields, InstructionPack, all_fields, build_instruction, load_pack, training_instruction
 from .output_grammar import output_constraint, output_grammar, token_budget
 from .core import RunResult, VIEScore2, VIEScore2Record, read_answer
 from .raster import (DEFAULT_CELL_THRESHOLD, MARK_THRESHOLD, grid_from_boxes, grid_from_heatmap,

@@ -27,9 +27,10 @@ from vlmjudge.requests import Answer, Decoding, Request
 
 from .explain import explain
 from .grid import (CATEGORIES, DEFAULT_N, CategoryGrids, Grid, GridStatus, Localization, ParsedOutput,
-                   overall_score, parse_grid, parse_output)
-from .instructions import Fields, FieldsLike, PackLike, load_pack
+                   overall_score)
+from .pack import Fields, FieldsLike, PackLike, load_pack
 from .output_grammar import GridBounds, output_constraint, token_budget
+from .parsing import parse_grid, parse_output
 
 Status = Literal["ok", "partial", "failed", "error"]
 
@@ -241,7 +242,7 @@ class VIEScore2:
         judge: a `vlmjudge` Judge.
         fields: the configuration, e.g. "pq_sc+split" (default), "overall", "grid+marks" (see `Fields`).
         grid_size: N of the N x N grid (16 in the paper).
-        pack: instruction override (see `viescore2.instructions.load_pack`): give a fine-tuned
+        pack: instruction override (see `viescore2.pack.load_pack`): give a fine-tuned
             checkpoint the instruction it was trained with.
         constrain: attach the output grammar (backends that cannot enforce it ignore it).
         max_rows, max_cols: optional grammar bounds on rows per grid and columns per row.

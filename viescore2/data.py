@@ -5,7 +5,7 @@ a clean image with localization supervision is trained to write ``none``. Such c
 localization examples are capped at a share of the corpus (10% in the paper) so that empty
 grids do not dominate. Examples use TRL's conversational prompt-completion layout with an
 ``images`` column: conditioning images first, the generated image last. Without an explicit
-``instruction`` each example gets `viescore2.instructions.training_instruction`'s text: the
+``instruction`` each example gets `viescore2.pack.training_instruction`'s text: the
 built-in instruction for exactly the fields it supervises. Coverage marks (``!``) are requested
 only where the source has coverage supervision (heatmap annotations, paper Section 3.2): mask
 sources and clean images are trained on an instruction without marks, and their targets carry none.
@@ -94,7 +94,7 @@ def target_text(annotation: Annotation, marks: bool = True) -> str:
 
 def _instruction_text(annotation: Annotation, instruction: Instruction, marks: bool = True) -> str:
     if instruction is None:
-        from .instructions import training_instruction
+        from .pack import training_instruction
         n = union_of(annotation.localization).n if annotation.localization is not None else DEFAULT_N
         text = training_instruction(n=n, marks=marks and annotation.coverage_supervised)(annotation)
     elif callable(instruction):

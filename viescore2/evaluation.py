@@ -18,7 +18,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .grid import (CATEGORIES, DEFAULT_N, SCORE_KEYS, CategoryGrids, Grid, Localization, ParsedOutput,
-                   overall_score, parse_grid, parse_output, union_of)
+                   overall_score, union_of)
+from .parsing import parse_grid, parse_output
+from .scoring import geometric_overall  # noqa: F401  (re-exported: viescore2.evaluation.geometric_overall)
 
 
 MIN_PAIRS = 3  # the release reports no correlation from fewer valid pairs
@@ -189,12 +191,6 @@ def same_support(preds_a: Sequence[float | None], preds_b: Sequence[float | None
     ca, cb = srcc(a, t), srcc(b, t)
     return Correlation(ca.value, ca.n_valid, len(targets)), Correlation(cb.value, cb.n_valid, len(targets))
 
-
-def geometric_overall(pq: float, sc: float) -> float:
-    """Overall score from perceptual quality and semantic consistency: sqrt(PQ * SC)."""
-    if pq < 0 or sc < 0:
-        raise ValueError(f"scores must be non-negative, got pq={pq}, sc={sc}")
-    return math.sqrt(pq * sc)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .grid import DEFAULT_N, CategoryGrids, Cell, Grid, ParsedOutput, format_number, parse_output
+from .grid import DEFAULT_N, CategoryGrids, Cell, Grid, ParsedOutput, format_number
+from .parsing import parse_output
 
 MAX_DESCRIBED = 3
 _VERTICAL = ("top", "middle", "bottom")

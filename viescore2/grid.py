@@ -1,4 +1,4 @@
-"""Defect grids: N x N cells with coverage marks, their text format, and the parser of judge text.
+"""Defect grids: N x N cells with coverage marks, their text format, and what parsing judge text returns.
 
 The judge writes score lines first, then grid lines, one per row with defects::
 
@@ -11,7 +11,7 @@ The judge writes score lines first, then grid lines, one per row with defects::
 
 Rows and columns are 1-based; ``!`` after a column marks a high-coverage cell; ``none``
 is an empty grid. With one grid the header lines are left out. By default the parser reads
-text as the public release reads it (`viescore2.grid_reader`): tolerant of prose, spacing and
+text as the public release reads it (`viescore2.parsing`): tolerant of prose, spacing and
 separators, and it reports a status that tells a successful empty grid (``none``) from a parse
 failure (no in-range cell and no ``none``). ``strict=True`` instead turns every irregularity
 into a ``ValueError``, for users who want to validate hand-written targets.
@@ -19,14 +19,12 @@ into a ``ValueError``, for users who want to validate hand-written targets.
 from __future__ import annotations
 
 import enum
-import math
-import re
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Union
 
 import numpy as np
 
-from .grid_reader import index_value, read_text
+from .scoring import overall_score  # noqa: F401  (re-exported: viescore2.grid.overall_score)
 
 DEFAULT_N = 16
 CATEGORIES = ("artifact", "misalign")
@@ -235,157 +233,13 @@ class ParsedOutput:
         return overall_score(self.scores)
 
 
-def overall_score(scores: Mapping[str, float | None]) -> float | None:
-    """Overall score: ``score`` when given, else sqrt(pq * sc) when both are given."""
-    if scores.get("score") is not None:
-        return float(scores["score"])
-    if scores.get("pq") is not None and scores.get("sc") is not None:
-        return math.sqrt(float(scores["pq"]) * float(scores["sc"]))
-    return None
+
+_PARSING = ("parse_output", "parse_grid")
 
 
-# The strict reader: one line at a time, every irregularity raises (the tolerant one is grid_reader).
-_SCORE_RE = re.compile(r"\b(pq|sc|score)\s*:\s*(-?\d+(?:\.\d+)?)\s*/\s*10(?!\d)", re.IGNORECASE)
-_HEADER_RE = re.compile(r"^(artifacts?|misalign(?:ments?|s)?)\s*:\s*(.*)$", re.IGNORECASE)
-_ROW_RE = re.compile(r"^(?:row|r)?\s*(\d{1,2})\s*:(.*)$", re.IGNORECASE)
-_COL_RE = re.compile(r"(\d+)(!?)")
-_NONE_RE = re.compile(r"^none\.?$", re.IGNORECASE)
-_STRIP = str.maketrans("", "", "*`")
-
-
-@dataclass
-class _Section:
-    """What the strict reader collected for one section (the single grid or a category)."""
-
-    seen: bool = False
-    rows: int = 0
-    none: bool = False
-    cells: set = field(default_factory=set)
-    marks: set = field(default_factory=set)
-
-
-def _row(text: str) -> tuple[int, list[tuple[int | None, bool]]] | None:
-    """A strict row ``r<k>: c,c!,...`` (columns of four or more digits read as None), else None."""
-    m = _ROW_RE.match(text)
-    if not m:
-        return None
-    items = m.group(2).split(",")
-    if items and not items[-1].strip():
-        items = items[:-1]  # a trailing comma
-    cols = []
-    for item in items:
-        cm = _COL_RE.fullmatch(item.strip())
-        if not cm:
-            return None
-        cols.append((index_value(cm.group(1)), cm.group(2) == "!"))
-    return (int(m.group(1)), cols) if cols else None
-
-
-def _parse_strict(text: str, n: int) -> ParsedOutput:
-    """Read a text in the exact format; raise ValueError at the first irregular line or value."""
-    scores: dict[str, float] = {}
-    sections = {"grid": _Section(), "artifact": _Section(), "misalign": _Section()}
-    current = "grid"
-    for raw in text.splitlines():
-        line = raw.translate(_STRIP).strip().lstrip("-•>").strip()
-        if not line:
-            continue
-        found = list(_SCORE_RE.finditer(line))
-        if found:
-            for m in found:
-                key, value = m.group(1).lower(), float(m.group(2))
-                if not 0.0 <= value <= 10.0:
-                    raise ValueError(f"{key} outside 0..10: {raw[:80]!r}")
-                if key in scores:
-                    raise ValueError(f"{key} given twice: {raw[:80]!r}")
-                scores[key] = value
-            continue
-        header = _HEADER_RE.match(line)
-        if header:
-            current = "artifact" if header.group(1).lower().startswith("artifact") else "misalign"
-            if sections[current].seen:
-                raise ValueError(f"header {current!r} repeated: {raw[:80]!r}")
-            sections[current].seen = True
-            line = header.group(2).strip()
-            if not line:
-                continue
-        if _NONE_RE.match(line):
-            sections[current].none = True
-            continue
-        row = _row(line)
-        if row is None:
-            raise ValueError(f"unrecognized line: {raw[:80]!r}")
-        r, cols = row
-        section = sections[current]
-        section.rows += 1
-        for c, marked in cols:
-            if c is None or not (1 <= r <= n and 1 <= c <= n):
-                raise ValueError(f"cell outside 1..{n}: {raw[:80]!r}")
-            section.cells.add((r, c))
-            if marked:
-                section.marks.add((r, c))
-
-    def grid_of(sec: _Section) -> Grid | None:
-        if sec.rows and sec.none:
-            raise ValueError("a grid section has both rows and 'none'")
-        if not sec.rows and not sec.none:
-            return None
-        return Grid(frozenset(sec.cells), frozenset(sec.marks), n)
-
-    if sections["artifact"].seen or sections["misalign"].seen:
-        if sections["grid"].rows or sections["grid"].none:
-            raise ValueError("grid lines before the first category header")
-        grids = {name: grid_of(sections[name]) for name in CATEGORIES}
-        if any(g is None for g in grids.values()):
-            raise ValueError(f"incomplete category sections: {sorted(k for k, g in grids.items() if g is None)}")
-        localization = CategoryGrids(grids["artifact"], grids["misalign"])
-        return ParsedOutput(scores, localization, _status_of(localization.union()),
-                            {name: _status_of(g) for name, g in localization.items()}, dict(localization.items()))
-    grid = grid_of(sections["grid"])
-    if grid is None and not scores:
-        raise ValueError("no score and no grid found")
-    return ParsedOutput(scores, grid, _status_of(grid), {"grid": _status_of(grid)})
-
-
-def _status_of(grid: Grid | None) -> GridStatus:
-    """FAILED for no grid, NONE for an empty one, OK for one with defect cells."""
-    return GridStatus.FAILED if grid is None else GridStatus.NONE if grid.is_empty else GridStatus.OK
-
-
-def _parse_tolerant(text: str, n: int) -> ParsedOutput:
-    """Read a text as the release does (`viescore2.grid_reader`); never raises."""
-    reading = read_text(text, n)
-    sections = {name: Grid(frozenset(sec.cells), frozenset(sec.marks), n) for name, sec in reading.sections.items()}
-    whole = Grid(frozenset(reading.cells), frozenset(reading.marks), n) if reading.grid_read else None
-    status = _status_of(whole)
-    localization: Localization | None = whole
-    if whole is not None and set(sections) == set(CATEGORIES):
-        localization = CategoryGrids(sections["artifact"], sections["misalign"])
-    if sections:
-        category_status = {name: GridStatus.FAILED if whole is None or name not in sections
-                           else _status_of(sections[name]) for name in CATEGORIES}
-    else:
-        category_status = {"grid": status}
-    return ParsedOutput(dict(reading.scores), localization, status, category_status, sections, whole)
-
-
-def parse_output(text: str, n: int = DEFAULT_N, strict: bool = False) -> ParsedOutput:
-    """Read scores and grids from judge text as the release reads it; ``strict=True`` raises on any irregularity.
-
-    Tolerant (the default): never raises for a string; a grid with no in-range cell and no
-    ``none`` is a failure (``status`` FAILED, ``localization`` None).
-    """
-    if not isinstance(text, str):
-        raise TypeError(f"judge output must be a string, got {type(text).__name__}")
-    Grid(n=n)  # validates n
-    return _parse_strict(text, n) if strict else _parse_tolerant(text, n)
-
-
-def parse_grid(text: str, n: int = DEFAULT_N, strict: bool = False) -> tuple[Grid | None, GridStatus]:
-    """Parse one grid body (rows or ``none``, no header); returns (union grid or None, status)."""
-    parsed = parse_output(text, n=n, strict=strict)
-    if strict and (parsed.scores or isinstance(parsed.localization, CategoryGrids)):
-        raise ValueError("a grid body holds only rows or 'none'")
-    if strict and parsed.localization is None:
-        raise ValueError(f"no grid in {text[:80]!r}")
-    return parsed.union, parsed.status
+def __getattr__(name: str):
+    """`parse_output` and `parse_grid` live in `viescore2.parsing` (which imports this module's types)."""
+    if name in _PARSING:
+        from . import parsing
+        return getattr(parsing, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

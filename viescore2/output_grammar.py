@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from vlmjudge.requests import Constraint
 
 from .grid import DEFAULT_N, MAX_N
-from .instructions import Fields, FieldsLike
+from .pack import Fields, FieldsLike
 
 #: 0-10 with at most two decimals; the tolerant parser reads the same numbers.
 NUMBER_RULE = 'vs_num ::= "10" | [0-9] ("." [0-9] [0-9]?)?'

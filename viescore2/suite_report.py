@@ -26,7 +26,8 @@ from collections import Counter
 from typing import Any, Mapping, Sequence
 
 from .evaluation import MIN_PAIRS, Reference, category_prediction, pearson, srcc
-from .grid import CATEGORIES, DEFAULT_N, CategoryGrids, Grid, ParsedOutput, parse_output, union_of
+from .grid import CATEGORIES, DEFAULT_N, CategoryGrids, Grid, ParsedOutput, union_of
+from .parsing import parse_output
 
 CLEAN_SOURCES = ("COCO-real",)
 DIGITS = 4
