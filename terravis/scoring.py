@@ -15,7 +15,15 @@ from .taxonomy import LEVELS, TYPE_IDS, get_type
 
 
 def check_weights(lam: float, alpha: float) -> None:
-    """Raise unless lam > 0 and 0 <= alpha <= 1 (the ranges the paper defines)."""
+    """Raise unless lam > 0 and 0 <= alpha <= 1 (the ranges the paper defines).
+
+    Examples:
+        >>> check_weights(1.0, 0.5)
+        >>> check_weights(1.0, 1.5)
+        Traceback (most recent call last):
+        ...
+        ValueError: alpha must be in [0, 1], got 1.5
+    """
     if not (isinstance(lam, (int, float)) and math.isfinite(lam) and lam > 0):
         raise ValueError(f"lam must be a finite number > 0, got {lam!r}")
     if not (isinstance(alpha, (int, float)) and 0 <= alpha <= 1):
@@ -24,7 +32,19 @@ def check_weights(lam: float, alpha: float) -> None:
 
 def score_from_counts(n_major: int, n_minor: int, lam: float = 1.0, alpha: float = 0.5) -> float:
     """S = exp(-lam (N_major + alpha N_minor)): 1 for a clean eligible image, sharply lower
-    for the first violations, with diminishing further decreases."""
+    for the first violations, with diminishing further decreases.
+
+    Examples:
+        A clean eligible image scores 1; one major and two minor violations give
+        exp(-(1 + 0.5 * 2)) = exp(-2):
+
+        >>> score_from_counts(0, 0)
+        1.0
+        >>> round(score_from_counts(1, 2), 4)
+        0.1353
+        >>> round(score_from_counts(1, 2, lam=0.5), 4)
+        0.3679
+    """
     check_weights(lam, alpha)
     for name, n in (("n_major", n_major), ("n_minor", n_minor)):
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
@@ -33,7 +53,14 @@ def score_from_counts(n_major: int, n_minor: int, lam: float = 1.0, alpha: float
 
 
 def score_from_severities(severities: Iterable[str], lam: float = 1.0, alpha: float = 0.5) -> float:
-    """The score of an eligible image from the severities ("major"/"minor") of its violations."""
+    """The score of an eligible image from the severities ("major"/"minor") of its violations.
+
+    Examples:
+        >>> round(score_from_severities(["major", "minor"]), 4)
+        0.2231
+        >>> score_from_severities([])
+        1.0
+    """
     counts = Counter(severities)
     unknown = set(counts) - {"major", "minor"}
     if unknown:
@@ -42,20 +69,39 @@ def score_from_severities(severities: Iterable[str], lam: float = 1.0, alpha: fl
 
 
 def mean_score(scores: Sequence[float | None]) -> float | None:
-    """Mean over scored images (N/A excluded); None when none was scored."""
+    """Mean over scored images (N/A excluded); None when none was scored.
+
+    Examples:
+        >>> mean_score([1.0, None, 0.5])
+        0.75
+        >>> mean_score([None, None]) is None
+        True
+    """
     kept = [s for s in scores if s is not None]
     return sum(kept) / len(kept) if kept else None
 
 
 def mean_and_count(scores: Sequence[float | None]) -> tuple[float | None, int]:
     """The mean over scored images (N/A excluded) and how many were scored: the pair a summary
-    table reports; (None, 0) when none was scored."""
+    table reports; (None, 0) when none was scored.
+
+    Examples:
+        >>> mean_and_count([1.0, None, 0.5])
+        (0.75, 2)
+        >>> mean_and_count([None])
+        (None, 0)
+    """
     kept = [s for s in scores if s is not None]
     return (sum(kept) / len(kept) if kept else None), len(kept)
 
 
 def na_rate(scores: Sequence[float | None]) -> float:
-    """Share of images without a score (N/A or failed)."""
+    """Share of images without a score (N/A or failed).
+
+    Examples:
+        >>> na_rate([1.0, None, None, 0.5])
+        0.5
+    """
     if not scores:
         raise ValueError("na_rate of no images")
     return sum(s is None for s in scores) / len(scores)
@@ -63,7 +109,17 @@ def na_rate(scores: Sequence[float | None]) -> float:
 
 def violation_breakdown(detected: Iterable[str]) -> dict[str, dict[str, float | int]]:
     """Counts and shares of detected violations by level and by type (shares describe the
-    composition of the violations, not how often images violate: Figures A1-A2)."""
+    composition of the violations, not how often images violate: Figures A1-A2).
+
+    Examples:
+        >>> b = violation_breakdown(["contact_state", "relative_scale", "optical_effect"])
+        >>> b["level_counts"]
+        {'object': 0, 'interaction': 2, 'scene': 1}
+        >>> round(b["level_shares"]["interaction"], 3)
+        0.667
+        >>> b["type_counts"]["relative_scale"]
+        1
+    """
     by_type = Counter(get_type(t).id for t in detected)
     total = sum(by_type.values())
     by_level = Counter()
@@ -80,7 +136,18 @@ def violation_breakdown(detected: Iterable[str]) -> dict[str, dict[str, float | 
 # -- agreement with humans --------------------------------------------------------------
 def human_rating(ratings: Sequence[float | None]) -> float | None:
     """One image's human score: the mean of the annotators' 1-5 ratings, or None (N/A) when
-    at least half of them chose N/A."""
+    at least half of them chose N/A.
+
+    Examples:
+        Three annotators' ratings average; N/A from at least half of them makes the image N/A:
+
+        >>> human_rating([4, 5, 3])
+        4.0
+        >>> human_rating([4, None, None]) is None
+        True
+        >>> human_rating([4, None, 2])
+        3.0
+    """
     if not ratings:
         raise ValueError("human_rating of no ratings")
     na = sum(r is None for r in ratings)
@@ -94,7 +161,12 @@ def human_rating(ratings: Sequence[float | None]) -> float | None:
 
 
 def paired(pred: Sequence[float | None], human: Sequence[float | None]) -> tuple[list[float], list[float]]:
-    """The pairs where neither side is N/A (None or NaN)."""
+    """The pairs where neither side is N/A (None or NaN).
+
+    Examples:
+        >>> paired([0.9, None, 0.2, 0.5], [5, 3, None, 2])
+        ([0.9, 0.5], [5.0, 2.0])
+    """
     if len(pred) != len(human):
         raise ValueError(f"{len(pred)} predictions but {len(human)} human ratings")
     keep = [(float(p), float(h)) for p, h in zip(pred, human) if _present(p) and _present(h)]
@@ -103,7 +175,15 @@ def paired(pred: Sequence[float | None], human: Sequence[float | None]) -> tuple
 
 def correlations(pred: Sequence[float | None], human: Sequence[float | None]) -> dict[str, float | int]:
     """Spearman rho, Kendall tau-b and Pearson r over the pairs with both sides rated, and
-    their count n; a coefficient is NaN when undefined (fewer than 2 pairs, a constant side)."""
+    their count n; a coefficient is NaN when undefined (fewer than 2 pairs, a constant side).
+
+    Examples:
+        >>> r = correlations([0.9, 0.1, 0.5, None], [5, 1, 4, 2])
+        >>> r["n"], round(r["spearman"], 3), round(r["kendall"], 3)
+        (3, 1.0, 1.0)
+        >>> import math; math.isnan(correlations([1.0, 1.0], [2, 3])["spearman"])
+        True
+    """
     from scipy import stats
 
     x, y = paired(pred, human)
@@ -118,7 +198,15 @@ def correlations(pred: Sequence[float | None], human: Sequence[float | None]) ->
 
 def correlations_by_group(pred: Sequence[float | None], human: Sequence[float | None],
                           groups: Sequence[Hashable]) -> dict[str, dict]:
-    """Correlations pooled over all images and within each group (a T2I model)."""
+    """Correlations pooled over all images and within each group (a T2I model).
+
+    Examples:
+        >>> out = correlations_by_group([0.9, 0.1, 0.5, 0.3], [5, 1, 4, 2], ["a", "a", "b", "b"])
+        >>> out["pooled"]["n"], sorted(out["by_group"])
+        (4, ['a', 'b'])
+        >>> round(out["by_group"]["a"]["spearman"], 6)
+        1.0
+    """
     if len(groups) != len(pred):
         raise ValueError(f"{len(groups)} group labels for {len(pred)} predictions")
     out = {"pooled": correlations(pred, human), "by_group": {}}
@@ -133,7 +221,18 @@ def majority(labels: Sequence[bool | None], missing: Literal["against", "ignore"
     i.e. at least two of three (paper, Appendix, image-level detection / Table A1: "a majority of
     annotators (at least two of three)"). A missing label counts against by default, so 1 positive
     with 2 missing is not a positive; `missing="ignore"` takes the majority over the labels given
-    (the rule before issue 24). None when no annotator answered."""
+    (the rule before issue 24). None when no annotator answered.
+
+    Examples:
+        Two of three annotators make a positive; a missing label counts against by default:
+
+        >>> majority([True, True, False])
+        True
+        >>> majority([True, None, None])
+        False
+        >>> majority([True, None, None], missing="ignore")
+        True
+    """
     if missing not in ("against", "ignore"):
         raise ValueError(f"missing must be 'against' or 'ignore', got {missing!r}")
     given = [bool(v) for v in labels if v is not None]
@@ -146,7 +245,16 @@ def majority(labels: Sequence[bool | None], missing: Literal["against", "ignore"
 def detection_precision_recall(predicted: Sequence[bool | None],
                                human_labels: Sequence[Sequence[bool | None] | bool | None]) -> dict[str, float | int]:
     """Image-level "has a violation" precision and recall against the human majority label;
-    images without a prediction or a human label are left out, and counted."""
+    images without a prediction or a human label are left out, and counted.
+
+    Examples:
+        >>> r = detection_precision_recall([True, True, False, None],
+        ...                                [[True, True, False], [False, False, True], True, True])
+        >>> r["tp"], r["fp"], r["fn"], r["skipped"]
+        (1, 1, 1, 1)
+        >>> r["precision"], r["recall"]
+        (0.5, 0.5)
+    """
     if len(predicted) != len(human_labels):
         raise ValueError(f"{len(predicted)} predictions but {len(human_labels)} human labels")
     tp = fp = fn = tn = skipped = 0
@@ -170,7 +278,12 @@ def detection_precision_recall(predicted: Sequence[bool | None],
 
 
 def kendall_tau(a: Sequence[float], b: Sequence[float]) -> float:
-    """Kendall tau-b between two equally long score vectors (NaN when undefined)."""
+    """Kendall tau-b between two equally long score vectors (NaN when undefined).
+
+    Examples:
+        >>> round(kendall_tau([1, 2, 3], [1, 3, 2]), 4)
+        0.3333
+    """
     from scipy import stats
 
     if len(a) != len(b):
