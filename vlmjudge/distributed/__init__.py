@@ -11,21 +11,23 @@ its own judge, and move records as JSON, so they work for any method:
     accelerate launch --num_processes 4 -m vlmjudge.distributed terravis --input images/ --output r.jsonl
 
 Heavy libraries (accelerate, evaluate, ray, torch.distributed) are imported only when used.
+Modules: common (methods, shards, ids, scoring to JSON), accelerate_shards, ddp, evaluate_shards,
+ray_pool, cli (`python -m vlmjudge.distributed`).
 """
 from __future__ import annotations
 
-from ._dist_accelerate import DistributedScores, score_dataset_accelerate
-from ._dist_cli import main
-from ._dist_common import (
+from .accelerate_shards import DistributedScores, score_dataset_accelerate
+from .cli import main
+from .common import (
     resolve_method,
     score_records,
     shard_columns,
     shard_range,
     with_global_ids,
 )
-from ._dist_ddp import run_local_group
-from ._dist_evaluate import load_evaluate_shard, process_rank, store_scored_rows
-from ._dist_ray import ScorerActor, score_columns_ray, score_dataset_ray
+from .ddp import run_local_group
+from .evaluate_shards import load_evaluate_shard, process_rank, store_scored_rows
+from .ray_pool import ScorerActor, score_columns_ray, score_dataset_ray
 
 __all__ = [
     "DistributedScores",
@@ -44,6 +46,3 @@ __all__ = [
     "store_scored_rows",
     "with_global_ids",
 ]
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,0 +1,177 @@
+"""`python -m vlmjudge.distributed METHOD --input ... --output ...`: score a JSONL file or an
+image folder with any registered method, one shard per process of an `accelerate launch` /
+`torchrun` run (or in one plain process); process 0 writes the records in input order.
+
+Images are checked before any judge loads, with the bad-input policy of the `vlmjudge`
+judging commands (`--on-error`, `<output>.failures.jsonl`, the exit statuses in --help)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .common import ID_COLUMN, resolve_method
+from ..cli_intake import EXIT_EPILOG, add_on_error_flag, partial_output
+from ..intake import EXIT_NONE_SCORED, IMAGE_SUFFIXES, RUN, CommandError, exit_status, looks_like_path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m vlmjudge.distributed",
+        description="Score a dataset with a vlmjudge method across the processes of an accelerate/torchrun "
+                    "launch: each process loads its own judge and scores a contiguous shard.",
+        epilog="Example: accelerate launch --num_processes 4 -m vlmjudge.distributed terravis "
+               "--input images/ --output records.jsonl --model Qwen/Qwen3-VL-8B-Instruct. "
+               f"Images are checked before the judge loads (columns {', '.join(IMAGE_COLUMNS)}); a record of an "
+               "image under the recommended 64 px gets a 'resolution_note' field. " + EXIT_EPILOG)
+    parser.add_argument("method", help="a registered method name (terravis, viescore2, ...) or module:SPEC")
+    parser.add_argument("--input", required=True,
+                        help="a JSONL file (one object of columns per row; images as paths) or a folder of images "
+                             "(column 'image', file names as ids)")
+    parser.add_argument("--output", required=True, help="JSONL file of records, in input order (written by process 0)")
+    parser.add_argument("--model", default=None, help="judge model: Hub id, local folder or server model name "
+                                                      "(default: the method's default model)")
+    parser.add_argument("--backend", default="transformers",
+                        help="transformers (default), openai, replay or module:Class")
+    parser.add_argument("--judge-kwargs", default="{}", type=_json_object,
+                        help='JSON object of load_judge keywords, e.g. \'{"dtype": "bfloat16", "batch_size": 16}\'')
+    parser.add_argument("--config", default="{}", type=_json_object,
+                        help="JSON object of the method's build keywords (variant, pack, ...)")
+    parser.add_argument("--chunk-size", type=int, default=None,
+                        help="rows per score_batch call within a shard (default: the whole shard at once)")
+    parser.add_argument("--stats", default=None, help="also write per-process shards and judge stats to this JSON file")
+    add_on_error_flag(parser)
+    return parser
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def read_columns(path: str, takes_ids: bool) -> dict[str, list[Any]]:
+    """Columns from a JSONL file (every row must have the same keys) or an image folder."""
+    if os.path.isdir(path):
+        names = sorted(f for f in os.listdir(path) if f.lower().endswith(IMAGE_SUFFIXES))
+        if not names:
+            raise ValueError(f"no images ({', '.join(IMAGE_SUFFIXES)}) in folder {path}")
+        columns: dict[str, list[Any]] = {"image": [os.path.join(path, f) for f in names]}
+        if takes_ids:
+            columns[ID_COLUMN] = names
+        return columns
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{number}: not valid JSON: {exc}") from None
+            if not isinstance(row, dict):
+                raise ValueError(f"{path}:{number}: each line must be a JSON object of columns")
+            if rows and set(row) != set(rows[0]):
+                raise ValueError(f"{path}:{number}: columns {sorted(row)} differ from line 1's {sorted(rows[0])}")
+            rows.append(row)
+    if not rows:
+        raise ValueError(f"{path} holds no rows")
+    return {name: [row[name] for row in rows] for name in rows[0]}
+
+
+#: Columns that hold images (paths in a JSONL input), checked before the judge loads.
+IMAGE_COLUMNS = ("image", "reference", "generated", "conditioning")
+
+
+def _row_images(columns: Mapping[str, list[Any]]) -> list[list[Any]]:
+    """Per row, the image paths of its image columns (a list cell is several images; None is none)."""
+    present = [name for name in IMAGE_COLUMNS if name in columns]
+    n = len(next(iter(columns.values())))
+    rows: list[list[Any]] = [[] for _ in range(n)]
+    for name in present:
+        for row, cell in zip(rows, columns[name]):
+            cells = cell if isinstance(cell, (list, tuple)) else [cell]
+            row.extend(c for c in cells if isinstance(c, (str, os.PathLike)))
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse arguments, check the images, score this process's shard, gather, and write on process 0.
+
+    Exit status as `vlmjudge` judging commands (see --help); Ctrl-C or SIGTERM prints one line."""
+    from ..intake import run_command
+
+    args = build_parser().parse_args(argv)
+    return run_command(lambda: _run(args), "vlmjudge.distributed",
+                       "with a response cache in --judge-kwargs, a rerun resumes from it")
+
+
+def _check_model(spec, args: argparse.Namespace) -> None:
+    """An in-process judge that cannot load (offline, a typo, the method's Hub-only default) is one
+    line before any process loads it, never a traceback from deep inside from_pretrained."""
+    if args.backend != "transformers":
+        return
+    from ..offline import unavailable_reason
+    model = args.model if args.model is not None else spec.default_model
+    if model is None:
+        raise CommandError(f"{spec.name}: give --model (the method has no default model)")
+    if looks_like_path(str(model)) and not os.path.isdir(os.path.expanduser(str(model))):
+        raise CommandError(f"--model {model}: no such checkpoint folder")
+    reason = unavailable_reason(model)
+    if reason:
+        given = "--model" if args.model is not None else f"the {spec.name} default model (no --model given)"
+        raise CommandError(f"{given} {model}: {reason}; pass --model with a local checkpoint folder, "
+                           "e.g. one built by `python -m vlmjudge.testing demo DIR`")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .accelerate_shards import default_state, score_dataset_accelerate
+    from ..cli_intake import finish, nothing_readable, screen, start_run
+
+    start_run(args.output)
+    try:
+        spec = resolve_method(args.method)
+        takes_ids = ID_COLUMN in (*spec.inputs, *spec.optional_inputs)
+        columns = read_columns(args.input, takes_ids)
+    except (OSError, ValueError, LookupError, TypeError, AttributeError, ImportError) as error:
+        raise CommandError(str(error)) from None
+    n = len(next(iter(columns.values())))
+    if takes_ids and ID_COLUMN not in columns:  # the ids an unfiltered run gives, whatever is skipped
+        columns[ID_COLUMN] = [str(i) for i in range(n)]
+    # every process checks every row, so all of them drop the same rows before sharding
+    screened = screen(_row_images(columns), args.on_error)
+    state = default_state()
+    if not screened.kept:
+        return nothing_readable(screened, args.output) if state.is_main_process else EXIT_NONE_SCORED
+    kept = {name: [values[i] for i in screened.kept] for name, values in columns.items()}
+    _check_model(spec, args)
+    result = score_dataset_accelerate(spec, kept, model=args.model, backend=args.backend,
+                                      judge_kwargs=args.judge_kwargs, method_config=args.config,
+                                      chunk_size=args.chunk_size)
+    records = [record if i not in screened.notes else {**record, "resolution_note": screened.notes[i]}
+               for i, record in zip(screened.kept, result.records)]
+    status = exit_status(n, len(records))
+    if state.is_main_process:
+        _write_jsonl(args.output, records)
+        RUN.saved = len(records)
+        if args.stats:
+            with open(args.stats, "w", encoding="utf-8") as fh:
+                json.dump({"method": spec.name, "n": len(records), "skipped": len(screened.failures),
+                           "shards": result.shards, "stats": result.stats}, fh, indent=1)
+        status = finish(n, len(records), screened.failures, args.output)
+    state.wait_for_everyone()
+    return status
+
+
+def _write_jsonl(path: str, records: list[dict[str, Any]]) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    with partial_output(path) as fh:
+        fh.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
