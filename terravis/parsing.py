@@ -20,7 +20,16 @@ _LEAD = re.compile(r"^[\s\"'`*_>#:\-\[\(]*")
 
 def leading_option(text: str, options: Sequence[str]) -> str | None:
     """The option the text starts with (ignoring leading spaces, quotes and markdown, and
-    case), longest option first; None when it starts with none of them."""
+    case), longest option first; None when it starts with none of them.
+
+    Examples:
+        >>> leading_option("**Yes**, the cup floats.", ["Yes", "No"])
+        'Yes'
+        >>> leading_option("  no", ["Yes", "No"])
+        'No'
+        >>> leading_option("Yesterday it rained", ["Yes", "No"]) is None
+        True
+    """
     body = _LEAD.sub("", text or "")
     lowered = body.lower()
     for option in sorted(options, key=len, reverse=True):
@@ -38,7 +47,16 @@ def first_json_object(text: str) -> dict[str, Any] | None:
     The object starting at the earliest `{` that parses as one, as `json` would parse it, but
     with no recursion (any nesting depth) and in time linear in the text: each object start is
     parsed once, and a nested object's outcome is remembered for when it is tried on its own.
-    Never raises on a string."""
+    Never raises on a string.
+
+    Examples:
+        >>> first_json_object('Sure: {"aspect": "hand", "n": [1, {"k": 2}]} and more')
+        {'aspect': 'hand', 'n': [1, {'k': 2}]}
+        >>> first_json_object("{not json} then {} ")
+        {}
+        >>> first_json_object("no object here") is None
+        True
+    """
     if not isinstance(text, str):
         return None
     known: dict[int, tuple[Any, int] | None] = {}
@@ -156,7 +174,12 @@ def _scalar(text: str, pos: int) -> tuple[Any, int]:
 
 
 class Evidence(BaseModel):
-    """What a positive detection adds: the affected aspect and one sentence of evidence."""
+    """What a positive detection adds: the affected aspect and one sentence of evidence.
+
+    Examples:
+        >>> Evidence(aspect="hand", evidence="The left hand has six fingers.").aspect
+        'hand'
+    """
 
     model_config = ConfigDict(extra="ignore")
     aspect: str = Field(min_length=1)
@@ -164,30 +187,62 @@ class Evidence(BaseModel):
 
 
 class Reason(BaseModel):
-    """A short stated reason (why an image is N/A, why a violation is major or minor)."""
+    """A short stated reason (why an image is N/A, why a violation is major or minor).
+
+    Examples:
+        >>> Reason(reason="A bar chart.").reason
+        'A bar chart.'
+    """
 
     model_config = ConfigDict(extra="ignore")
     reason: str = Field(min_length=1)
 
 
 def evidence_schema(max_aspect: int, max_evidence: int) -> dict[str, Any]:
-    """The JSON schema a backend enforces for evidence: both strings bounded so output closes."""
+    """The JSON schema a backend enforces for evidence: both strings bounded so output closes.
+
+    Examples:
+        >>> schema = evidence_schema(max_aspect=40, max_evidence=200)
+        >>> schema["required"], schema["properties"]["evidence"]["maxLength"]
+        (['aspect', 'evidence'], 200)
+    """
     return {"type": "object", "additionalProperties": False, "required": ["aspect", "evidence"],
             "properties": {"aspect": {"type": "string", "minLength": 1, "maxLength": max_aspect},
                            "evidence": {"type": "string", "minLength": 1, "maxLength": max_evidence}}}
 
 
 def reason_schema(max_reason: int) -> dict[str, Any]:
+    """The JSON schema a backend enforces for a stated reason, its length bounded so output closes.
+
+    Examples:
+        >>> reason_schema(120)["properties"]["reason"]
+        {'type': 'string', 'minLength': 1, 'maxLength': 120}
+    """
     return {"type": "object", "additionalProperties": False, "required": ["reason"],
             "properties": {"reason": {"type": "string", "minLength": 1, "maxLength": max_reason}}}
 
 
 def parse_evidence(text: str) -> Evidence | None:
-    """Evidence from the text's first JSON object, or None when it is missing or incomplete."""
+    """Evidence from the text's first JSON object, or None when it is missing or incomplete.
+
+    Examples:
+        >>> parse_evidence('```json {"aspect": " cup ", "evidence": "It hovers above the table."} ```')
+        Evidence(aspect='cup', evidence='It hovers above the table.')
+        >>> parse_evidence('{"aspect": "cup"}') is None
+        True
+    """
     return _parse_model(text, Evidence)
 
 
 def parse_reason(text: str) -> Reason | None:
+    """A Reason from the text's first JSON object, or None when it is missing or has no reason.
+
+    Examples:
+        >>> parse_reason('{"reason": "It is a logo."}').reason
+        'It is a logo.'
+        >>> parse_reason("a logo") is None
+        True
+    """
     return _parse_model(text, Reason)
 
 
