@@ -34,7 +34,16 @@ _LABELS = ("rationale", "reason", "because")
 
 
 class AnswerParseError(ValueError):
-    """The text holds no readable yes/no/unknown answer."""
+    """The text holds no readable yes/no/unknown answer.
+
+    Examples:
+        >>> parse_answer("I cannot tell from this image.")
+        Traceback (most recent call last):
+        ...
+        fager.parsing.AnswerParseError: no yes/no/unknown answer in 'I cannot tell from this image.'
+        >>> issubclass(AnswerParseError, ValueError)
+        True
+    """
 
 
 def normalize_answer(value: Any) -> str:
@@ -42,13 +51,24 @@ def normalize_answer(value: Any) -> str:
 
     `str(value).strip().lower()`; anything else (a sentence, "Yes.", "maybe", a number, null)
     is "unknown", the release's score of 0.5.
+
+    Examples:
+        >>> normalize_answer(" YES "), normalize_answer("Yes."), normalize_answer(None)
+        ('yes', 'unknown', 'unknown')
     """
     word = str(value).strip().lower()
     return word if word in ANSWERS else "unknown"
 
 
 def parse_answer(text: str | None) -> QuestionAnswer:
-    """Read a JSON object or a leading yes/no/unknown from model output; raise AnswerParseError otherwise."""
+    """Read a JSON object or a leading yes/no/unknown from model output; raise AnswerParseError otherwise.
+
+    Examples:
+        >>> parse_answer('{"answer": "No", "rationale": "The cup is blue."}')
+        QuestionAnswer(answer='no', rationale='The cup is blue.')
+        >>> parse_answer("Answer: **yes** - a red cup stands on the table")
+        QuestionAnswer(answer='yes', rationale='a red cup stands on the table')
+    """
     if not isinstance(text, str) or not text.strip():
         raise AnswerParseError("empty answer")
     body = strip_fence(text)
@@ -59,7 +79,12 @@ def parse_answer(text: str | None) -> QuestionAnswer:
 
 
 def strip_fence(text: str) -> str:
-    """The text without surrounding whitespace and a markdown code fence (```lang ... ```)."""
+    """The text without surrounding whitespace and a markdown code fence (```lang ... ```).
+
+    Examples:
+        >>> strip_fence('```json {"answer": "yes"} ```')
+        '{"answer": "yes"}'
+    """
     body = text.strip()
     if body.startswith("```"):
         rest = body[3:]
@@ -108,6 +133,14 @@ def load_json(text: str, *, strict: bool = False) -> Any:
     """`json.loads` that fails only with AnswerParseError (bad JSON, deep nesting, huge integers).
 
     `strict=False` (the default) accepts raw control characters such as tabs inside strings.
+
+    Examples:
+        >>> load_json('{"answer": "yes"}')
+        {'answer': 'yes'}
+        >>> load_json("[1, 2")
+        Traceback (most recent call last):
+        ...
+        fager.parsing.AnswerParseError: invalid JSON (Expecting ',' delimiter) in '[1, 2'
     """
     try:
         return json.loads(text, strict=strict)
@@ -130,7 +163,12 @@ def _from_json(fragment: str) -> QuestionAnswer:
 
 
 def remove_thinking(text: str) -> str:
-    """The text without `<think>...</think>` blocks (an unclosed block is kept as text)."""
+    """The text without `<think>...</think>` blocks (an unclosed block is kept as text).
+
+    Examples:
+        >>> remove_thinking("<think>The cup looks blue.</think>no")
+        'no'
+    """
     parts, at = [], 0
     while True:
         start = text.find("<think>", at)
@@ -153,6 +191,12 @@ def read_answer_list(text: str, *, strip_thinking: bool = False) -> list[dict[st
     with `normalize_answer`. `strip_thinking=True` first removes `<think>` blocks, as the
     release's Qwen evaluator does. Anything else raises AnswerParseError: a reply that is not
     JSON, an `answers` that is not a list of objects, an id that is not an integer.
+
+    Examples:
+        Entries come back in id order; one without an answer is unknown:
+
+        >>> read_answer_list('Here: {"answers": [{"id": 2, "answer": "no", "rationale": "blue"}, {"id": 1}]}')
+        [{'answer': 'unknown', 'rationale': ''}, {'answer': 'no', 'rationale': 'blue'}]
     """
     if not isinstance(text, str):
         raise AnswerParseError(f"a reply must be text, got {type(text).__name__}")
@@ -176,7 +220,12 @@ def read_answer_list(text: str, *, strip_thinking: bool = False) -> list[dict[st
 
 def answer_value(entry: Any) -> Any:
     """The `answer` of one entry of a batched reply, as written; "unknown" when the entry has none
-    (the release's default). AnswerParseError when the entry is not a JSON object."""
+    (the release's default). AnswerParseError when the entry is not a JSON object.
+
+    Examples:
+        >>> answer_value({"id": 1, "answer": "Yes"}), answer_value({"id": 2})
+        ('Yes', 'unknown')
+    """
     if not isinstance(entry, dict):
         raise AnswerParseError(f"an answer entry must be a JSON object, got {type(entry).__name__}")
     return entry.get("answer", "unknown")

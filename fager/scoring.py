@@ -36,7 +36,16 @@ AnswerInput = QuestionAnswer | str | None
 
 
 def answer_points(answer: str) -> float:
-    """Points of one answer; anything but yes/no/unknown is an error, not a score."""
+    """Points of one answer; anything but yes/no/unknown is an error, not a score.
+
+    Examples:
+        >>> answer_points("yes"), answer_points("no"), answer_points("unknown")
+        (1.0, 0.0, 0.5)
+        >>> answer_points("maybe")
+        Traceback (most recent call last):
+        ...
+        ValueError: answer must be one of yes, no, unknown; got 'maybe'
+    """
     try:
         return ANSWER_POINTS[answer]
     except KeyError:
@@ -48,6 +57,10 @@ def score_answer(value: object) -> float:
 
     Text is normalised with `normalize_answer` (any word but yes/no/unknown scores 0.5) and
     None is unknown; any other type (a number, a list) is a TypeError, not a score.
+
+    Examples:
+        >>> score_answer(" Yes "), score_answer("maybe"), score_answer(None)
+        (1.0, 0.5, 0.5)
     """
     if value is not None and not isinstance(value, str):
         raise TypeError(f"an answer value must be text or None, got {type(value).__name__}")
@@ -55,7 +68,16 @@ def score_answer(value: object) -> float:
 
 
 def mean_score(answers: Iterable[str]) -> float | None:
-    """Mean points x 100 over the given answers; None when there are none (no score, not 0)."""
+    """Mean points x 100 over the given answers; None when there are none (no score, not 0).
+
+    Examples:
+        Two yes, one no and one unknown: (1 + 1 + 0 + 0.5) / 4 x 100:
+
+        >>> mean_score(["yes", "yes", "no", "unknown"])
+        62.5
+        >>> mean_score([]) is None
+        True
+    """
     answers = list(answers)
     if not answers:
         return None
@@ -66,7 +88,22 @@ def mean_score(answers: Iterable[str]) -> float | None:
 
 @dataclass(frozen=True)
 class GatingPolicy:
-    """The two decision thresholds; inclusive comparisons (<=, >=) as in the released runs."""
+    """The two decision thresholds; inclusive comparisons (<=, >=) as in the released runs.
+
+    Examples:
+        The released runs compare inclusively: exactly 95 keeps, exactly 20 regenerates.
+
+        >>> policy = GatingPolicy()
+        >>> should_keep(95.0, policy), should_regenerate(20.0, policy)
+        (True, True)
+        >>> paper = GatingPolicy(inclusive=False)
+        >>> should_keep(95.0, paper), should_regenerate(20.0, paper)
+        (False, False)
+        >>> GatingPolicy(regenerate_threshold=60, keep_threshold=50)
+        Traceback (most recent call last):
+        ...
+        ValueError: regenerate_threshold 60 exceeds keep_threshold 50
+    """
 
     regenerate_threshold: float = 20.0
     keep_threshold: float = 95.0
@@ -86,14 +123,24 @@ DEFAULT_POLICY = GatingPolicy()
 
 
 def should_regenerate(level_1_score: float, policy: GatingPolicy = DEFAULT_POLICY) -> bool:
-    """Whether a level-1 score fails the core object/scene check."""
+    """Whether a level-1 score fails the core object/scene check.
+
+    Examples:
+        >>> should_regenerate(20.0), should_regenerate(20.5)
+        (True, False)
+    """
     if policy.inclusive:
         return level_1_score <= policy.regenerate_threshold
     return level_1_score < policy.regenerate_threshold
 
 
 def should_keep(overall_score: float, policy: GatingPolicy = DEFAULT_POLICY) -> bool:
-    """Whether an overall score is high enough to accept the image as it is."""
+    """Whether an overall score is high enough to accept the image as it is.
+
+    Examples:
+        >>> should_keep(95.0), should_keep(94.9)
+        (True, False)
+    """
     if policy.inclusive:
         return overall_score >= policy.keep_threshold
     return overall_score > policy.keep_threshold
@@ -104,6 +151,12 @@ def decide(level_1_score: float | None, overall_score: float | None,
     """keep / edit / regenerate from the two scores; None when there is no overall score.
 
     A None level-1 score means level 1 holds no question, so the gate has nothing to test.
+
+    Examples:
+        >>> decide(15.0, 15.0), decide(100.0, 96.0), decide(80.0, 75.0)
+        ('regenerate', 'keep', 'edit')
+        >>> decide(None, None) is None
+        True
     """
     if level_1_score is not None and should_regenerate(level_1_score, policy):
         return "regenerate"
@@ -130,6 +183,31 @@ def score_answers(
     usable answer is a parse failure. Answers to levels the gate skips are ignored.
     The decision is None when level 1 has questions but none was answered (the gate
     cannot be decided) or when no question at all was answered.
+
+    Examples:
+        Level 1 scores 50 (yes, no), level 2 scores 100 (yes, yes); the overall score is the
+        mean over all four answers, 75, so the image is edited. A raw text answer is parsed:
+
+        >>> from fager.schema import QAItem
+        >>> def item(question, level):
+        ...     return QAItem(question=question, level=level, category="existence",
+        ...                   importance="high", source_fact=question)
+        >>> items = [item("Is there a cat?", "level_1"), item("Is there a sofa?", "level_1"),
+        ...          item("Is the cat black?", "level_2"), item("Is the sofa red?", "level_2")]
+        >>> verdict = score_answers(items, ["yes", "No, the room is empty.", "yes", "yes"])
+        >>> verdict.level_scores.level_1, verdict.level_scores.level_2, verdict.overall_score
+        (50.0, 100.0, 75.0)
+        >>> verdict.decision
+        'edit'
+
+        A level-1 score at or below 20 regenerates and skips levels 2 and 3; an unreadable
+        answer is a counted parse failure, left out of the means:
+
+        >>> verdict = score_answers(items, ["no", "???", "yes", "yes"])
+        >>> verdict.decision, verdict.overall_score, verdict.gating.skipped_levels
+        ('regenerate', 0.0, ['level_2'])
+        >>> verdict.counts.failed, verdict.parse_failures[0].position
+        (1, 1)
     """
     by_position = _answers_by_position(items, answers)
     results: list[QuestionResult | None] = [None] * len(items)
