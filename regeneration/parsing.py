@@ -31,18 +31,39 @@ _LENIENT = json.JSONDecoder(strict=False)
 
 
 class JSONReadError(ValueError):
-    """The answer holds no readable JSON object: the one error the readers here raise."""
+    """The answer holds no readable JSON object: the one error the readers here raise.
+
+    Examples:
+        >>> extract_json("no braces at all")
+        Traceback (most recent call last):
+        ...
+        regeneration.parsing.JSONReadError: no JSON object in the answer
+        >>> issubclass(JSONReadError, ValueError)
+        True
+    """
 
 
 @dataclass(frozen=True)
 class ParseFailure:
-    """Why an answer could not be read (kept in run records and counted)."""
+    """Why an answer could not be read (kept in run records and counted).
+
+    Examples:
+        >>> failure = ParseFailure("prompt_variants", "invalid JSON", "{oops")
+        >>> failure.to_json()
+        {'stage': 'prompt_variants', 'reason': 'invalid JSON', 'text': '{oops'}
+    """
 
     stage: str
     reason: str
     text: str
 
     def to_json(self) -> dict[str, str]:
+        """The failure as a JSON record, its text cut to 500 characters.
+
+        Examples:
+            >>> len(ParseFailure("judge", "cut off", "x" * 900).to_json()["text"])
+            500
+        """
         return {"stage": self.stage, "reason": self.reason, "text": self.text[:500]}
 
 
@@ -95,6 +116,19 @@ def extract_json(text: str, *, reading: str = "release") -> Any:
     """The JSON object of an answer, read as `reading` says (module docstring).
 
     Raises JSONReadError (a ValueError) when there is none; never anything else for a str.
+
+    Examples:
+        The release reading takes the first `{` to the last `}`; the tolerant one also reads
+        the first complete object inside prose:
+
+        >>> extract_json('Here you go: {"score": 7} Hope it helps.')
+        {'score': 7}
+        >>> extract_json('{"a": 1} and {"b": 2}', reading="tolerant")
+        {'a': 1}
+        >>> extract_json('{"a": 1} and {"b": 2}')
+        Traceback (most recent call last):
+        ...
+        regeneration.parsing.JSONReadError: invalid JSON: Extra data at 9
     """
     if reading not in READINGS:
         raise ValueError(f"reading must be one of {READINGS}, got {reading!r}")
@@ -105,7 +139,14 @@ def extract_json(text: str, *, reading: str = "release") -> Any:
 
 def prompt_variants(text: str, *, reading: str = "release") -> Any:
     """The `prompts` value of a prompt-variants answer as written (`[]` when the key is absent), as
-    the release reads it; the caller checks that it is a list of prompts. Raises JSONReadError."""
+    the release reads it; the caller checks that it is a list of prompts. Raises JSONReadError.
+
+    Examples:
+        >>> prompt_variants('{"prompts": ["a red cup", "a cup, red"]}')
+        ['a red cup', 'a cup, red']
+        >>> prompt_variants('{"other": 1}')
+        []
+    """
     data = extract_json(text, reading=reading)
     if not isinstance(data, dict):
         raise JSONReadError(f"the answer is a JSON {type(data).__name__}, not an object")
@@ -113,7 +154,20 @@ def prompt_variants(text: str, *, reading: str = "release") -> Any:
 
 
 def parse_answer(answer: Answer, model: type[M], stage: str, *, reading: str = "release") -> M | ParseFailure:
-    """Validate an answer against `model`; a failed response, a cut-off or bad JSON is a ParseFailure."""
+    """Validate an answer against `model`; a failed response, a cut-off or bad JSON is a ParseFailure.
+
+    Examples:
+        >>> from pydantic import BaseModel
+        >>> from vlmjudge.requests import Answer
+        >>> class Rating(BaseModel):
+        ...     score: int
+        >>> parse_answer(Answer('{"score": 4}'), Rating, "rating")
+        Rating(score=4)
+        >>> parse_answer(Answer('{"score": 4', finish_reason="length"), Rating, "rating").reason
+        'no JSON object in the answer (the token budget ran out)'
+        >>> parse_answer(Answer('{"score": "high"}'), Rating, "rating").reason
+        'schema mismatch at score: Input should be a valid integer, unable to parse string as an integer'
+    """
     if not answer.ok:
         return ParseFailure(stage, "the judge returned no answer (backend error)", answer.text)
     try:
@@ -134,6 +188,15 @@ def token_budget(schema: dict, *, floor: int = 32, cap: int = 4096) -> int:
 
     Strings count twice their maxLength (escapes), plus keys and punctuation; unbounded
     strings or arrays fall back to `cap`.
+
+    Examples:
+        A string of at most 20 characters counts 2 x 20 + 4 = 44, its key 7 + 6 (quotes, colon,
+        comma), and the braces 4:
+
+        >>> token_budget({"type": "object", "properties": {"caption": {"type": "string", "maxLength": 20}}})
+        61
+        >>> token_budget({"type": "string"})
+        4096
     """
     defs = schema.get("$defs", {})
 
