@@ -2,26 +2,23 @@
 JSON: malformed bodies, caps, the key checked before the body, slow bodies, a full queue."""
 import base64
 import http.client
-import io
 import json
 import socket
 import time
 
 import pytest
 from PIL import Image
-from serving_support import MODEL, make_requests, raw_post, replay_judge, start_server
+from serving_support import MODEL, RecordingJudge, make_requests, raw_post, replay_judge, start_server
 
 from vlmjudge import Answer
 from vlmjudge.serve import ServeLimits
-from vlmjudge.judge import Judge
+from vlmjudge.wire import png_data_url
 
 HI = [{"role": "user", "content": "hi"}]
 
 
 def _png_data_url(width, height):
-    buf = io.BytesIO()
-    Image.new("RGB", (width, height)).save(buf, format="PNG")
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+    return png_data_url(Image.new("RGB", (width, height)))
 
 
 def _image_message(url):
@@ -113,19 +110,11 @@ def test_at_least_twenty_kinds_of_malformed_body():
     assert len(MALFORMED) >= 20
 
 
-class _Recorder(Judge):
-    backend = "recorder"
+class _Recorder(RecordingJudge):
+    """Answers with the whole token budget, so a capped max_tokens shows in the answer."""
 
     def __init__(self):
-        super().__init__(model_id=MODEL)
-        self.seen = []
-
-    def _generate(self, chunk):
-        self.seen.extend(chunk)
-        return [Answer("ok", "length", r.decoding.max_new_tokens) for r in chunk]
-
-    def _choice_probs(self, chunk, options):
-        return [{o: 1 / len(options) for o in options} for _ in chunk]
+        super().__init__(answer=lambda r: Answer("ok", "length", r.decoding.max_new_tokens))
 
 
 def test_ten_million_tokens_are_capped():

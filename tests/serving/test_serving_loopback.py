@@ -6,6 +6,7 @@ import pytest
 from nested_close import assert_nested_close
 from serving_support import (
     MODEL,
+    RecordingJudge,
     client_kwargs,
     make_requests,
     recorded,
@@ -16,7 +17,6 @@ from serving_support import (
 from vlmjudge import Constraint, Request, load_judge
 from vlmjudge.serve.faults import FAULT_KINDS, FaultInjector
 from vlmjudge.backends.openai import OpenAIRequestError
-from vlmjudge.judge import Judge
 
 
 def test_injected_faults_change_nothing_in_the_results():
@@ -62,25 +62,6 @@ def test_concurrent_requests_are_micro_batched():
     assert sum(sizes) == 24 and max(sizes) > 1 and len(sizes) < 24
 
 
-class _Recorder(Judge):
-    """Remembers the requests it got: to check what crosses the wire."""
-
-    backend = "recorder"
-
-    def __init__(self):
-        super().__init__(model_id=MODEL)
-        self.seen = []
-
-    def _generate(self, chunk):
-        from vlmjudge import Answer
-        self.seen.extend(chunk)
-        return [Answer("{}", "stop", 1) for _ in chunk]
-
-    def _choice_probs(self, chunk, options):
-        self.seen.extend(chunk)
-        return [{o: 1 / len(options) for o in options} for _ in chunk]
-
-
 def test_requests_cross_the_wire_unchanged():
     image_requests = make_requests(2)
     constrained = Request(images=image_requests[0].images, text="Rate it.", prefix="Score:",
@@ -91,7 +72,7 @@ def test_requests_cross_the_wire_unchanged():
                                    {"role": "assistant", "content": "Left."},
                                    {"role": "user", "content": "Why?"}])
     sent = [*image_requests, constrained, two_images]
-    recorder = _Recorder()
+    recorder = RecordingJudge()
     with start_server(recorder) as server:
         load_judge(MODEL, backend="openai", **client_kwargs(server, concurrency=1)).generate(sent)
     assert [r.content_hash() for r in recorder.seen] == [r.content_hash() for r in sent]
@@ -102,7 +83,7 @@ def test_requests_cross_the_wire_unchanged():
 def test_json_schema_goes_as_response_format():
     schema = {"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]}
     request = Request(text="Rate.", constraint=Constraint.json_schema(schema, first_options=["A", "B"]))
-    recorder = _Recorder()
+    recorder = RecordingJudge()
     with start_server(recorder) as server:
         load_judge(MODEL, backend="openai", **client_kwargs(server)).generate([request])
     got = recorder.seen[0].constraint

@@ -4,15 +4,15 @@ server says its prefix cache served. Against a loopback stub with a one-entry pr
 import json
 import math
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from PIL import Image
+from serving_support import stub_client, stub_server
 
-from vlmjudge import Request, load_judge
+from vlmjudge import Request
 from vlmjudge.wire import ImageURLs, grouped_order, usage_counts
 
-KEY_ENV = "VLMJUDGE_TEST_PREFIX_STUB_KEY"
 #: Tokens the stub counts for an image and for each word of text.
 IMAGE_TOKENS = 100
 
@@ -84,18 +84,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def stub(monkeypatch):
-    monkeypatch.setenv(KEY_ENV, "sk-stub")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    server.daemon_threads = True
-    server.stub = PrefixServer()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server.stub, f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
-
-
-def _judge(url, **kw):
-    return load_judge("stub-model", backend="openai", base_url=url, api_key_env=KEY_ENV, backoff_s=0.01, **kw)
+    with stub_server(_Handler, monkeypatch, stub=PrefixServer()) as (server, url):
+        yield server.stub, url
 
 
 def _images():
@@ -116,7 +106,7 @@ def test_requests_sharing_a_prefix_arrive_adjacent_and_answers_keep_input_order(
     server, url = stub
     images = _images()
     requests = _interleaved(images)
-    judge = _judge(url, concurrency=1, batch_size=4)  # chunks smaller than a call: ordering is per call
+    judge = stub_client(url, concurrency=1, batch_size=4)  # chunks smaller than a call: ordering is per call
     answers = judge.generate(requests)
     assert [a.text for a in answers] == [f"echo: {r.text}" for r in requests]
     seen = [_image_of(p) for p in server.arrivals]
@@ -130,7 +120,7 @@ def test_requests_sharing_a_prefix_arrive_adjacent_and_answers_keep_input_order(
 def test_cached_prompt_tokens_are_counted_from_usage(stub):
     server, url = stub
     requests = _interleaved(_images())
-    judge = _judge(url, concurrency=1)
+    judge = stub_client(url, concurrency=1)
     judge.generate(requests)
     # grouped: each image's later questions find the system turn and the image cached
     assert judge.stats.cached_prompt_tokens == server.reported_cached > 6 * IMAGE_TOKENS
@@ -149,12 +139,12 @@ def test_in_caller_order_sent_one_by_one_the_cache_would_miss(stub):
     cache serves only the system turn; the judge's order gets the images served too."""
     server, url = stub
     requests = _interleaved(_images())
-    judge = _judge(url, concurrency=1)
+    judge = stub_client(url, concurrency=1)
     for r in requests:  # one call per request: nothing to reorder
         judge.generate([r])
     unordered = judge.stats.cached_prompt_tokens
     assert unordered == server.reported_cached and unordered < IMAGE_TOKENS
-    ordered = _judge(url, concurrency=1)
+    ordered = stub_client(url, concurrency=1)
     ordered.generate(requests)
     assert ordered.stats.cached_prompt_tokens >= unordered + 6 * IMAGE_TOKENS
 
@@ -164,7 +154,7 @@ def test_results_come_back_in_input_order_under_concurrency(stub, concurrency):
     _, url = stub
     images = _images()
     requests = _interleaved(images, rounds=4) + [Request(text="No image: is it late?")]
-    judge = _judge(url, concurrency=concurrency, batch_size=5)
+    judge = stub_client(url, concurrency=concurrency, batch_size=5)
     assert [a.text for a in judge.generate(requests)] == [f"echo: {r.text}" for r in requests]
     probs = judge.choice_probs(requests, ["Yes", "No"])
     for r, p in zip(requests, probs):

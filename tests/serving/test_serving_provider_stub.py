@@ -5,14 +5,13 @@ import math
 import threading
 from email.parser import BytesParser
 from email.policy import default as email_policy
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from serving_support import stub_client, stub_server
 
-from vlmjudge import Request, load_judge
+from vlmjudge import Request
 from vlmjudge.backends.openai import OpenAIRequestError
-
-KEY_ENV = "VLMJUDGE_TEST_STUB_KEY"
 
 
 def _user_text(body):
@@ -135,24 +134,13 @@ class _Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def provider(monkeypatch):
-    monkeypatch.setenv(KEY_ENV, "sk-stub")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    server.daemon_threads = True
-    server.provider = Provider()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server.provider, f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
-
-
-def _judge(url, **kw):
-    return load_judge("stub-model", backend="openai", base_url=url, api_key_env=KEY_ENV, backoff_s=0.01, **kw)
+    with stub_server(_Handler, monkeypatch, provider=Provider()) as (server, url):
+        yield server.provider, url
 
 
 def test_batch_api_round_trip_matches_results_by_custom_id(provider):
     stub, url = provider
-    judge = _judge(url, batch_api=True, batch_poll_s=0.01)
+    judge = stub_client(url, batch_api=True, batch_poll_s=0.01)
     texts = ["first", "second", "FAIL here", "fourth", "fifth"]
     answers = judge.generate([Request(text=t) for t in texts])
     assert [a.text for a in answers] == ["echo: first", "echo: second", "", "echo: fourth", "echo: fifth"]
@@ -166,7 +154,7 @@ def test_batch_api_round_trip_matches_results_by_custom_id(provider):
 
 def test_batch_api_choice_probs_with_fallback_batch(provider):
     _, url = provider
-    judge = _judge(url, batch_api=True, batch_poll_s=0.0)
+    judge = stub_client(url, batch_api=True, batch_poll_s=0.0)
     probs = judge.choice_probs([Request(text="is it?"), Request(text="no-logprobs please")], ["Yes", "No"])
     assert probs[0] == pytest.approx({"Yes": 0.6 / 0.9, "No": 0.3 / 0.9})  # " Yes" counts for "Yes"; Maybe is dropped
     assert probs[1] == {"Yes": 0.0, "No": 1.0}  # no logprobs: generated "No, ..." read as the option
@@ -175,12 +163,11 @@ def test_batch_api_choice_probs_with_fallback_batch(provider):
 
 def test_live_fallback_rate_limit_and_refusal(provider):
     stub, url = provider
-    judge = _judge(url)
+    judge = stub_client(url)
     stub.rate_limit_next = 2  # two 429s with Retry-After, then answers
     probs = judge.choice_probs([Request(text="is it?"), Request(text="no-logprobs")], ["Yes", "No"])
     assert probs == [pytest.approx({"Yes": 2 / 3, "No": 1 / 3}), {"Yes": 0.0, "No": 1.0}]
     assert judge.counters["retries"] == 2 and judge.counters["choice_probs_fallbacks"] == 1
     assert judge.manifest()["choice_probs_fallbacks"] == 1
     with pytest.raises(OpenAIRequestError, match="403.*no access"):
-        load_judge("forbidden-model", backend="openai", base_url=url, api_key_env=KEY_ENV).generate(
-            [Request(text="hi")])
+        stub_client(url, model="forbidden-model").generate([Request(text="hi")])
