@@ -1,12 +1,13 @@
 """TerraVis as a `torchmetrics.Metric`, for validation loops and DDP.
 
-    metric = TerraVisScore(model="Qwen/Qwen3-VL-8B-Instruct")   # or TerraVisScore(judge)
+    metric = TerraVisScore()     # the default judge; or TerraVisScore(judge), TerraVisScore(model=...)
     metric.update(images)        # uint8 (0..255) or float (0..1) BCHW tensors, or a list of images
     metric.compute()             # mean score over eligible images (NaN when none was eligible)
     metric.details()             # N/A and failure counts, violation counts by level and type
 
 States are tensors reduced by sum (counts, the score sum) or cat (per-image scores, NaN
-for N/A), so DDP synchronisation needs nothing special. The judge lives in a plain
+for N/A), so DDP synchronisation needs nothing special; `compute()` before any update is NaN (with
+torchmetrics' warning), as for every metric of the suite. The judge lives in a plain
 wrapper attribute: it is not a child module, so it never enters `state_dict`, `.to()`
 or the optimizer, and copies of the metric share it instead of duplicating a model. A
 pickled metric carries no judge: unpickled in the same process it shares the original's,
@@ -21,24 +22,31 @@ from typing import Any, Mapping, Sequence
 
 import torch
 from torch import Tensor
-from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
+from vlmjudge.faces.handle import scorer_handle
+from vlmjudge.faces.loading import judge_arguments, judge_or_load
+from vlmjudge.faces.metric import JudgeMetric, State, batch_value, image_batch
 from vlmjudge.judge import Judge
-from vlmjudge.metric_support import image_batch, judge_or_load, scorer_handle
 
 from .core import TerraVis
-from .prompts import PromptPack
+from .pack import PromptPack
 from .records import ImageRecord
+from .spec import SPEC
 from .taxonomy import LEVELS, TYPE_IDS, get_type
 
 __all__ = ["TerraVisScore", "terravis_score"]
 
+#: The method's default judge, loaded when no model is given (the one rule of every face).
+DEFAULT_MODEL = SPEC.default_model
 
-def make_scorer(judge: Judge | None, model: str | None, backend: str, judge_kwargs: Mapping[str, Any] | None,
-                variant: str, lam: float, alpha: float, pack: Any, scorer_kwargs: Mapping[str, Any] | None) -> TerraVis:
-    """A TerraVis scorer over a given judge, or over one loaded from `model`."""
-    judge = judge_or_load(judge, model, backend, judge_kwargs)
+
+def make_scorer(judge: Judge | None = None, *, variant: str = "workflow", lam: float = 1.0, alpha: float = 0.5,
+                pack: Any = None, scorer_kwargs: Mapping[str, Any] | None = None, **judge_args: Any) -> TerraVis:
+    """A TerraVis scorer over a given judge, or over one loaded from the judge arguments
+    (`model`, `backend`, `revision`, `device`, `dtype`, `cache`, `judge_kwargs`; no model: the
+    method's default model)."""
+    judge = judge_or_load(judge, DEFAULT_MODEL, where="TerraVis", **judge_args)
     return TerraVis(judge, variant=variant, lam=lam, alpha=alpha, pack=pack, **dict(scorer_kwargs or {}))
 
 
@@ -47,22 +55,42 @@ def _scorer_with(options: Mapping[str, Any], judge: Judge) -> TerraVis:
     return TerraVis(judge, **options)
 
 
-class TerraVisScore(Metric):
+class TerraVisScore(JudgeMetric):
     """Mean TerraVis score of generated images (eligible images only), accumulated over batches.
 
     Args:
-        judge: a `vlmjudge` Judge; or leave it None and give `model` (+ `backend`, `judge_kwargs`).
-        model, backend, judge_kwargs: passed to `vlmjudge.load_judge` when no judge is given.
+        judge: a `vlmjudge` Judge; or leave it None and the judge is loaded from `model`
+            (default: the method's default model, Qwen/Qwen3-VL-8B-Instruct), `backend`,
+            `revision`, `device`, `dtype`, `cache` and `judge_kwargs` (other backend options).
         variant, lam, alpha, pack: as `terravis.TerraVis`; `scorer_kwargs` for its other keywords.
         kwargs: torchmetrics options (`sync_on_compute`, `compute_on_cpu`, ...).
+
+    Examples:
+        A tiny random judge built offline stands in for a real one:
+
+        >>> import tempfile
+        >>> from PIL import Image
+        >>> from vlmjudge.testing import build_tiny_vlm
+        >>> metric = TerraVisScore(model=build_tiny_vlm(tempfile.mkdtemp() + "/vlm"), device="cpu")
+        >>> metric.update([Image.new("RGB", (32, 32), "red"), Image.new("RGB", (32, 32), "navy")])
+        >>> details = metric.details()
+        >>> details["n_images"], details["n_scored"] + details["n_not_applicable"] + details["n_failed"]
+        (2, 2)
+        >>> value = metric.compute()
+        >>> bool(value.isnan()) or 0.0 <= float(value) <= 1.0
+        True
+        >>> metric.clone().scorer is metric.scorer   # copies share the judge, never copy it
+        True
     """
 
-    is_differentiable = False
-    higher_is_better = True
-    full_state_update = False
-    plot_lower_bound = 0.0
     plot_upper_bound = 1.0
 
+    states = {"score_sum": State("sum", torch.float64),
+              **{name: State("sum") for name in ("n_images", "n_scored", "n_not_applicable", "n_failed",
+                                                 "n_major", "n_minor", "parse_failures")},
+              "level_counts": State("sum", shape=(len(LEVELS),)),
+              "type_counts": State("sum", shape=(len(TYPE_IDS),)),
+              "scores": State("cat")}
     score_sum: Tensor
     n_images: Tensor
     n_scored: Tensor
@@ -75,32 +103,25 @@ class TerraVisScore(Metric):
     type_counts: Tensor
     scores: list[Tensor]
 
-    def __init__(self, judge: Judge | None = None, *, model: str | None = None, backend: str = "transformers",
-                 judge_kwargs: Mapping[str, Any] | None = None, variant: str = "workflow", lam: float = 1.0,
-                 alpha: float = 0.5, pack: PromptPack | Mapping[str, Any] | str | os.PathLike | None = None,
+    def __init__(self, judge: Judge | None = None, *, model: str | None = None, backend: str | None = None,
+                 revision: str | None = None, device: str | None = None, dtype: str | None = None,
+                 cache: Any = None, judge_kwargs: Mapping[str, Any] | None = None, variant: str = "workflow",
+                 lam: float = 1.0, alpha: float = 0.5,
+                 pack: PromptPack | Mapping[str, Any] | str | os.PathLike | None = None,
                  scorer_kwargs: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        args = judge_arguments("TerraVisScore", kwargs, model=model, backend=backend, revision=revision,
+                               device=device, dtype=dtype, cache=cache, judge_kwargs=judge_kwargs)
         options = {"variant": variant, "lam": lam, "alpha": alpha, "pack": pack, **dict(scorer_kwargs or {})}
-        self._handle = scorer_handle(judge, model, backend, judge_kwargs, functools.partial(_scorer_with, options))
+        handle = scorer_handle(judge, functools.partial(_scorer_with, options), default_model=DEFAULT_MODEL,
+                               where="TerraVisScore", **args)
+        super().__init__(handle, **kwargs)
         #: The records of the most recent `update` (plain attribute, not a state: never synced).
         self.last_records: list[ImageRecord] = []
-        self.add_state("score_sum", torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
-        for name in ("n_images", "n_scored", "n_not_applicable", "n_failed", "n_major", "n_minor",
-                     "parse_failures"):
-            self.add_state(name, torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
-        self.add_state("level_counts", torch.zeros(len(LEVELS), dtype=torch.long), dist_reduce_fx="sum")
-        self.add_state("type_counts", torch.zeros(len(TYPE_IDS), dtype=torch.long), dist_reduce_fx="sum")
-        self.add_state("scores", [], dist_reduce_fx="cat")
 
     @property
     def scorer(self) -> TerraVis:
         """The TerraVis scorer (and through it `.judge`, whose `stats` count model calls)."""
         return self._handle.scorer
-
-    def attach_judge(self, judge: Judge) -> None:
-        """Score with `judge` from now on (this metric and the copies that share its handle): how
-        a metric built around a ready judge gets one back after unpickling in another process."""
-        self._handle.attach(judge)
 
     def update(self, images: Any) -> None:
         """Score a batch (uint8 or float BCHW tensor, or a list of PIL images/paths) and add it."""
@@ -135,9 +156,7 @@ class TerraVisScore(Metric):
 
     def compute(self) -> Tensor:
         """The mean score over eligible, scored images; NaN when none was scored."""
-        if int(self.n_scored) == 0:
-            return torch.tensor(math.nan, dtype=torch.float64, device=self.score_sum.device)
-        return self.score_sum / self.n_scored
+        return self.mean_of(self.score_sum, self.n_scored)
 
     def details(self) -> dict[str, Any]:
         """Everything beyond the mean, synced across processes: image counts (scored, N/A,
@@ -164,19 +183,20 @@ class TerraVisScore(Metric):
             }
         return out
 
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> Any:
-        """Plot the mean score (or a sequence of them, e.g. one per epoch) against [0, 1].
-
-        Example:
-            >>> fig, ax = metric.plot()          # doctest: +SKIP
-            >>> fig, ax = metric.plot(values)    # doctest: +SKIP
-        """
-        return self._plot(val, ax)
-
 
 def terravis_score(images: Any, judge: Judge, variant: str = "workflow", lam: float = 1.0,
                    alpha: float = 0.5, pack: Any = None) -> Tensor:
-    """Functional form: the mean TerraVis score of one batch (NaN when no image is eligible)."""
-    scorer = TerraVis(judge, variant=variant, lam=lam, alpha=alpha, pack=pack)
-    scores = [r.score for r in scorer.score(image_batch(images)) if r.score is not None]
-    return torch.tensor(math.fsum(scores) / len(scores) if scores else math.nan, dtype=torch.float64)
+    """Functional form: the mean TerraVis score of one batch (NaN when no image is eligible),
+    through `TerraVisScore`'s own update path.
+
+    Examples:
+        >>> import tempfile
+        >>> from PIL import Image
+        >>> from vlmjudge import load_judge
+        >>> from vlmjudge.testing import build_tiny_vlm
+        >>> judge = load_judge(build_tiny_vlm(tempfile.mkdtemp() + "/vlm"), device="cpu")
+        >>> value = terravis_score([Image.new("RGB", (32, 32), "red")], judge)
+        >>> value.dtype, bool(value.isnan()) or 0.0 <= float(value) <= 1.0
+        (torch.float64, True)
+    """
+    return batch_value(TerraVisScore(judge, variant=variant, lam=lam, alpha=alpha, pack=pack), images)

@@ -201,14 +201,9 @@ class VIEScore2(ScoredRowsModule, evaluate.Metric):
     def scorer(self):
         """The VIEScore2 scorer, with its judge loaded on first use."""
         if self._scorer is None:
-            from viescore2.score_metric import make_scorer
-            from vlmjudge.registry import get_method
+            from viescore2.metric import make_scorer
             o = dict(self._options)
-            judge, model = o.pop("judge", None), o.pop("model", None)
-            if judge is None and model is None:
-                model = get_method("viescore2").default_model
-            self._scorer = make_scorer(judge, model, o.pop("backend", "transformers"), o.pop("judge_kwargs", None),
-                                       **o.pop("scorer_kwargs", {}), **o)
+            self._scorer = make_scorer(o.pop("judge", None), **o.pop("scorer_kwargs", {}), **o)
         return self._scorer
 
     def _compute(self, predictions=None, references=None, record=None, grid_size=DEFAULT_N):
