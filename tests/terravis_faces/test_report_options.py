@@ -8,7 +8,7 @@ from terravis import style
 from terravis.report import ReportError, build_report, load_runs, read_human_csv
 from vlmjudge.cli import main
 
-from test_tvf_report import three_models, write_run
+from tvf_helpers import three_models, write_run
 
 # Three annotators per image. m1/a: all 5 (clean); m2/a: 3, 4, 5 (two of three below 5: a violation);
 # m2/b: 4, N/A, N/A (one of three below 5: not a positive, the missing labels count against);

@@ -4,41 +4,11 @@ import csv
 import json
 
 import pytest
-from PIL import Image
 
-from terravis import save_records, score_annotation
 from terravis.report import ReportError, build_report, load_runs, model_of, read_human_csv
 from vlmjudge.cli import main
 
-
-def annotated(image_id, model=None, path=None, violations=(), eligible=True):
-    meta = {k: v for k, v in (("model", model), ("path", path)) if v is not None}
-    return score_annotation({"image_id": image_id, "eligible": eligible, "meta": meta,
-                             "violations": [{"type": t, "severity": s, "aspect": "a hand", "evidence": e}
-                                            for t, s, e in violations]})
-
-
-def write_run(path, records, model="judge-A"):
-    save_records(path, records, {"method": "terravis", "variant": "workflow", "model": model, "backend": "replay",
-                                 "lam": 1.0, "alpha": 0.5, "pack_version": "default-v1"})
-    return path
-
-
-def three_models(tmp_path):
-    """m1: one clean image; m2: one major and one clean; m3: two minor violations, an N/A."""
-    def p(rel):
-        path = tmp_path / "imgs" / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        Image.new("RGB", (40, 30), "green").save(path)
-        return str(path)
-    return [
-        annotated("m1/a.png", path=p("m1/a.png")),
-        annotated("m2/a.png", path=p("m2/a.png"), violations=[("biological_anatomy", "major", "Six <b>fingers</b>.")]),
-        annotated("m2/b.png", path=p("m2/b.png")),
-        annotated("m3/a.png", path=p("m3/a.png"), violations=[("support_stability", "minor", "A cup floats."),
-                                                              ("optical_effect", "minor", "No shadow.")]),
-        annotated("m3/b.png", path=str(tmp_path / "imgs" / "m3" / "gone.png"), eligible=False),
-    ]
+from tvf_helpers import annotated, three_models, write_run
 
 
 def test_model_of_field_folder_and_auto():
