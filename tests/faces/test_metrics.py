@@ -1,7 +1,7 @@
 """torchmetrics' MetricTester checks, as our own shared test over all six Metrics: forward vs
 update/compute, reset, pickling, clone / MetricTracker, state_dict round trip, merge_state,
 .to() / .double() / .half(), plot(); each against the project's Python API on the same inputs.
-DDP with two gloo processes is in test_faces_ddp.py."""
+DDP with two gloo processes is in test_ddp.py."""
 import copy
 import gc
 import pickle

@@ -27,7 +27,7 @@ def one_thread():
 
 @pytest.fixture(scope="module")
 def tiny_vlm_dir(tmp_path_factory, one_thread) -> str:
-    """A tiny random Qwen3-VL checkpoint, built offline (once: only test_fagent_tiny.py uses it)."""
+    """A tiny random Qwen3-VL checkpoint, built offline (once: only test_tiny.py uses it)."""
     from vlmjudge.testing.tiny_vlm import build_tiny_vlm
     return build_tiny_vlm(tmp_path_factory.mktemp("fagent-tiny-vlm") / "qwen3vl", family="qwen3_vl")
 
