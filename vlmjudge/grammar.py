@@ -75,7 +75,17 @@ GRAMMAR_VERSION = 2
 def bounded_schema(schema: dict[str, Any], max_string: int = DEFAULT_MAX_STRING,
                    max_items: int = DEFAULT_MAX_ITEMS) -> dict[str, Any]:
     """A copy of `schema` where every string without `maxLength` (and without enum, const or
-    pattern) gets `maxLength=max_string` and every array without `maxItems` gets `maxItems`."""
+    pattern) gets `maxLength=max_string` and every array without `maxItems` gets `maxItems`.
+
+    Examples:
+        >>> schema = {"type": "object", "properties": {"note": {"type": "string"},
+        ...           "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}}}}
+        >>> out = bounded_schema(schema, max_string=200, max_items=4)
+        >>> out["properties"]["note"], out["properties"]["tags"]["maxItems"]
+        ({'type': 'string', 'maxLength': 200}, 4)
+        >>> "maxLength" in out["properties"]["tags"]["items"]
+        False
+    """
     if max_string < 1 or max_items < 1:
         raise ValueError("max_string and max_items must be >= 1")
     out = copy.deepcopy(schema)
@@ -101,7 +111,14 @@ def _schema_nodes(node: Any) -> Iterable[dict[str, Any]]:
 
 
 def json_schema_to_ebnf(schema: dict[str, Any], *, bound: bool = True) -> str:
-    """xgrammar EBNF for a JSON schema: one-line JSON, no extra keys, strict strings."""
+    """xgrammar EBNF for a JSON schema: one-line JSON, no extra keys, strict strings.
+
+    Examples:
+        >>> ebnf = json_schema_to_ebnf({"type": "object", "required": ["answer"],
+        ...                             "properties": {"answer": {"enum": ["Yes", "No"]}}})
+        >>> "root ::=" in ebnf and "vj_escape ::=" in ebnf
+        True
+    """
     xgr = _xgrammar()
     if bound:
         schema = bounded_schema(schema)
@@ -130,7 +147,12 @@ def _first_not_blank(match: re.Match) -> str:
 
 
 def constraint_to_ebnf(constraint: Constraint) -> str:
-    """The grammar text of a constraint (xgrammar EBNF), for engines that take a grammar."""
+    """The grammar text of a constraint (xgrammar EBNF), for engines that take a grammar.
+
+    Examples:
+        >>> constraint_to_ebnf(Constraint.ebnf('root ::= "Yes" | "No"'))
+        'root ::= "Yes" | "No"'
+    """
     if constraint.kind == "ebnf":
         return constraint.spec
     if constraint.kind == "json_schema":
@@ -139,7 +161,12 @@ def constraint_to_ebnf(constraint: Constraint) -> str:
 
 
 def server_json_schema(constraint: Constraint) -> dict[str, Any]:
-    """The bounded JSON schema to send as an OpenAI-style `response_format` schema."""
+    """The bounded JSON schema to send as an OpenAI-style `response_format` schema.
+
+    Examples:
+        >>> server_json_schema(Constraint.json_schema({"type": "string"}))
+        {'type': 'string', 'maxLength': 1000}
+    """
     return bounded_schema(constraint.schema)
 
 

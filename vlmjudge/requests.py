@@ -21,7 +21,20 @@ CANCEL_META_KEY = "vlmjudge_cancel"
 
 @dataclass(frozen=True)
 class Decoding:
-    """Decoding parameters; greedy by default so that judgements are reproducible."""
+    """Decoding parameters; greedy by default so that judgements are reproducible.
+
+    Examples:
+        Greedy by default, so a judgement is reproducible:
+
+        >>> Decoding().greedy, Decoding(temperature=0.7).greedy
+        (True, False)
+        >>> Decoding(max_new_tokens=8).to_json()
+        {'max_new_tokens': 8, 'temperature': 0.0, 'top_p': 1.0, 'seed': None, 'stop': []}
+        >>> Decoding(top_p=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: top_p must be in (0, 1], got 0
+    """
 
     max_new_tokens: int = 256
     temperature: float = 0.0
@@ -54,6 +67,14 @@ class Constraint:
     these single-token words (the grammar must accept each of them as the answer's start),
     so constrained greedy decoding picks the same option as the argmax of `choice_probs`.
     Servers that do not know this extension apply the grammar alone.
+
+    Examples:
+        >>> c = Constraint.json_schema({"type": "object", "properties": {"answer": {"enum": ["Yes", "No"]}}},
+        ...                            first_options=["Yes", "No"])
+        >>> c.kind, c.first_options, c.schema["properties"]["answer"]
+        ('json_schema', ('Yes', 'No'), {'enum': ['Yes', 'No']})
+        >>> Constraint.ebnf('root ::= "Yes" | "No"').kind
+        'ebnf'
     """
 
     kind: Literal["json_schema", "ebnf"]
@@ -62,7 +83,17 @@ class Constraint:
 
     @classmethod
     def json_schema(cls, schema: dict | type, first_options: Sequence[str] | None = None) -> "Constraint":
-        """From a JSON-schema dict or a pydantic model class."""
+        """From a JSON-schema dict or a pydantic model class.
+
+        Examples:
+            A pydantic model class gives its JSON schema:
+
+            >>> from pydantic import BaseModel
+            >>> class Verdict(BaseModel):
+            ...     answer: str
+            >>> Constraint.json_schema(Verdict).schema["required"]
+            ['answer']
+        """
         if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
             schema = schema.model_json_schema()
         if not isinstance(schema, dict):
@@ -97,6 +128,32 @@ class Request:
     `prefix` is put at the start of the assistant's answer (for example "Answer:"), so the
     first generated token is the decision. `meta` is free (item id, question id, stage)
     and is not hashed.
+
+    Examples:
+        A text request puts the images first, then the text, in one user turn:
+
+        >>> from PIL import Image
+        >>> request = Request(images=[Image.new("RGB", (8, 8), "red")], text="Is the image red?",
+        ...                   system="Answer Yes or No.", prefix="Answer:")
+        >>> [turn["role"] for turn in request.chat()]
+        ['system', 'user']
+        >>> [part["type"] for part in request.chat()[1]["content"]]
+        ['image', 'text']
+
+        The content hash covers pixels, text and decoding, but not `meta`:
+
+        >>> same = Request(images=[Image.new("RGB", (8, 8), "red")], text="Is the image red?",
+        ...                system="Answer Yes or No.", prefix="Answer:", meta={"id": 3})
+        >>> same.content_hash() == request.content_hash()
+        True
+        >>> blue = Request(images=[Image.new("RGB", (8, 8), "blue")], text="Is the image red?",
+        ...                system="Answer Yes or No.", prefix="Answer:")
+        >>> blue.content_hash() == request.content_hash()
+        False
+        >>> Request(text="hi", messages=[])
+        Traceback (most recent call last):
+        ...
+        ValueError: a Request needs exactly one of text= or messages=
     """
 
     images: list[Any] = field(default_factory=list)
@@ -156,7 +213,15 @@ class Request:
 @dataclass
 class Answer:
     """A judge's answer: `finish_reason` is "length" when the token budget ran out and
-    "error" when the backend failed for this request (the text is then empty)."""
+    "error" when the backend failed for this request (the text is then empty).
+
+    Examples:
+        >>> answer = Answer("Yes", num_tokens=1)
+        >>> answer.ok, answer.to_json()
+        (True, {'text': 'Yes', 'finish_reason': 'stop', 'num_tokens': 1})
+        >>> Answer.from_json({"text": "", "finish_reason": "error"}).ok
+        False
+    """
 
     text: str
     finish_reason: FinishReason = "stop"
