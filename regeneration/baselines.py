@@ -15,7 +15,7 @@ from vlmjudge.images import to_pil
 from .asking import json_request, run_stage
 from .iut import InitialPrompt
 from .parsing import ParseFailure
-from .prompts import PromptPack, load_pack
+from .pack import PromptPack, load_pack
 from .schema import Caption, PromptAnswer
 
 #: Modifier vocabulary per category, and how many top phrases each contributes.

@@ -21,7 +21,7 @@ from vlmjudge.generators import load_generator
 from vlmjudge.images import to_pil
 
 from .judging import judge_text_image, normalize_rating
-from .loop import ItemResult, LoopConfig, RegenerationLoop
+from .core import ItemResult, LoopConfig, RegenerationLoop
 from .plots import image_grid, progress_figure, save_figure
 from .runfolder import RunFolder, check_item_id
 from .similarity import SimilarityScorer

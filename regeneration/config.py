@@ -1,5 +1,5 @@
-"""How a regeneration run searches (`LoopConfig`), the named selection presets, and the selection
-itself: the combined score of a candidate, the best candidate of a round, the final pick.
+"""How a regeneration run searches (`LoopConfig`) and which named selection preset it uses; the
+selection math itself (`combine`, `select`, `final_pick`) is in `regeneration.scoring`.
 
 Selection presets (the weights of the mix that picks each round's winner):
 
@@ -11,11 +11,14 @@ Selection presets (the weights of the mix that picks each round's winner):
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from .parsing import READINGS
+from .scoring import (  # noqa: F401  (re-exported: regeneration.config.select and the rest stay importable)
+    DEFAULT_SELECTION, SELECTION_PRESETS, combine, final_pick, select,
+)
 
 #: Version of the loop's behaviour, recorded in every run folder's config.json. Version 2: the
 #: interrogator baseline is single-shot, "direct" keeps the IUT in feedback and revision, and
@@ -25,11 +28,6 @@ LOOP_VERSION = 2
 DEFAULT_ASPECTS = ("overall", "style", "color", "detail")
 PROMPT_MODES = ("iut", "direct", "interrogator", "user")
 INTERROGATOR_RUNS = ("single", "loop")
-SELECTION_PRESETS: dict[str, dict[str, float]] = {
-    "release": {"clip": 0.5, "dino": 0.5, "mllm": 0.0},
-    "paper": {"clip": 1 / 3, "dino": 1 / 3, "mllm": 1 / 3},
-}
-DEFAULT_SELECTION = "release"
 
 
 def _weights(preset: str) -> tuple[tuple[str, float], ...]:
@@ -127,49 +125,3 @@ class LoopConfig:
         data["aspects"] = list(self.aspects)
         data["weights"] = self.weight_map
         return data
-
-
-def combine(scores: Mapping[str, float | None], weights: Mapping[str, float]) -> float | None:
-    """The selection score: sum of weight x score over weighted criteria (MLLM on 0-100); None if a
-    weighted criterion is missing."""
-    total = 0.0
-    for name, w in weights.items():
-        if w == 0:
-            continue
-        value = scores.get(name)
-        if value is None:
-            return None
-        total += w * value
-    return total
-
-
-def select(candidates: Sequence[Mapping[str, float | None]],
-           weights: Mapping[str, float] | None = None) -> tuple[int, list]:
-    """Index of the best candidate (first on ties) and every candidate's combined score, under
-    `weights` (default: the default preset's). Candidates whose MLLM judgement failed rank below
-    all others; if all failed, CLIP/DINO alone decide. No candidates is a ValueError."""
-    if not candidates:
-        raise ValueError("a round without candidates has no best candidate")
-    weights = SELECTION_PRESETS[DEFAULT_SELECTION] if weights is None else weights
-    combined = [combine(c, weights) for c in candidates]
-    if all(v is None for v in combined):
-        fallback = {k: v for k, v in weights.items() if k != "mllm"}
-        if sum(fallback.values()) <= 0:
-            raise ValueError("every candidate lacks its MLLM score and no CLIP/DINO weight is set")
-        combined = [combine(c, fallback) for c in candidates]
-    best = max(range(len(combined)), key=lambda i: (combined[i] is not None, combined[i] or 0.0, -i))
-    return best, combined
-
-
-def final_pick(round_winners: Sequence[Mapping[str, Any]], final: str = "last") -> int:
-    """Which round's winner is the regeneration: the last round's (`final="last"`, the paper and
-    the release, even when an earlier round scored higher) or the highest combined score over
-    rounds (`"best"`, the first on ties). Returns its position in `round_winners`."""
-    if not round_winners:
-        raise ValueError("no rounds to pick from")
-    if final == "last":
-        return len(round_winners) - 1
-    if final != "best":
-        raise ValueError(f"final must be 'last' or 'best', got {final!r}")
-    return max(range(len(round_winners)),
-               key=lambda t: (round_winners[t].get("combined") is not None, round_winners[t].get("combined") or 0.0, -t))

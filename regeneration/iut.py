@@ -15,7 +15,7 @@ from vlmjudge.images import to_pil
 
 from .asking import json_request, run_stage
 from .parsing import ParseFailure
-from .prompts import PromptPack, load_pack
+from .pack import PromptPack, load_pack
 from .schema import (
     ATTRIBUTE_MODELS,
     IUT,

@@ -14,17 +14,10 @@ from vlmjudge.images import to_pil
 
 from .asking import json_request, run_stage
 from .parsing import ParseFailure
-from .prompts import PromptPack, load_pack
+from .pack import PromptPack, load_pack
 from .schema import Rating
+from .scoring import normalize_rating, summarize_ratings  # noqa: F401  (re-exported: regeneration.judging names)
 
-
-def normalize_rating(score: float | None) -> float | None:
-    """(s - 1) / 4: a 1-5 rating on [0, 1]; None stays None."""
-    if score is None:
-        return None
-    if not 1 <= score <= 5:
-        raise ValueError(f"a rating must lie in 1..5, got {score}")
-    return (score - 1.0) / 4.0
 
 
 @dataclass
@@ -56,16 +49,6 @@ class MLLMScores:
                    content_reason=data.get("content_reason", ""), perceptual_reason=data.get("perceptual_reason", ""),
                    failures=[ParseFailure(**f) for f in data.get("failures", [])])
 
-
-def summarize_ratings(ratings: Sequence[MLLMScores]) -> dict[str, Any]:
-    """Means of the normalised ratings over readable answers (None when none was readable) and the
-    number of parse failures: `mllm_content`, `mllm_perceptual`, `mllm_parse_failures`."""
-    out: dict[str, Any] = {}
-    for name in ("content", "perceptual"):
-        readable = [v for v in (getattr(r, f"{name}_norm") for r in ratings) if v is not None]
-        out[f"mllm_{name}"] = sum(readable) / len(readable) if readable else None
-    out["mllm_parse_failures"] = sum(len(r.failures) for r in ratings)
-    return out
 
 
 def judge_pairs(judge: Any, references: Sequence[Any], generated: Sequence[Any], *, items: Sequence[str] | None = None,

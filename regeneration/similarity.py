@@ -16,6 +16,8 @@ from typing import Any
 from vlmjudge.images import to_pil
 from vlmjudge.offline import ModelUnavailableError, unavailable_reason
 
+from .scoring import cosine_percent
+
 DEFAULT_CLIP_MODEL = "openai/clip-vit-base-patch32"
 DEFAULT_DINO_MODEL = "facebook/dinov2-base"
 POOLINGS = ("mean", "cls")
@@ -128,16 +130,6 @@ class DinoEncoder(ImageEncoder):
     def manifest(self) -> dict[str, Any]:
         return {**super().manifest(), "pooling": self.pooling}
 
-
-def cosine_percent(a: Any, b: Any) -> Any:
-    """Row-wise cosine of two (n, d) tensors x 100, in float64, clamped to [-100, 100]."""
-    import torch
-
-    if a.shape != b.shape:
-        raise ValueError(f"embedding shapes differ: {tuple(a.shape)} vs {tuple(b.shape)}")
-    a, b = a.double(), b.double()
-    cos = torch.nn.functional.cosine_similarity(a, b, dim=-1, eps=1e-12)
-    return cos.clamp(-1.0, 1.0) * 100.0
 
 
 @lru_cache(maxsize=8)

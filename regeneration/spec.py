@@ -14,6 +14,7 @@ from typing import Any
 from vlmjudge.registry import MethodSpec
 
 from .judging import MLLMScores, judge_pairs
+from .scoring import combined_score, normalize
 from .similarity import DEFAULT_CLIP_MODEL, DEFAULT_DINO_MODEL, SimilarityScorer
 
 
@@ -49,10 +50,6 @@ class PairRecord:
                 "encoders": self.encoders}
 
 
-def combined_score(clip: float, dino: float) -> float:
-    """Mean of CLIP % and DINO %, each clipped at 0 (a negative cosine is no similarity)."""
-    return (max(clip, 0.0) + max(dino, 0.0)) / 2.0
-
 
 class RegenerationScorer:
     """Scores batches with columns `reference` and `generated` (and MLLM ratings when a judge is set)."""
@@ -87,10 +84,6 @@ def build(judge: Any, **config: Any) -> RegenerationScorer:
     """A scorer; config: clip_model, dino_model, pooling, device, dtype, mllm (default: iff a judge is given)."""
     return RegenerationScorer(judge, **config)
 
-
-def normalize(score: float) -> float:
-    """Score on 0..100 to [0, 1] (clipped)."""
-    return min(max(score, 0.0), 100.0) / 100.0
 
 
 def render(record: PairRecord) -> dict[str, Any]:

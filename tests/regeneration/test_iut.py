@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from regen_helpers import (
@@ -92,7 +93,10 @@ def test_pack_overrides_and_checks():
     pack = load_pack()
     assert pack.version == "default-v1" and set(pack.aspects) >= {"overall", "style", "color", "detail"}
     custom = load_pack({"perceptual": "Rate this picture 1-5. Answer in JSON."})
-    assert custom.version == "default-v1+custom" and custom.perceptual.startswith("Rate this")
+    # versioned as every method versions an override (vlmjudge.packs): the default plus a digest of the changes
+    assert re.fullmatch(r"default-v1\+[0-9a-f]{8}", custom.version) and custom.perceptual.startswith("Rate this")
+    assert load_pack({"perceptual": "Rate this picture 1-5. Answer in JSON."}).version == custom.version
+    assert load_pack({"perceptual": "Rate it 1-5. Answer in JSON."}).version != custom.version
     assert custom.fingerprint() != pack.fingerprint() and custom.content == pack.content
     with pytest.raises(ValueError, match="unknown placeholders"):
         load_pack({"content": "Compare {prompt}"})
