@@ -49,6 +49,11 @@ class JudgeStats:
     reused_within_run: int = 0
     #: requests answered by an identical request (same content hash) of the same call
     deduplicated: int = 0
+    #: prompt prefixes served from the cross-call prefix KV cache (in-process backend), the
+    #: prefill tokens those hits skipped, and the entries it dropped to stay within its budget
+    prefix_cache_hits: int = 0
+    prefix_cache_tokens: int = 0
+    prefix_cache_evictions: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)

@@ -183,6 +183,7 @@ class PreparedBatch:
     prefill_tokens: int                    # real tokens run: prefixes once, plus every suffix
     extra: dict[str, Any] = field(default_factory=dict)
     image_keys: list[str] = field(default_factory=list)  # pixel digest per image, for a vision cache
+    kv: Any = None  # what the prefix KV store serves and keeps for this batch (`_hf_kvrun.KVPlan`)
 
 
 def processor_inputs(processor: Any, texts: Sequence[str], image_lists: Sequence[list], **kwargs: Any) -> Any:
@@ -299,10 +300,11 @@ def sharing_blocker(model: Any, model_id: str = "") -> str | None:
 class PrefixRunner:
     """Runs prepared batches on a model: first-token logits, then (optionally) decoding."""
 
-    def __init__(self, model: Any, vision: Any = None) -> None:
+    def __init__(self, model: Any, vision: Any = None, kv: Any = None) -> None:
         from transformers import DynamicCache
         self.model = model
         self.vision = vision  # a `VisionCache`, used for batches that carry image keys
+        self.kv = kv          # a `PrefixKVStore` (`_hf_kvstore`) kept across calls, or None
         self._cache_cls = DynamicCache
         params = inspect.signature(model.forward).parameters
         self.cache_kw = "cache" if "cache" in params else "past_key_values"
@@ -333,18 +335,35 @@ class PrefixRunner:
 
     # -- forwards ------------------------------------------------------------------------------
     def first_logits(self, batch: PreparedBatch, device: Any, dtype: Any) -> tuple[torch.Tensor, dict]:
-        """Next-token logits (R, V, float32) after every request's prompt, and the decoding state."""
-        import torch
-        prefix = {k: v.to(device) for k, v in batch.prefix.items()}
-        vision = {k: (v.to(device, dtype) if v.is_floating_point() else v.to(device)) for k, v in batch.vision.items()}
+        """Next-token logits (R, V, float32) after every request's prompt, and the decoding state.
+        With a prefix KV store (`_hf_kvrun`), units it holds skip their prefix forward."""
+        if self.kv is not None and self.kv.enabled:
+            from ._hf_kvrun import cached_prefixes
+            cache, mask, nxt = cached_prefixes(self, batch, device, dtype)
+        else:
+            cache, mask, nxt, _ = self.run_prefix(batch.prefix, batch.vision, batch.image_keys, device, dtype)
+        return self.run_suffixes(cache, mask, nxt, batch, device)
+
+    def run_prefix(self, prefix: dict, vision: dict, image_keys: list[str], device: Any, dtype: Any) -> tuple:
+        """The units' prefixes (vision tower included) into a fresh cache: (cache, prefix mask,
+        next position per unit, the forward's position ids)."""
+        prefix = {k: v.to(device) for k, v in prefix.items()}
+        vision = {k: (v.to(device, dtype) if v.is_floating_point() else v.to(device)) for k, v in vision.items()}
         positions, nxt = self._prefix_positions(prefix, vision)
         cache = self._cache_cls(config=self.model.config)
         # image keys are set only where the judge has an enabled vision cache
-        with self.vision.serving(batch.image_keys) if batch.image_keys else nullcontext():
+        with self.vision.serving(image_keys) if image_keys else nullcontext():
             self.model(**prefix, **vision, position_ids=positions, use_cache=True, logits_to_keep=1,
                        **{self.cache_kw: cache})
+        return cache, prefix["attention_mask"], nxt, positions
+
+    def run_suffixes(self, cache: Any, prefix_mask: torch.Tensor, nxt: torch.Tensor, batch: PreparedBatch,
+                     device: Any) -> tuple[torch.Tensor, dict]:
+        """Every request's suffix against its unit's row of the prefix cache (see module doc)."""
+        import torch
         row_unit = batch.row_unit.to(device)
         suffix_ids, suffix_mask = batch.suffix_ids.to(device), batch.suffix_mask.to(device)
+        nxt = nxt.to(device)
         lengths = suffix_mask.sum(-1)
         logits = torch.empty((len(row_unit), 0), device=device)
         groups = []
@@ -356,7 +375,7 @@ class PrefixRunner:
             ids, block_mask = suffix_ids[rows, -width:], suffix_mask[rows, -width:]
             start = nxt[row_unit[rows]] - (width - lengths[rows])  # position of column 0 of the block
             pos = (start.unsqueeze(1) + torch.arange(width, device=device)).clamp(min=0) * block_mask
-            mask = torch.cat([prefix["attention_mask"][row_unit[rows]], block_mask], dim=1)
+            mask = torch.cat([prefix_mask[row_unit[rows]], block_mask], dim=1)
             out = self.model(input_ids=ids, attention_mask=mask, position_ids=self._shape(pos),
                              use_cache=True, logits_to_keep=1, **{self.cache_kw: block_cache})
             block_logits = out.logits[:, -1, :].float()

@@ -8,7 +8,9 @@ grouped, sorted by size into batches and restored to order (`_hf_batching`), and
 batch's images are preprocessed on a worker thread while the model runs. On that path, a
 Qwen-VL, GLM-4V, Gemma, LLaVA or Pixtral model's vision-tower outputs are also kept across calls (`vision_cache_mb`, default
 2 GiB, 0 for off; see `_hf_vision`), so an image asked about in several calls (TerraVis
-stages, FAGER chunks) is encoded once; `stats.images_encoded` counts the tower's runs. `choice_probs`
+stages, FAGER chunks) is encoded once; `stats.images_encoded` counts the tower's runs. Prefix KV
+rows are kept across calls too (`kv_cache_mb`, default 4 GiB, 0 for off; see `_hf_kvstore`): a
+later prompt starting with a kept prefix runs only its new tokens. `choice_probs`
 reads the next-token logits at the end of prompt + prefix, softmaxed over the option token
 ids only (`normalize=False`: each option id's probability under the full-vocabulary softmax).
 Generation decodes greedily with per-row control (grammar, first options, sampling
@@ -46,6 +48,8 @@ from ..judge import Judge
 from ..requests import CANCEL_META_KEY, Answer, Request
 from . import _hf_batching as batching
 from . import _hf_identity as checkpoints
+from . import _hf_kvrun as kvrun
+from . import _hf_kvstore as kv_store
 from . import _hf_loading as loading
 from . import _hf_prefix as prefixes
 from . import _hf_vision as vision_store
@@ -70,7 +74,7 @@ class TransformersJudge(Judge):
                  trust_remote_code: bool = False, cache: Any = None, progress: bool | None = None,
                  attn_implementation: str | None = None, hf_cache_dir: str | None = None,
                  prefix_reuse: bool = True, prefetch: bool = True, chunk_size: int | None = None,
-                 vision_cache_mb: float = vision_store.DEFAULT_MB) -> None:
+                 vision_cache_mb: float = vision_store.DEFAULT_MB, kv_cache_mb: float = kv_store.DEFAULT_MB) -> None:
         import torch
         if model is None:
             raise ValueError("TransformersJudge needs a model: a Hub id, a local folder or a loaded model")
@@ -127,8 +131,7 @@ class TransformersJudge(Judge):
         self.sharing_blocker = prefixes.sharing_blocker(model, model_id) if prefix_reuse else None
         self.prefix_reuse = prefix_reuse = prefix_reuse and self.sharing_blocker is None
         self.stats = prefixes.SharingStats()  # JudgeStats + requests run unshared for want of sharing
-        self.vision_cache = vision_store.VisionCache(model, vision_cache_mb if prefix_reuse else 0)
-        self._runner = prefixes.PrefixRunner(model, self.vision_cache)
+        self._stores(vision_cache_mb if prefix_reuse else 0, kv_cache_mb if prefix_reuse else 0)
         config = model.config
         self._image_token_ids = prefixes.placeholder_ids(processor, config)  # the processor's, unexpanded
 
@@ -140,16 +143,22 @@ class TransformersJudge(Judge):
         response cache pickles as its path (see `ResponseCache`)."""
         state = self.__dict__.copy()
         state.update(_grammars=None, _prefetcher=None, _prompts={})
-        state["_vision_cache_mb"] = self.vision_cache.max_bytes / 2**20
-        state.pop("vision_cache", None)
-        state.pop("_runner", None)
+        state["_store_mb"] = (self.vision_cache.max_bytes / 2**20, self.kv_cache.max_bytes / 2**20)
+        for live in ("vision_cache", "kv_cache", "_runner"):
+            state.pop(live, None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        vision_mb = state.pop("_vision_cache_mb")
+        store_mb = state.pop("_store_mb")
         self.__dict__.update(state)
+        self._stores(*store_mb)
+
+    def _stores(self, vision_mb: float, kv_mb: float) -> None:
+        """The stores kept across calls (vision outputs, prefix KV rows) and the runner using them."""
         self.vision_cache = vision_store.VisionCache(self.model, vision_mb)
-        self._runner = prefixes.PrefixRunner(self.model, self.vision_cache)
+        special = set(getattr(self.tokenizer, "added_tokens_decoder", {})) | set(self.tokenizer.all_special_ids)
+        self.kv_cache = kv_store.PrefixKVStore(self.model, kv_mb, self.stats, special)
+        self._runner = prefixes.PrefixRunner(self.model, self.vision_cache, self.kv_cache)
 
     # -- options ---------------------------------------------------------------------------
     def validate_options(self, options: Sequence[str]) -> None:
@@ -283,11 +292,8 @@ class TransformersJudge(Judge):
         if self.prefix_reuse:
             units = prefixes.make_units(prompts)
             if units is not None:
-                pils = [r.pil_images() for r in batch]
-                prepared = prefixes.prepare(processor, prompts, pils, units, self.pad_id)
-                if self.vision_cache.enabled:  # the units `prepare` ran (it may split one)
-                    prepared.image_keys = vision_store.image_keys(prepared.units, prompts, pils)
-                return prepared
+                return kvrun.prepare(processor, prompts, [r.pil_images() for r in batch], units, self.pad_id,
+                                     self.kv_cache, self.vision_cache.enabled)
         texts = [p.text for p in prompts]
         return prefixes.processor_inputs(processor, texts, [r.pil_images() for r in batch]), texts
 
@@ -436,6 +442,7 @@ class TransformersJudge(Judge):
                 "prefix_reuse": self.prefix_reuse, "prefix_fallback": self.sharing_blocker,
                 "attn_implementation": self.attn_implementation,
                 "vision_cache_mb": self.vision_cache.max_bytes / 2**20 if self.vision_cache.enabled else 0,
+                "kv_cache_mb": self.kv_cache.max_bytes / 2**20 if self.kv_cache.enabled else 0,
                 "libraries": loading.library_versions(),
                 "option_tokens": "an option is the next word after the prompt: after a space unless "
                                  "the prompt ends in whitespace"}

@@ -1,0 +1,196 @@
+"""Prefix KV cache kept across judge calls: a prompt prefix's keys and values, computed once.
+
+API (for method code and benchmarks):
+- On by default on the shared-prefix path: `TransformersJudge(..., kv_cache_mb=DEFAULT_MB)`, or
+  `load_judge(model, kv_cache_mb=...)` (passed through); `kv_cache_mb=0` turns it off, and so does
+  `prefix_reuse=False` (the unshared reference path, whose prefill stays as it is) and a model
+  whose cache cannot be shared (`sharing_blocker`). `judge.kv_cache` is the store (`len`, `bytes`,
+  `max_bytes`).
+- `judge.stats.prefix_cache_hits`: units (a shared prefix, or a lone request's prompt) whose
+  prefix, or part of it, was served from the store; `prefix_cache_tokens`: the prefill tokens
+  (visual tokens included) those hits skipped; `prefix_cache_evictions`: entries dropped to stay
+  within the budget. `prefill_tokens` counts only the tokens that ran.
+- A later call reuses an entry when its prompt starts with the entry's tokens (same images by
+  pixel digest, same token ids, all image placeholders inside the reused part): it runs only the
+  tokens after it, and no vision tower. Stages that ask about one image should therefore start
+  their prompts alike (system, image, shared instructions), and put what differs last.
+
+What an entry is: the KV row of one unit prefix (`_hf_prefix`) after its forward, keyed by the
+pixel digests of its images and its tokenizer ids (image placeholders unexpanded), with its
+length in cache columns (placeholders expanded) and its next position (Qwen's multimodal rotary
+positions included: text tokens after the last image advance every axis by one, so a shorter
+cut's next position is the entry's minus the columns cut). A full-attention entry can be cut
+anywhere inside its text tail; a sliding-window layer keeps only its last W-1 columns, so an entry
+longer than the window is reused only at its exact end. Cuts stay inside the *verbatim tail*:
+the trailing tokens that the processor's expanded ids and the tokenizer's ids share (a processor
+that re-tokenises around an image, e.g. Gemma 3's newlines, would shift a cut made nearer the
+image); a cut at the tail's very start needs a special token before it (nothing merges across).
+
+Entries live on the model's device, least recently used first out, within `kv_cache_mb` (an
+entry larger than the budget is not kept). Lookups run on the prefetch thread and stores on the
+main one, under a lock; a batch holds the entries it was planned with, so an eviction between
+planning and running only frees memory later.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:
+    import torch
+
+#: Default byte budget of the store in MiB (0 turns it off): about 25 Qwen3-VL-8B image prefixes at 1024².
+DEFAULT_MB = 4096
+#: Text-only entries are found by their first tokens: a shorter shared text saves too little to look for.
+TEXT_KEY_TOKENS = 32
+
+
+@dataclass
+class RowKV:
+    """One prefix's cache row: per layer (keys, values) of shape (1, heads, n, dim) with n its real
+    columns (a sliding layer: its last min(length, W-1)), or None for a layer the model leaves empty."""
+
+    layers: list[tuple[torch.Tensor, torch.Tensor] | None]
+    length: int   # real columns, image placeholders expanded
+    next: int     # the position of the next token
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for kv in self.layers if kv is not None for t in kv)
+
+    @property
+    def whole(self) -> bool:
+        """Whether every layer holds all columns (no sliding window cut any), so it can be cropped."""
+        return all(kv is None or int(kv[0].shape[-2]) == self.length for kv in self.layers)
+
+    def crop(self, columns: int) -> RowKV:
+        if columns == self.length:
+            return self
+        if not 0 < columns < self.length or not self.whole:
+            raise ValueError(f"cannot cut a {self.length}-column prefix to {columns} columns")
+        layers = [None if kv is None else (kv[0][..., :columns, :], kv[1][..., :columns, :]) for kv in self.layers]
+        return RowKV(layers, columns, self.next - (self.length - columns))
+
+
+@dataclass
+class Entry:
+    """A stored prefix: what it is (digests, ids) and where it may be cut (verbatim, clean_edge)."""
+
+    digests: tuple[str, ...]
+    ids: tuple[int, ...]      # tokenizer ids, image placeholders unexpanded
+    kv: RowKV
+    verbatim: int             # trailing tokens equal in the expanded and the tokenizer ids
+    clean_edge: bool          # a special token precedes the verbatim tail (or nothing does)
+
+    @property
+    def key(self) -> tuple:
+        return (self.digests, self.ids)
+
+
+def verbatim_tail(expanded: Sequence[int], ids: Sequence[int], limit: int) -> int:
+    """How many trailing tokens `expanded` (the processor's) and `ids` (the tokenizer's) share, at most `limit`."""
+    n = 0
+    while n < min(limit, len(expanded), len(ids)) and expanded[-1 - n] == ids[-1 - n]:
+        n += 1
+    return n
+
+
+def supports(model: Any) -> bool:
+    """Whether every cache layer of the model is a plain or a sliding-window KV layer (the only
+    ones whose rows this store cuts and rebuilds; DSA indexers and recurrent states are not)."""
+    from transformers import DynamicCache
+    from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
+    layers = list(getattr(DynamicCache(config=model.config), "layers", []))
+    return bool(layers) and all(type(layer) in (DynamicLayer, DynamicSlidingWindowLayer) for layer in layers)
+
+
+class PrefixKVStore:
+    """Prefix KV rows of one model by (image digests, token ids), within `max_mb` megabytes."""
+
+    def __init__(self, model: Any, max_mb: float = DEFAULT_MB, stats: Any = None,
+                 special_ids: Sequence[int] = ()) -> None:
+        if max_mb < 0:
+            raise ValueError(f"prefix KV cache size must be >= 0 MB, got {max_mb}")
+        self.enabled = max_mb > 0 and supports(model)
+        self.max_bytes = int(max_mb * 2**20)
+        self.stats = stats               # the judge's stats: hits, skipped tokens, evictions
+        self.special = frozenset(special_ids)
+        self._entries: OrderedDict[tuple, Entry] = OrderedDict()
+        self._buckets: dict[tuple, dict[tuple, Entry]] = {}
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def bytes(self) -> int:
+        return self._bytes
+
+    @staticmethod
+    def _bucket(digests: tuple, ids: Sequence[int]) -> tuple | None:
+        if digests:
+            return digests
+        return ("text", tuple(ids[:TEXT_KEY_TOKENS])) if len(ids) >= TEXT_KEY_TOKENS else None
+
+    def lookup(self, digests: tuple, ids: Sequence[int], images_end: int) -> tuple[Entry, int] | None:
+        """The stored entry covering the longest start of `ids` (a unit's prefix ids) with every
+        image inside it, and how many of `ids` it covers; None when none is usable."""
+        bucket = self._bucket(digests, ids)
+        if bucket is None:
+            return None
+        best: tuple[Entry, int] | None = None
+        with self._lock:
+            for entry in self._buckets.get(bucket, {}).values():
+                cut = self._usable(entry, _lcp(entry.ids, ids), images_end)
+                if cut and (best is None or cut > best[1]):
+                    best = (entry, cut)
+            if best is not None:
+                self._entries.move_to_end(best[0].key)
+        return best
+
+    @staticmethod
+    def _usable(entry: Entry, common: int, images_end: int) -> int:
+        n = len(entry.ids)
+        if common < max(images_end, 1) or common < n - entry.verbatim:
+            return 0
+        if common == n - entry.verbatim and not entry.clean_edge:
+            return 0
+        if common < n and not entry.kv.whole:
+            return 0  # a sliding window dropped columns before the cut
+        return common
+
+    def put(self, entry: Entry) -> None:
+        size = entry.kv.nbytes
+        bucket = self._bucket(entry.digests, entry.ids)
+        if size > self.max_bytes or bucket is None:
+            return
+        with self._lock:
+            old = self._entries.pop(entry.key, None)
+            if old is not None:
+                self._bytes -= old.kv.nbytes
+            self._entries[entry.key] = entry
+            self._buckets.setdefault(bucket, {})[entry.key] = entry
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                _, dropped = self._entries.popitem(last=False)
+                self._bytes -= dropped.kv.nbytes
+                self._buckets[self._bucket(dropped.digests, dropped.ids)].pop(dropped.key, None)
+                if self.stats is not None:
+                    self.stats.prefix_cache_evictions += 1
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._buckets.clear()
+            self._bytes = 0
+
+
+def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
