@@ -121,7 +121,20 @@ def parse_chat_body(body: Any, limits: ServeLimits | None = None,
                     count_tokens: Callable[[str], int] | None = None) -> Call:
     """The judge call a chat-completions body asks for; BadRequest says what is wrong.
     `count_tokens` counts prompt tokens for `limits.max_prompt_tokens` (default: UTF-8 bytes,
-    an upper bound for byte-level tokenizers)."""
+    an upper bound for byte-level tokenizers).
+
+    Examples:
+        >>> from vlmjudge.requests import Request
+        >>> from vlmjudge.wire import ImageURLs, probs_body
+        >>> sent = Request(text="Is the sky blue?", prefix="Answer:")
+        >>> call = parse_chat_body(probs_body(sent, "judge", ImageURLs(), ["Yes", "No"], 5).merged())
+        >>> call.op, call.options, call.request.content_hash() == sent.content_hash()
+        ('choice_probs', ('Yes', 'No'), True)
+        >>> parse_chat_body({"messages": []})
+        Traceback (most recent call last):
+        ...
+        vlmjudge.serve.parse.BadRequest: messages must be a non-empty list
+    """
     limits = limits or ServeLimits()
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object")
