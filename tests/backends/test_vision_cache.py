@@ -1,5 +1,7 @@
 """The vision cache: an image asked about in several calls goes through the tower once,
-with the same results as encoding it again; keyed by pixels, bounded, Qwen-VL only."""
+with the same results as encoding it again; keyed by pixels, bounded, Qwen-VL only. Tests
+that count the tower's runs across calls turn the prefix KV cache off (`kv_cache_mb=0`): a
+prefix it serves skips the tower altogether (tests/backends/test_prefix_kv_cache.py)."""
 import pytest
 import torch
 
@@ -22,8 +24,8 @@ def _texts(images):
 def test_images_are_encoded_once_across_calls_with_the_same_results(loaded, noise):
     base = loaded["qwen3_vl"]
     images = noise(3)
-    cached = TransformersJudge(base.model, base.processor, batch_size=2)
-    plain = TransformersJudge(base.model, base.processor, batch_size=2, vision_cache_mb=0)
+    cached = TransformersJudge(base.model, base.processor, batch_size=2, kv_cache_mb=0)
+    plain = TransformersJudge(base.model, base.processor, batch_size=2, vision_cache_mb=0, kv_cache_mb=0)
     assert cached.vision_cache.enabled and not plain.vision_cache.enabled
     for judge in (cached, plain):
         judge.probs = judge.choice_probs(_questions(images), OPTIONS)
@@ -56,7 +58,7 @@ def test_the_store_is_bounded_least_recently_used_first(loaded, noise):
     probe = TransformersJudge(base.model, base.processor)
     probe.choice_probs(_questions(images[:1], 1), OPTIONS)
     one_image_mb = probe.vision_cache.bytes / 2**20
-    judge = TransformersJudge(base.model, base.processor, vision_cache_mb=2.5 * one_image_mb)
+    judge = TransformersJudge(base.model, base.processor, vision_cache_mb=2.5 * one_image_mb, kv_cache_mb=0)
     judge.choice_probs(_questions(images, 1), OPTIONS)      # 3 encoded, the first evicted
     assert len(judge.vision_cache) == 2 and judge.vision_cache.bytes <= judge.vision_cache.max_bytes
     judge.choice_probs(_questions(images[1:], 1), OPTIONS)  # both kept: no encode
@@ -97,7 +99,7 @@ def test_llava_rows_are_served_and_the_unshared_path_encodes_per_call(loaded, no
     path never is. Families with tiled inputs are covered in tests/families."""
     llava = loaded["llava"]
     assert _hf_vision.supports(llava.model)
-    judge = TransformersJudge(llava.model, llava.processor)
+    judge = TransformersJudge(llava.model, llava.processor, kv_cache_mb=0)
     images = noise(2)
     first = judge.choice_probs(_questions(images), OPTIONS)
     again = judge.choice_probs(_questions(images), OPTIONS)
