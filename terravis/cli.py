@@ -3,9 +3,11 @@
     vlmjudge terravis score IMAGES_OR_DIR [...] --model MODEL --out results.jsonl
     vlmjudge terravis report results.jsonl [more.jsonl ...] --out report/ [--human ratings.csv]
 
-`score` writes the run manifest as the first line, then one record per image (its path in
-`meta.path`). Every judge answer goes to a SQLite cache (default: next to --out), so a
-rerun, or a run resumed after a crash, asks the model only what it has not answered yet.
+`score` writes one record per image (its id the path relative to the input root, its file in
+`meta.path`) and the run manifest beside them (results.manifest.json), the layout of
+`vlmjudge.outputs`. Every judge answer goes to a SQLite cache (default: results.cache.sqlite
+beside --out), so a rerun, or a run resumed after a crash, asks the model only what it has not
+answered yet.
 """
 from __future__ import annotations
 
@@ -16,13 +18,14 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from vlmjudge.intake import IMAGE_SUFFIXES  # one list of image suffixes for every command
+from vlmjudge.intake import image_items
+from vlmjudge.outputs import default_cache_path
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the terravis subcommands to the `vlmjudge terravis` parser (entry point `vlmjudge.commands`)."""
     from vlmjudge.cli import add_judge_flags
-    from vlmjudge.cli_intake import EXIT_EPILOG, add_on_error_flag
+    from vlmjudge.cli_intake import EXIT_EPILOG, add_no_cache_flag, add_on_error_flag
     from vlmjudge.cli_text import DefaultsHelpFormatter, describe
 
     commands = parser.add_subparsers(dest="terravis_command", required=True)
@@ -33,10 +36,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                                 epilog=EXIT_EPILOG, formatter_class=DefaultsHelpFormatter)
     score.add_argument("inputs", nargs="+", metavar="IMAGES_OR_DIR", help="image files or folders (recursive)")
     add_judge_flags(score)
-    describe(score, "--out", "the results JSONL to write: a manifest line, then one record per image (required)")
+    describe(score, "--out", "the results JSONL to write, one record per image; the manifest goes beside it "
+                             "(results.jsonl -> results.manifest.json; required)")
     describe(score, "--cache", "SQLite file of the judge's answers; a rerun resumes from it (default: beside "
                                "--out, results.jsonl -> results.cache.sqlite; --no-cache for none)")
-    score.add_argument("--no-cache", action="store_true", help="do not cache answers (a rerun asks everything again)")
+    add_no_cache_flag(score)
     score.add_argument("--variant", default="workflow", choices=("workflow", "holistic", "gptscore"),
                        help="workflow: the staged TerraVis judge (eligibility, then 18 violation checks with "
                             "severities; the score is exp(-lam (N_major + alpha N_minor))); holistic: TerraVis-H, "
@@ -60,7 +64,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                                  description="Per-model mean scores and ranking, violation shares by level and "
                                              "type, a score histogram, the analyses over saved records, and the "
                                              "worst images with their evidence.")
-    report.add_argument("results", nargs="+", type=Path, help="JSONL files written by `terravis score`")
+    report.add_argument("results", nargs="+", type=Path, help="JSONL files written by `terravis score` or "
+                                                              "`python -m vlmjudge.distributed terravis`")
     report.add_argument("--out", type=Path, required=True, help="folder to write the report into")
     report.add_argument("--group-by", choices=("auto", "field", "folder"), default="auto",
                         help="T2I model of an image: its record's 'model' field, its parent folder name, or "
@@ -81,43 +86,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 # -- score ---------------------------------------------------------------------------------
 def collect_images(inputs: Sequence[str]) -> list[tuple[str, Path]]:
-    """(image id, path) for every image file given or found under a given folder, sorted
-    within each folder; the id is the path as written from the current directory."""
-    found: list[tuple[str, Path]] = []
-    for raw in inputs:
-        path = Path(raw)
-        if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
-            if not files:
-                raise FileNotFoundError(f"no image files ({', '.join(IMAGE_SUFFIXES)}) under {raw}")
-            found += [(p.as_posix(), p) for p in files]
-        elif path.is_file():
-            found.append((path.as_posix(), path))
-        else:
-            raise FileNotFoundError(f"no such image file or folder: {raw}")
-    seen: set[str] = set()
-    dupes = [i for i, _ in found if i in seen or seen.add(i)]
-    if dupes:
-        raise ValueError(f"images given more than once: {dupes[:5]}")
-    return found
+    """(image id, path) for every image file given or found under a given folder, sorted within
+    each folder; the id is the path relative to the input root (`vlmjudge.intake.image_items`)."""
+    return image_items(inputs)
 
 
 #: Manifest fields that decide the judge's answers: a rerun differing in one asks anew (lam and alpha do not).
 ANSWER_KEYS = ("method_version", "variant", "backend", "model", "revision", "dtype", "pack_sha256", "decoding")
 
 
-def default_cache_path(out: str | os.PathLike) -> Path:
-    """The answer cache beside the output: results.jsonl -> results.cache.sqlite."""
-    out = Path(out)
-    return out.with_name(out.stem + ".cache.sqlite")
-
-
 def run_score(args: argparse.Namespace) -> int:
     """Check every image, then score the readable ones, writing records as chunks finish; print
     counts and model calls; the exit status says whether every image got a record (--help)."""
     from vlmjudge.cli import judge_from_args
-    from vlmjudge.cli_intake import finish, nothing_readable, partial_output, screen, start_run
+    from vlmjudge.cli_intake import cache_beside, finish, nothing_readable, partial_output, screen, start_run
     from vlmjudge.cli_text import cache_has_answers, done_in_jsonl, earlier_manifest, same_answers, say_resuming
+    from vlmjudge.outputs import write_manifest
     from vlmjudge.images import ImageInputError, to_pil
     from vlmjudge.intake import RUN, Failure
 
@@ -140,10 +124,7 @@ def run_score(args: argparse.Namespace) -> int:
     if not screened.kept:
         return nothing_readable(screened, out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    if args.no_cache:
-        args.cache = None
-    elif args.cache is None:
-        args.cache = str(default_cache_path(out))
+    cache_beside(args, out)
     judge = judge_from_args(args)
     judge.progress = False  # one bar, over images, below
     try:
@@ -163,7 +144,6 @@ def run_score(args: argparse.Namespace) -> int:
     bar = _bar(len(screened.kept), not args.no_progress)
     try:
         with partial_output(out) as fh:
-            fh.write(json.dumps({"manifest": manifest}, ensure_ascii=False) + "\n")
             for start in range(0, len(screened.kept), args.chunk_size):
                 chunk, pils = [], []
                 for index in screened.kept[start:start + args.chunk_size]:
@@ -193,11 +173,12 @@ def run_score(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    manifest_file = write_manifest(out, manifest)
     mean = f"{sum(scores) / len(scores):.4f}" if scores else "n/a (no eligible image)"
     skipped = f", {len(screened.failures)} skipped as bad input" if screened.failures else ""
     print(f"scored {sum(statuses.values())} images: {statuses['scored']} scored, {statuses['not_applicable']} N/A, "
           f"{statuses['failed']} failed{skipped}; mean score {mean}")
-    print(f"wrote {out}")
+    print(f"wrote {out} and {manifest_file}")
     print(f"model calls: {judge.stats.model_calls} (answers from an earlier run: {judge.stats.resumed_from_cache}, "
           f"reused within this run: {judge.stats.reused_within_run})")
     return finish(len(images), statuses["scored"] + statuses["not_applicable"], failures, out)

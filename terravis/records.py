@@ -6,7 +6,6 @@ each answer parsed), so analyses can re-score saved runs without asking a judge 
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Iterable, Literal
@@ -140,29 +139,27 @@ class ImageRecord:
 
 def save_records(path: str | os.PathLike, records: Iterable[ImageRecord],
                  manifest: dict[str, Any] | None = None) -> None:
-    """Write a run as JSON lines: the manifest first (`{"manifest": ...}`), then one record a line."""
-    with open(path, "w", encoding="utf-8") as fh:
-        if manifest is not None:
-            fh.write(json.dumps({"manifest": manifest}, ensure_ascii=False) + "\n")
-        for record in records:
-            fh.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
+    """Write a run as JSON lines, one record a line, and its manifest beside them
+    (`results.jsonl` -> `results.manifest.json`, the layout of `vlmjudge.outputs`)."""
+    from vlmjudge.outputs import manifest_path, write_jsonl, write_manifest
+
+    write_jsonl(path, (record.to_json() for record in records))
+    if manifest is not None:
+        write_manifest(path, manifest)
+    else:  # a manifest left by an earlier run would describe other records
+        manifest_path(path).unlink(missing_ok=True)
 
 
 def load_records(path: str | os.PathLike) -> tuple[list[ImageRecord], dict[str, Any] | None]:
-    """Read what `save_records` wrote: the records and the manifest (None if absent)."""
-    records, manifest = [], None
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not JSON ({exc})") from exc
-            if "manifest" in row and len(row) == 1:
-                manifest = row["manifest"]
-            elif "image_id" in row:
-                records.append(ImageRecord.from_json(row))
-            else:
-                raise ValueError(f"{path}:{lineno}: neither a manifest nor a TerraVis record")
-    return records, manifest
+    """Read a run: its records and its manifest (beside them, or the first line of an older
+    file; None if absent). A line that is not a TerraVis record is a ValueError naming it."""
+    from vlmjudge.outputs import iter_jsonl, is_manifest_line, read_manifest
+
+    records = []
+    for lineno, row in iter_jsonl(path):
+        if is_manifest_line(row):
+            continue
+        if "image_id" not in row:
+            raise ValueError(f"{path}:{lineno}: neither a manifest nor a TerraVis record")
+        records.append(ImageRecord.from_json(row))
+    return records, read_manifest(path)

@@ -98,13 +98,10 @@ UNGROUPED = "all images"
 def _keep_top_level_notes(path: str | os.PathLike, records: Sequence[ImageRecord]) -> None:
     """Move a record line's top-level `resolution_note` (how `python -m vlmjudge.distributed` flags a
     small image) into the record's meta, where `terravis score` puts it (in memory only)."""
-    notes = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip() and '"resolution_note"' in line:
-                row = json.loads(line)
-                if "image_id" in row and row.get("resolution_note"):
-                    notes.append((str(row["image_id"]), str(row["resolution_note"])))
+    from vlmjudge.outputs import iter_jsonl
+
+    notes = [(str(row["image_id"]), str(row["resolution_note"])) for _, row in iter_jsonl(path)
+             if "image_id" in row and row.get("resolution_note")]
     by_id = dict(notes)
     for record in records:
         if record.image_id in by_id and not record.meta.get("resolution_note"):

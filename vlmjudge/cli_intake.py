@@ -41,6 +41,31 @@ def add_on_error_flag(parser: argparse.ArgumentParser) -> None:
                              "stops the run before the model loads")
 
 
+def add_no_cache_flag(parser: argparse.ArgumentParser) -> None:
+    """`--no-cache`: the judging commands cache answers beside --out unless told not to."""
+    parser.add_argument("--no-cache", action="store_true",
+                        help="do not cache the judge's answers (a rerun asks everything again)")
+
+
+def cache_beside(args: argparse.Namespace, out: str | os.PathLike) -> str | None:
+    """Set `args.cache` by the one default-cache rule and return it: --cache as given, none with
+    --no-cache, else `<stem>.cache.sqlite` beside the records file `out`."""
+    from .outputs import default_cache_path
+
+    if getattr(args, "no_cache", False):
+        args.cache = None
+    elif getattr(args, "cache", None) is None:
+        args.cache = str(default_cache_path(out))
+    return args.cache
+
+
+def deprecated_spelling(message: str, stream: IO[str] | None = None) -> None:
+    """One 'deprecated:' line for an old way of giving an option that still works this release."""
+    import sys
+
+    print(f"deprecated: {message}; the old spelling is removed in the next release", file=stream or sys.stderr)
+
+
 @dataclass
 class Screened:
     """What the pre-load check found: the positions that passed, their resolution flags, the failures."""

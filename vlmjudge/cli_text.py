@@ -52,15 +52,12 @@ def done_in_jsonl(path: str | os.PathLike, wanted: Collection[str], id_field: st
     Cheap: it reads the earlier output, never the images or the model. Lines that are not
     records (a manifest line, a blank line, a broken line) are ignored; a missing file is 0.
     """
-    file = Path(path)
-    if not file.is_file():
+    from .outputs import iter_jsonl
+
+    if not Path(path).is_file():
         return 0
-    done: set[str] = set()
-    with open(file, encoding="utf-8") as handle:
-        for line in handle:
-            record = _json_object(line)
-            if record is not None and id_field in record and is_done(record):
-                done.add(str(record[id_field]))
+    done = {str(record[id_field]) for _, record in iter_jsonl(path, skip_broken=True)
+            if id_field in record and is_done(record)}
     return len(done & {str(w) for w in wanted})
 
 
@@ -69,15 +66,6 @@ def done_in_records(records: Iterable[dict[str, Any]], wanted: Collection[str], 
     """`done_in_jsonl` over records already read (e.g. the pairs of an earlier JSON result)."""
     done = {str(r[id_field]) for r in records if isinstance(r, dict) and id_field in r and is_done(r)}
     return len(done & {str(w) for w in wanted})
-
-
-def _json_object(line: str) -> dict[str, Any] | None:
-    """One JSON object from a line, or None for anything else (an earlier run's output may be cut)."""
-    try:
-        value = json.loads(line)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def describe(parser: argparse.ArgumentParser, option: str, text: str) -> None:
@@ -90,14 +78,14 @@ def describe(parser: argparse.ArgumentParser, option: str, text: str) -> None:
 
 
 def earlier_manifest(path: str | os.PathLike) -> dict[str, Any] | None:
-    """The manifest an earlier run wrote as its output's first line ({"manifest": {...}}), or None."""
-    file = Path(path)
-    if not file.is_file():
+    """The manifest of an earlier run whose records are `path` (beside them, or an older file's
+    first line), or None; an unreadable one is None too, as then nothing is resumed."""
+    from .outputs import JsonlError, read_manifest
+
+    try:
+        return read_manifest(path)
+    except (JsonlError, OSError):
         return None
-    with open(file, encoding="utf-8") as handle:
-        record = _json_object(handle.readline())
-    manifest = record.get("manifest") if record is not None else None
-    return manifest if isinstance(manifest, dict) else None
 
 
 def same_answers(earlier: dict[str, Any] | None, current: dict[str, Any], keys: Iterable[str]) -> bool:

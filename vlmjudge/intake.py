@@ -86,6 +86,54 @@ def run_command(run, prog: str, resume_hint: str = "a rerun resumes from the res
             signal.signal(signal.SIGTERM, previous)
 
 
+def is_image_file(path: str | os.PathLike) -> bool:
+    """Whether a path names a file with one of `IMAGE_SUFFIXES` (any case)."""
+    return Path(path).suffix.lower() in IMAGE_SUFFIXES and Path(path).is_file()
+
+
+def image_items(inputs: Sequence[str | os.PathLike]) -> list[tuple[str, Path]]:
+    """(image id, path) for image files and folders (searched recursively, sorted within each).
+
+    The id is the image's path relative to the input root, with '/' separators and its suffix:
+    the root is the folder given, or with several inputs the deepest folder holding them all, so
+    `a/cat.png` and `b/cat.png` never share an id. A folder without images, a missing path or an
+    image given twice is a ValueError.
+
+    Examples:
+        >>> import tempfile, pathlib
+        >>> root = pathlib.Path(tempfile.mkdtemp())
+        >>> for name in ("a/cat.png", "b/cat.png", "b/notes.txt"):
+        ...     (root / name).parent.mkdir(exist_ok=True); _ = (root / name).write_bytes(b"")
+        >>> [item for item, _ in image_items([root])]
+        ['a/cat.png', 'b/cat.png']
+        >>> [item for item, _ in image_items([root / "a", root / "b"])]
+        ['a/cat.png', 'b/cat.png']
+    """
+    if not inputs:
+        raise ValueError("no image files or folders given")
+    found: list[Path] = []
+    for raw in inputs:
+        path = Path(raw)
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*") if is_image_file(p))
+            if not files:
+                raise ValueError(f"no image files ({', '.join(IMAGE_SUFFIXES)}) under {raw}")
+            found += files
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise ValueError(f"no such image file or folder: {raw}")
+    roots = [Path(raw) if Path(raw).is_dir() else Path(raw).parent for raw in inputs]
+    root = roots[0] if len(roots) == 1 else Path(os.path.commonpath([os.path.abspath(r) for r in roots]))
+    base = os.path.abspath(root)
+    items = [(Path(os.path.relpath(os.path.abspath(p), base)).as_posix(), p) for p in found]
+    seen: set[str] = set()
+    repeated = [item for item, _ in items if item in seen or seen.add(item)]
+    if repeated:
+        raise ValueError(f"images given more than once: {repeated[:5]}")
+    return items
+
+
 def looks_like_path(model: str) -> bool:
     """A --model that is meant as a folder: never tried on the Hub (a typo there costs minutes)."""
     return (model.startswith(("/", "./", "../", "~")) or model.endswith("/") or model.count("/") > 1

@@ -182,34 +182,15 @@ class ReportInputError(ValueError):
 
 
 def read_run(path: str | os.PathLike) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The records of a JSONL run and its manifest: a `{"manifest": ...}` line in the file, else
-    `<stem>.manifest.json` beside it, else {}. Blank lines are skipped; a run without records is
-    fine (the report shows its empty state)."""
-    import json
+    """The records of a JSONL run and its manifest (`vlmjudge.outputs.read_run`: the manifest beside
+    the records, or an older file's line-1 manifest, else {}). A run without records is fine (the
+    report shows its empty state); a broken line is a ReportInputError naming file and line."""
+    from .outputs import JsonlError, read_run as read_records
 
-    file = Path(path)
-    if not file.is_file():
-        raise ReportInputError(f"no such file: {file}")
-    records: list[dict[str, Any]] = []
-    manifest: dict[str, Any] = {}
-    with open(file, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ReportInputError(f"{file}:{lineno}: not JSON ({err.msg})") from None
-            if not isinstance(row, dict):
-                raise ReportInputError(f"{file}:{lineno}: each line must be a JSON object")
-            if set(row) == {"manifest"}:
-                manifest = dict(row["manifest"] or {})
-            else:
-                records.append(row)
-    beside = file.with_name(file.stem + ".manifest.json")
-    if not manifest and beside.is_file():
-        manifest = json.loads(beside.read_text(encoding="utf-8"))
-    return records, manifest
+    try:
+        return read_records(path)
+    except JsonlError as error:
+        raise ReportInputError(str(error)) from None
 
 
 def add_report_command(commands: Any, write_report: Any, *, source: str, source_help: str, help: str,

@@ -52,8 +52,8 @@ def test_score_writes_the_python_api_records_and_a_rerun_makes_no_model_call(sco
     records, manifest = load_records(out)
     assert manifest["method"] == "terravis" and manifest["pack_version"].startswith("default-v1+")
     assert manifest["n_images"] == len(reference) and manifest["backend"] == "transformers"
-    assert [r.image_id for r in records] == sorted(f"{root.as_posix()}/{i}" for i in reference)
-    by_rel = {r.image_id[len(root.as_posix()) + 1:]: r for r in records}
+    assert [r.image_id for r in records] == sorted(reference)  # ids: the path relative to the input root
+    by_rel = {r.image_id: r for r in records}
     for rel, ref in reference.items():
         assert comparable(by_rel[rel]) == comparable(ref), rel
         assert by_rel[rel].meta["path"] == str((root / rel).resolve())
@@ -71,7 +71,7 @@ def test_score_writes_the_python_api_records_and_a_rerun_makes_no_model_call(sco
 def test_report_writes_rankings_figures_and_the_worst_images(scored, reference, tmp_path):
     out, _, _, root = scored
     human = tmp_path / "ratings.csv"
-    ids = sorted(f"{root.as_posix()}/{i}" for i in reference)
+    ids = sorted(reference)
     ratings = {i: [5 - k, 4 - k, None if k == 3 else 5 - k] for k, i in enumerate(ids)}
     with open(human, "w", newline="") as fh:
         w = csv.writer(fh)

@@ -1,0 +1,155 @@
+"""The output layout every scoring command and the distributed runner write, and the one JSONL reader.
+
+A run's records go to the file `--out` (or the runner's `--output`) names, one JSON object a
+line; everything else sits beside it, named from the records file's stem:
+
+    results.jsonl                   the records, one per image (or pair), in input order
+    results.manifest.json           the run's manifest: method, judge, configuration, counts
+    results.cache.sqlite            the judge's answers (the default cache; a rerun resumes from it)
+    results.jsonl.failures.jsonl    the inputs that got no result, when there are any
+
+Older TerraVis files carry their manifest as the first line (`{"manifest": {...}}`); the readers
+here still take them. Every JSONL read in the suite goes through `iter_jsonl`, so a broken line is
+always named by file and line number.
+
+Examples:
+    >>> import tempfile, pathlib
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "results.jsonl"
+    >>> write_jsonl(out, [{"id": "a.png", "score": 1.0}])
+    >>> _ = write_manifest(out, {"method": "toy"})
+    >>> read_run(out)
+    ([{'id': 'a.png', 'score': 1.0}], {'method': 'toy'})
+    >>> manifest_path(out).name, default_cache_path(out).name
+    ('results.manifest.json', 'results.cache.sqlite')
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+#: The key of the line-1 manifest older TerraVis files carry.
+MANIFEST_KEY = "manifest"
+
+
+class JsonlError(ValueError):
+    """A JSON-lines file that cannot be read: the message names the file and the line."""
+
+    def __init__(self, path: str | os.PathLike, line: int | None, problem: str) -> None:
+        self.path, self.line, self.problem = os.fspath(path), line, problem
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {problem}")
+
+
+def iter_jsonl(path: str | os.PathLike, *, skip_broken: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for every non-blank line; a line that is not a JSON object is a `JsonlError`,
+    or with `skip_broken` left out (an interrupted earlier run's output, read only to count what it holds).
+
+    Examples:
+        >>> import tempfile, pathlib
+        >>> bad = pathlib.Path(tempfile.mkdtemp()) / "bad.jsonl"
+        >>> _ = bad.write_text('{"id": 1}\\n\\n{"id": 2\\n')
+        >>> try:
+        ...     list(iter_jsonl(bad))
+        ... except JsonlError as error:
+        ...     print(error.line, error.problem.split(" (")[0])
+        3 not valid JSON
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise JsonlError(file, None, "no such file")
+    with open(file, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as error:
+                if skip_broken:
+                    continue
+                raise JsonlError(file, number, f"not valid JSON ({error.msg}, column {error.colno})") from None
+            if not isinstance(value, dict):
+                if skip_broken:
+                    continue
+                raise JsonlError(file, number, f"expected a JSON object, got {type(value).__name__}")
+            yield number, value
+
+
+def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """Every object of a JSON-lines file, in order (blank lines skipped)."""
+    return [value for _, value in iter_jsonl(path)]
+
+
+def write_jsonl(path: str | os.PathLike, rows: Iterable[dict[str, Any]]) -> None:
+    """Write `rows` as JSON lines through `<path>.partial`, so a failure leaves no half-written file."""
+    file = Path(path)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    partial = file.with_name(file.name + ".partial")
+    try:
+        with open(partial, "w", encoding="utf-8") as handle:
+            for row in rows:
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    os.replace(partial, file)
+
+
+def beside(out: str | os.PathLike, suffix: str) -> Path:
+    """A file next to the records, named from their stem: beside("r.jsonl", ".manifest.json") -> r.manifest.json."""
+    out = Path(out)
+    return out.with_name(out.stem + suffix)
+
+
+def manifest_path(out: str | os.PathLike) -> Path:
+    """Where a run's manifest goes: `<stem>.manifest.json` beside its records."""
+    return beside(out, ".manifest.json")
+
+
+def default_cache_path(out: str | os.PathLike) -> Path:
+    """The default answer cache of a run: `<stem>.cache.sqlite` beside its records."""
+    return beside(out, ".cache.sqlite")
+
+
+def write_manifest(out: str | os.PathLike, manifest: dict[str, Any]) -> Path:
+    """Write the manifest of the run whose records are `out`; returns its path."""
+    path = manifest_path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(manifest, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    return path
+
+
+def is_manifest_line(row: dict[str, Any]) -> bool:
+    """Whether a JSONL object is the line-1 manifest of an older TerraVis file."""
+    return set(row) == {MANIFEST_KEY} and isinstance(row[MANIFEST_KEY], (dict, type(None)))
+
+
+def read_manifest(out: str | os.PathLike) -> dict[str, Any] | None:
+    """The manifest of the run whose records are `out`: the file beside them, else an older file's
+    line-1 manifest, else None. Only a broken manifest file is an error (a missing one is None)."""
+    path = manifest_path(out)
+    if path.is_file():
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as error:
+            raise JsonlError(path, error.lineno, f"not valid JSON ({error.msg})") from None
+        if not isinstance(manifest, dict):
+            raise JsonlError(path, None, "a manifest must be a JSON object")
+        return manifest
+    file = Path(out)
+    if not file.is_file():
+        return None
+    with open(file, encoding="utf-8") as handle:
+        first = handle.readline()
+    try:
+        row = json.loads(first)
+    except ValueError:  # the first line of records: any problem in it is reported by read_run
+        return None
+    return dict(row[MANIFEST_KEY] or {}) if isinstance(row, dict) and is_manifest_line(row) else None
+
+
+def read_run(path: str | os.PathLike) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The records of a run and its manifest ({} when it has none, as the runner's older files)."""
+    records = [row for row in read_jsonl(path) if not is_manifest_line(row)]
+    return records, read_manifest(path) or {}
