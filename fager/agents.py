@@ -19,10 +19,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vlmjudge.requests import Answer, Constraint, Decoding, Request
 
-from fager.agents_schema import model_schema, qa_schema, verification_schema
-from fager.pack import PromptPack, load_pack
-from fager.parsing import AnswerParseError, load_json, strip_fence
-from fager.schema import (
+from .agents_schema import model_schema, qa_schema, verification_schema
+from .pack import PromptPack, load_pack
+from .parsing import AnswerParseError, load_json, strip_fence
+from .schema import (
     MAX_QA_ITEMS, FactEntry, QAItem, QAItems, QuestionAnswer, QuestionResult, ReferenceExtraction, Rubric,
     Verification,
 )

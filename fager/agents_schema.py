@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from fager.pack import Limits
-from fager.schema import ADD_REASONS, DROP_REASONS, MAX_QUESTION
+from .pack import Limits
+from .schema import ADD_REASONS, DROP_REASONS, MAX_QUESTION
 
 
 def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:

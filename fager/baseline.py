@@ -18,8 +18,8 @@ from typing import Any
 from vlmjudge.images import to_pil
 from vlmjudge.requests import Request
 
-from fager.abtest import ABReport, TieMode, ab_test
-from fager.pack import PromptPack, load_pack
+from .abtest import ABReport, TieMode, ab_test
+from .pack import PromptPack, load_pack
 
 BASELINE_QUESTION_ID = "vqascore"
 

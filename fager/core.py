@@ -23,13 +23,13 @@ from typing import Any
 from vlmjudge.images import to_pil
 from vlmjudge.requests import Answer, Request
 
-from fager.agents import FagerAgents, feedback_text
-from fager.pack import PromptPack
-from fager.parsing import AnswerParseError, parse_answer
-from fager.qa_store import AgentModels, QARecord, QASetKey, QAStore
-from fager.references import as_provider, digest, load_references
-from fager.schema import QAItem, QASet, QuestionAnswer, ReferenceExtraction, Verdict
-from fager.scoring import (
+from .agents import FagerAgents, feedback_text
+from .pack import PromptPack
+from .parsing import AnswerParseError, parse_answer
+from .qa_store import AgentModels, QARecord, QASetKey, QAStore
+from .references import as_provider, digest, load_references
+from .schema import QAItem, QASet, QuestionAnswer, ReferenceExtraction, Verdict
+from .scoring import (
     DEFAULT_POLICY, SCORING_VERSION, GatingPolicy, mean_score, score_answers, should_regenerate,
 )
 

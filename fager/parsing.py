@@ -23,7 +23,7 @@ import json
 import re
 from typing import Any
 
-from fager.schema import ANSWERS, MAX_RATIONALE, QuestionAnswer
+from .schema import ANSWERS, MAX_RATIONALE, QuestionAnswer
 
 #: Runs skipped around a leading answer word. Each is one character class under `*`, matched at
 #: the start only, so it cannot backtrack: linear time on any input.

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from fager.schema import QAItem, QASet, ReferenceExtraction, Rubric, Verification
+from .schema import QAItem, QASet, ReferenceExtraction, Rubric, Verification
 
 QA_COLUMNS: tuple[str, ...] = (
     "index", "prompt", "level", "category", "importance", "question", "gold_answer", "answer_space",

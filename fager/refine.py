@@ -36,9 +36,9 @@ from pydantic import BaseModel, ConfigDict
 from vlmjudge.generators import load_editor, load_generator
 from vlmjudge.images import image_bytes_digest, to_pil
 
-from fager.core import Fager
-from fager.replay import write_summary, write_verdicts
-from fager.schema import Verdict
+from .core import Fager
+from .replay import write_summary, write_verdicts
+from .schema import Verdict
 
 Action = Literal["keep", "edit", "regenerate", "none"]
 ActionStatus = Literal["done", "reused", "unchanged", "no_generator", "no_editor", "no_feedback", "undecided"]

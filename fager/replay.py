@@ -15,11 +15,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from fager.schema import (
+from .schema import (
     ANSWERS, LEVELS, AnswerCounts, Category, Decision, Gating, Importance, Level, LevelScores,
     ParseFailure, QuestionAnswer, QuestionResult, Verdict,
 )
-from fager.scoring import DEFAULT_POLICY, GatingPolicy, score_answers
+from .scoring import DEFAULT_POLICY, GatingPolicy, score_answers
 
 RELEASED_SUMMARY_COLUMNS: tuple[str, ...] = (
     "image_file", "index", "decision", "level_1_score", "level_2_score", "level_3_score", "overall_score",

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from fager.parsing import AnswerParseError, normalize_answer, parse_answer
-from fager.schema import (
+from .parsing import AnswerParseError, normalize_answer, parse_answer
+from .schema import (
     LEVELS, AnswerCounts, Decision, Gating, LevelScores, ParseFailure, QAItem, QuestionAnswer,
     QuestionResult, Verdict,
 )

@@ -13,11 +13,11 @@ from typing import Any
 
 from vlmjudge.registry import MethodSpec
 
-from fager.core import Fager
-from fager.qa_store import QA_COLUMNS, parse_qa_csv
-from fager.references import MappingReferences
-from fager.schema import QASet, Verdict
-from fager.scoring import GatingPolicy
+from .core import Fager
+from .qa_store import QA_COLUMNS, parse_qa_csv
+from .references import MappingReferences
+from .schema import QASet, Verdict
+from .scoring import GatingPolicy
 
 
 class FagerRecord:

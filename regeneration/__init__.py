@@ -1,34 +1,30 @@
 """Image Regeneration (ImageRepainter): evaluate a text-to-image model by how closely it can paint a
 reference image again, from prompts an MLLM writes and revises over rounds.
 
-Names are resolved on first use, so `import regeneration` stays light (no torch import).
+The layout every method package shares (README.md): `core` (`RegenerationLoop`), `pack` (the
+prompt pack), `scoring` (similarity percent, ratings, selection), `parsing`, `metric`
+(`RegenerationSimilarity`, torchmetrics), `spec`, `cli` and `report`. Besides: `similarity` (the
+CLIP and DINOv2 encoders), `judging` (MLLM ratings), `iut`, `baselines`, `benchmark`, `config`.
 """
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from vlmjudge._lazy import lazy_exports
 
+#: Public name -> the module it lives in; each loads on first use, so `import regeneration` imports no torch.
 _EXPORTS = {
-    "IUT": "regeneration.schema", "build_iuts": "regeneration.iut", "initial_prompts": "regeneration.iut",
-    "IUTResult": "regeneration.iut", "InitialPrompt": "regeneration.iut",
-    "SimilarityScorer": "regeneration.similarity", "ClipEncoder": "regeneration.similarity",
-    "DinoEncoder": "regeneration.similarity", "regeneration_similarity": "regeneration.similarity",
-    "judge_pairs": "regeneration.judging", "judge_text_image": "regeneration.judging",
-    "normalize_rating": "regeneration.judging", "direct_prompts": "regeneration.baselines",
-    "interrogator_prompts": "regeneration.baselines", "LoopConfig": "regeneration.loop",
-    "RegenerationLoop": "regeneration.loop", "ItemResult": "regeneration.loop",
-    "run_benchmark": "regeneration.benchmark", "load_references": "regeneration.benchmark",
-    "RegenerationSimilarity": "regeneration.metric", "PromptPack": "regeneration.prompts",
-    "load_pack": "regeneration.prompts", "SPEC": "regeneration.spec",
-    "SELECTION_PRESETS": "regeneration.config", "release_summary": "regeneration.benchmark",
-    "extract_json": "regeneration.parsing", "JSONReadError": "regeneration.parsing",
+    "IUT": ".schema",
+    **dict.fromkeys(("build_iuts", "initial_prompts", "IUTResult", "InitialPrompt"), ".iut"),
+    **dict.fromkeys(("SimilarityScorer", "ClipEncoder", "DinoEncoder", "regeneration_similarity"), ".similarity"),
+    **dict.fromkeys(("judge_pairs", "judge_text_image"), ".judging"),
+    **dict.fromkeys(("direct_prompts", "interrogator_prompts"), ".baselines"),
+    **dict.fromkeys(("LoopConfig", "RegenerationLoop", "ItemResult"), ".core"),
+    **dict.fromkeys(("run_benchmark", "load_references", "release_summary"), ".benchmark"),
+    "RegenerationSimilarity": ".metric",
+    **dict.fromkeys(("PromptPack", "load_pack"), ".pack"),
+    "SPEC": ".spec",
+    **dict.fromkeys(("normalize_rating", "SELECTION_PRESETS"), ".scoring"),
+    **dict.fromkeys(("extract_json", "JSONReadError"), ".parsing"),
 }
 
 __all__ = list(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    """Resolve public names on first use."""
-    if name in _EXPORTS:
-        return getattr(import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'regeneration' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
