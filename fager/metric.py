@@ -1,28 +1,41 @@
 """FAGER as a `torchmetrics.Metric`: `update(images, prompts)` scores a batch with the pipeline,
 `compute()` gives the mean overall score (0-100) over the images that could be scored.
 
-The pipeline (and its judges) lives in a `vlmjudge.metric_support.ScorerHandle`, outside the
-metric's state: it is never in `state_dict`, copies (`clone()`, `MetricTracker`) share it
-rather than copying a model, and pickling leaves it out (unpickled in the same process the
-metric shares the original's pipeline; elsewhere `attach_judge` gives it a judge again). The
-states are tensors with declared reductions, so the metric syncs across processes like any
-other: the score sum and counts add up, the per-image scores concatenate.
+    metric = FagerScore()            # the default judge; or FagerScore(judge), FagerScore(model=...)
+    metric.update(images, prompts)   # a list of images (paths, PIL, arrays) or a BCHW tensor
+    metric.compute()                 # mean overall score (NaN when no image could be scored)
+    metric.per_image()               # every scored image's overall score, gathered across processes
+
+The pipeline (and its judges) lives in a `vlmjudge.faces.ScorerHandle`, outside the metric's
+state: it is never in `state_dict`, copies (`clone()`, `MetricTracker`) share it rather than
+copying a model, and pickling leaves it out (unpickled in the same process the metric shares
+the original's pipeline; elsewhere it loads its judge again from `model=`, or `attach_judge`
+gives it one). The states are declared tensors with their reductions, so the metric syncs
+across processes like any other; `compute()` before any update is NaN, with torchmetrics'
+warning, as for every metric of the suite.
 """
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
-from torchmetrics import Metric
-from torchmetrics.utilities import dim_zero_cat
+from torch import Tensor
 
+from vlmjudge.faces.handle import ScorerHandle, scorer_handle
+from vlmjudge.faces.loading import judge_arguments, judge_or_load
+from vlmjudge.faces.metric import JudgeMetric, State, batch_value
 from vlmjudge.images import to_pil_list
-from vlmjudge.metric_support import ScorerHandle
 
-from fager.pipeline import Fager
-from fager.schema import Verdict
+from .core import Fager
+from .schema import Verdict
+from .spec import SPEC
+
+__all__ = ["FagerScore", "fager_score"]
+
+#: The method's default judge, loaded when no judge, model or pipeline is given.
+DEFAULT_MODEL = SPEC.default_model
 
 
 def _pipeline_with(references: Any, pipeline_kwargs: dict[str, Any], judge: Any, text_judge: Any = None) -> Fager:
@@ -30,45 +43,76 @@ def _pipeline_with(references: Any, pipeline_kwargs: dict[str, Any], judge: Any,
     return Fager(judge, text_judge, references=references, **pipeline_kwargs)
 
 
-class FagerScore(Metric):
-    """Mean FAGER overall score over the images seen; images without a score are counted apart."""
+class FagerScore(JudgeMetric):
+    """Mean FAGER overall score over the images seen; images without a score are counted apart.
 
-    is_differentiable = False
-    higher_is_better = True
-    full_state_update = False
-    plot_lower_bound = 0.0
+    Args:
+        judge: a `vlmjudge` Judge; or None, and the judge is loaded from `model` (default: the
+            method's default model, Qwen/Qwen3-VL-8B-Instruct), `backend`, `revision`, `device`,
+            `dtype`, `cache` and `judge_kwargs` (other backend options).
+        text_judge: a separate judge for the text agents (default: `judge`).
+        fager: a ready `fager.Fager` pipeline instead of the judge arguments.
+        qa_sets: QA sets used for every update that passes none (no rubric is built then).
+        references, pipeline_kwargs: as `fager.Fager`.
+        kwargs: torchmetrics options (`sync_on_compute`, `compute_on_cpu`, ...).
+
+    Examples:
+        A tiny random judge built offline stands in for a real one; a given QA set means that
+        no rubric is built:
+
+        >>> import tempfile
+        >>> from PIL import Image
+        >>> from vlmjudge.testing import build_tiny_vlm
+        >>> qa = {"prompt": "a red apple", "items": [
+        ...     {"question": "Is there an apple?", "level": "level_1", "category": "existence",
+        ...      "importance": "high", "source_fact": "an apple"}]}
+        >>> metric = FagerScore(model=build_tiny_vlm(tempfile.mkdtemp() + "/vlm"), device="cpu", qa_sets=[qa])
+        >>> metric.update([Image.new("RGB", (32, 32), "red")], ["a red apple"])
+        >>> 0.0 <= float(metric.compute()) <= 100.0, int(metric.scored)
+        (True, 1)
+        >>> metric.clone().fager is metric.fager   # copies share the pipeline and its judge
+        True
+    """
+
     plot_upper_bound = 100.0
 
-    score_sum: torch.Tensor
-    scored: torch.Tensor
-    unscored: torch.Tensor
-    parse_failures: torch.Tensor
-    scores: list[torch.Tensor]
+    states = {"score_sum": State("sum", torch.float64), "scored": State("sum"), "unscored": State("sum"),
+              "parse_failures": State("sum"), "scores": State("cat")}
+    score_sum: Tensor
+    scored: Tensor
+    unscored: Tensor
+    parse_failures: Tensor
+    scores: list[Tensor]
 
     def __init__(self, judge: Any = None, text_judge: Any = None, *, fager: Fager | None = None,
-                 qa_sets: Any = None, references: Any = None, pipeline_kwargs: dict[str, Any] | None = None,
-                 **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        reattach = "metric.attach_judge(judge, text_judge=None)"
-        if fager is None:
-            if judge is None:
-                raise ValueError("FagerScore needs a judge (or a ready Fager pipeline via fager=)")
-            rebind = functools.partial(_pipeline_with, references, dict(pipeline_kwargs or {}))
-            self._handle = ScorerHandle(rebind(judge, text_judge), rebind=rebind, reattach=reattach)
+                 model: str | None = None, backend: str | None = None, revision: str | None = None,
+                 device: str | None = None, dtype: str | None = None, cache: Any = None,
+                 judge_kwargs: Mapping[str, Any] | None = None, qa_sets: Any = None, references: Any = None,
+                 pipeline_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        args = judge_arguments("FagerScore", kwargs, model=model, backend=backend, revision=revision,
+                               device=device, dtype=dtype, cache=cache, judge_kwargs=judge_kwargs)
+        if fager is not None:
+            if judge is not None or text_judge is not None or any(v is not None for v in args.values()):
+                raise ValueError("FagerScore: give a ready pipeline (fager=) or a judge and its options, not both")
+            handle = ScorerHandle(fager, reattach="a new FagerScore(fager=...)")
         else:
-            self._handle = ScorerHandle(fager, reattach="a new FagerScore(fager=...)")
+            rebind = functools.partial(_pipeline_with, references, dict(pipeline_kwargs or {}))
+            reattach = "metric.attach_judge(judge, text_judge=None)"
+            if text_judge is not None:  # a given text judge: never part of a rebuild recipe (it would pickle)
+                judge = judge_or_load(judge, DEFAULT_MODEL, where="FagerScore", **args)
+                handle = ScorerHandle(rebind(judge, text_judge), rebind=rebind, reattach=reattach)
+            else:
+                handle = scorer_handle(judge, rebind, default_model=DEFAULT_MODEL, where="FagerScore", **args)
+                handle.reattach = reattach
+        super().__init__(handle, **kwargs)
         self._qa_sets = qa_sets
+        #: The verdicts of the most recent `update` (a plain attribute, never synced).
         self.last_verdicts: list[Verdict] = []
-        self.add_state("score_sum", torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
-        self.add_state("scored", torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
-        self.add_state("unscored", torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
-        self.add_state("parse_failures", torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
-        self.add_state("scores", [], dist_reduce_fx="cat")
 
     @property
     def fager(self) -> Fager:
         """The pipeline that scores each batch."""
-        return self._handle.scorer
+        return self.scorer
 
     def attach_judge(self, judge: Any, text_judge: Any = None) -> None:
         """Score with `judge` (and `text_judge` for the text agents) from now on, this metric and
@@ -93,23 +137,33 @@ class FagerScore(Metric):
         if values:
             self.scores.append(torch.tensor(values, dtype=torch.float64, device=self.score_sum.device))
 
-    def compute(self) -> torch.Tensor:
+    def compute(self) -> Tensor:
         """Mean overall score of the scored images; NaN when none could be scored."""
-        if int(self.scored) == 0:
-            return torch.tensor(float("nan"), dtype=torch.float64)
-        return self.score_sum / self.scored
+        return self.mean_of(self.score_sum, self.scored)
 
-    def per_image(self) -> torch.Tensor:
+    def per_image(self) -> Tensor:
         """Every scored image's overall score in update order, gathered across processes under
         DDP (rank 0's first) like `compute()`; unscored images are left out."""
-        with self.sync_context(should_sync=self.sync_on_compute, dist_sync_fn=self.dist_sync_fn):
-            if isinstance(self.scores, list) and not self.scores:
-                return torch.zeros(0, dtype=torch.float64, device=self.score_sum.device)
-            return dim_zero_cat(self.scores).clone()
-
-    def plot(self, val: Any = None, ax: Any = None):
-        """Plot the current (or given) value(s), torchmetrics style."""
-        return self._plot(val, ax)
+        return self.gathered("scores")
 
 
-__all__ = ["FagerScore"]
+def fager_score(images: Any, prompts: Sequence[str], judge: Any, qa_sets: Any = None, text_judge: Any = None,
+                **pipeline_kwargs: Any) -> Tensor:
+    """Functional form: the mean FAGER overall score of one batch (NaN when no image could be
+    scored), through `FagerScore`'s own update path.
+
+    Examples:
+        >>> import tempfile
+        >>> from PIL import Image
+        >>> from vlmjudge import load_judge
+        >>> from vlmjudge.testing import build_tiny_vlm
+        >>> judge = load_judge(build_tiny_vlm(tempfile.mkdtemp() + "/vlm"), device="cpu")
+        >>> qa = {"prompt": "a red apple", "items": [
+        ...     {"question": "Is there an apple?", "level": "level_1", "category": "existence",
+        ...      "importance": "high", "source_fact": "an apple"}]}
+        >>> value = fager_score([Image.new("RGB", (32, 32), "red")], ["a red apple"], judge, qa_sets=[qa])
+        >>> 0.0 <= float(value) <= 100.0
+        True
+    """
+    metric = FagerScore(judge, text_judge, qa_sets=qa_sets, pipeline_kwargs=pipeline_kwargs)
+    return batch_value(metric, images, prompts)

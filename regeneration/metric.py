@@ -6,7 +6,8 @@ submodules), so they never enter `state_dict` or a checkpoint; copies (`clone()`
 `MetricTracker`) share them, and pickling leaves them out: unpickled in the same process the
 metric shares the original's encoders, elsewhere it loads them again from their ids (or, if
 it was given encoder objects, needs `attach_encoders`). They follow the metric's device on
-`update`.
+`update`. `compute()` before any update is NaN for each encoder (with torchmetrics' warning),
+as for every metric of the suite.
 """
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from torchmetrics import Metric
 
+from vlmjudge.faces.handle import ScorerHandle
+from vlmjudge.faces.metric import JudgeMetric, State, batch_value
 from vlmjudge.images import to_pil_list
-from vlmjudge.metric_support import ScorerHandle
 
 from .similarity import (
     DEFAULT_CLIP_MODEL,
@@ -45,24 +46,44 @@ def _scorer_of(clip: ImageEncoder | None, dino: ImageEncoder | None) -> Similari
     return SimilarityScorer(clip, dino)
 
 
-class RegenerationSimilarity(Metric):
+__all__ = ["RegenerationSimilarity", "regeneration_similarity"]
+
+
+class RegenerationSimilarity(JudgeMetric):
     """Mean CLIP and DINOv2 image-image cosine (in %) between regenerations and their references.
 
     `update(references, generated)` takes two equal-length batches of images (PIL, paths,
     arrays, a BCHW tensor in 0..1 or uint8); `compute()` returns `{"clip": ..., "dino": ...}`.
-    Float tensors are quantised to 8-bit RGB like any saved image before encoding.
+    Float tensors are quantised to 8-bit RGB like any saved image before encoding. An encoder
+    given as None is left out of the result (its sum state stays 0).
+
+    Examples:
+        Tiny random encoders built offline stand in for the real ones:
+
+        >>> import tempfile
+        >>> from PIL import Image
+        >>> from vlmjudge.testing import build_tiny_clip, build_tiny_dinov2
+        >>> folder = tempfile.mkdtemp()
+        >>> metric = RegenerationSimilarity(build_tiny_clip(folder + "/clip"), build_tiny_dinov2(folder + "/dino"))
+        >>> red = Image.new("RGB", (64, 64), (200, 30, 30))
+        >>> metric.update([red], [red])
+        >>> {name: round(float(value), 3) for name, value in metric.compute().items()}
+        {'clip': 100.0, 'dino': 100.0}
+        >>> metric.clone().scorer is metric.scorer   # copies share the encoders
+        True
     """
 
-    is_differentiable = False
-    higher_is_better = True
-    full_state_update = False
-    plot_lower_bound = 0.0
     plot_upper_bound = 100.0
+
+    states = {"clip_sum": State("sum", torch.float64), "dino_sum": State("sum", torch.float64),
+              "count": State("sum")}
+    clip_sum: Tensor
+    dino_sum: Tensor
+    count: Tensor
 
     def __init__(self, clip_model: str | ImageEncoder | None = DEFAULT_CLIP_MODEL,
                  dino_model: str | ImageEncoder | None = DEFAULT_DINO_MODEL, *, pooling: str = "mean",
                  batch_size: int = 32, encoder_dtype: str | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
         by_id = all(m is None or isinstance(m, str) for m in (clip_model, dino_model))
         if by_id:
             rebuild = functools.partial(_load_encoders, clip_model, dino_model, pooling, batch_size, encoder_dtype)
@@ -74,12 +95,9 @@ class RegenerationSimilarity(Metric):
             dino = DinoEncoder(dino_model, pooling=pooling, device="cpu", dtype=encoder_dtype,
                                batch_size=batch_size) if isinstance(dino_model, str) else dino_model
             scorer = SimilarityScorer(clip, dino)
-        self._handle = ScorerHandle(scorer, rebuild=rebuild, rebind=_scorer_of,
-                                    reattach="metric.attach_encoders(clip, dino)")
+        super().__init__(ScorerHandle(scorer, rebuild=rebuild, rebind=_scorer_of,
+                                      reattach="metric.attach_encoders(clip, dino)"), **kwargs)
         self.names = tuple(scorer.encoders)
-        for name in self.names:
-            self.add_state(f"{name}_sum", default=torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
-        self.add_state("count", default=torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
 
     @property
     def scorer(self) -> SimilarityScorer:
@@ -94,7 +112,11 @@ class RegenerationSimilarity(Metric):
             raise ValueError(f"this metric compares with {self.names}, not {names}")
         self._handle.attach(clip, dino)
 
+    def attach_judge(self, *judges: Any) -> None:
+        raise TypeError("RegenerationSimilarity compares with encoders, not a judge: use attach_encoders(clip, dino)")
+
     def update(self, references: Tensor | Sequence[Any], generated: Tensor | Sequence[Any]) -> None:
+        """Add a batch of (reference, regenerated) pairs."""
         refs, gens = to_pil_list(references), to_pil_list(generated)
         if len(refs) != len(gens):
             raise ValueError(f"{len(refs)} references but {len(gens)} generated images")
@@ -102,16 +124,30 @@ class RegenerationSimilarity(Metric):
             if encoder.device != str(self.device):
                 encoder.to(str(self.device))
         scores = self.scorer.score(refs, gens)
-        for name in self.names:
-            total = torch.tensor(sum(s[name] for s in scores), dtype=torch.float64, device=self.device)
-            setattr(self, f"{name}_sum", getattr(self, f"{name}_sum") + total)
+        if "clip" in self.names:
+            self.clip_sum += torch.tensor(sum(s["clip"] for s in scores), dtype=torch.float64, device=self.device)
+        if "dino" in self.names:
+            self.dino_sum += torch.tensor(sum(s["dino"] for s in scores), dtype=torch.float64, device=self.device)
         self.count += len(scores)
 
     def compute(self) -> dict[str, Tensor]:
-        if int(self.count) == 0:
-            raise ValueError("RegenerationSimilarity.compute() before any update: no image pairs seen")
-        return {name: (getattr(self, f"{name}_sum") / self.count).float() for name in self.names}
+        """`{"clip": mean %, "dino": mean %}` over the pairs seen (NaN for each before any pair)."""
+        sums = {"clip": self.clip_sum, "dino": self.dino_sum}
+        return {name: self.mean_of(sums[name], self.count).float() for name in self.names}
 
-    def plot(self, val: dict | Sequence[dict] | None = None, ax: Any = None) -> Any:
-        """Plot one computed value or a sequence of them (matplotlib figure and axes)."""
-        return self._plot(val, ax)
+
+def regeneration_similarity(references: Any, generated: Any, clip: ImageEncoder | str | None = DEFAULT_CLIP_MODEL,
+                            dino: ImageEncoder | str | None = DEFAULT_DINO_MODEL, **options: Any) -> dict[str, Tensor]:
+    """Functional form: mean CLIP % and DINO % of one batch of pairs, through
+    `RegenerationSimilarity`'s own update path (`options`: pooling, batch_size, encoder_dtype).
+
+    Examples:
+        >>> import tempfile
+        >>> from PIL import Image
+        >>> from vlmjudge.testing import build_tiny_clip
+        >>> red = Image.new("RGB", (64, 64), (200, 30, 30))
+        >>> value = regeneration_similarity([red], [red], build_tiny_clip(tempfile.mkdtemp() + "/clip"), None)
+        >>> sorted(value), round(float(value["clip"]), 3)
+        (['clip'], 100.0)
+    """
+    return batch_value(RegenerationSimilarity(clip, dino, **options), references, generated)
