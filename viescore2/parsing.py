@@ -45,13 +45,23 @@ _SCORE = re.compile(r"\b(score|pq|sc)\s*:\s*(\d{1,2}(?:\.\d+)?)\s*/\s*10(?!\d)",
 
 
 def index_value(digits: str) -> int | None:
-    """A row or column number, or None when it has more than three significant digits (out of any range)."""
+    """A row or column number, or None when it has more than three significant digits (out of any range).
+
+    Examples:
+        >>> index_value("007"), index_value("12345")
+        (7, None)
+    """
     significant = digits.lstrip("0") or "0"
     return int(significant) if len(significant) <= 3 else None
 
 
 def strip_groups(text: str) -> str:
-    """The text without ``[..]`` groups (hierarchical sub-cells), as the release strips them."""
+    """The text without ``[..]`` groups (hierarchical sub-cells), as the release strips them.
+
+    Examples:
+        >>> strip_groups("r1: 2 [3,4] r2: 5")
+        'r1: 2  r2: 5'
+    """
     parts, start = [], 0
     while True:
         opening = text.find("[", start)
@@ -67,7 +77,14 @@ def strip_groups(text: str) -> str:
 
 
 def read_rows(text: str, n: int, marked: bool) -> set[tuple[int, int, bool]]:
-    """The in-range ``(row, column, marked)`` cells of a text; ``marked`` reads ``!`` after a column."""
+    """The in-range ``(row, column, marked)`` cells of a text; ``marked`` reads ``!`` after a column.
+
+    Examples:
+        Row 20 is outside a 16 x 16 grid and is left out; `!` marks a high-coverage cell:
+
+        >>> sorted(read_rows("r5: 8,9! r20: 1", 16, marked=True))
+        [(5, 8, False), (5, 9, True)]
+    """
     cells = set()
     for row_digits, columns in set((_MARKED_ROW if marked else _UNION_ROW).findall(text)):
         row = index_value(row_digits)
@@ -82,7 +99,15 @@ def read_rows(text: str, n: int, marked: bool) -> set[tuple[int, int, bool]]:
 
 @dataclass
 class Section:
-    """The cells and coverage marks of one category section."""
+    """The cells and coverage marks of one category section.
+
+    Examples:
+        >>> reading = read_text("artifact:\\nr5: 8,9!\\nmisalign:\\nnone", 16)
+        >>> reading.sections["artifact"] == Section(cells={(5, 8), (5, 9)}, marks={(5, 9)})
+        True
+        >>> reading.sections["misalign"]
+        Section(cells=set(), marks=set())
+    """
 
     cells: set = field(default_factory=set)
     marks: set = field(default_factory=set)
@@ -96,6 +121,13 @@ class Reading:
     ``none_word``: the word ``none`` occurs; ``sections``: the category sections in order of
     their (last) header; ``scores``: the scores read, ``rejected``: labels whose first value
     was outside 0..10.
+
+    Examples:
+        >>> reading = read_text("r5: 8,9! and 6: 1 [r7: 2]", 16)
+        >>> sorted(reading.cells), sorted(reading.marks), reading.grid_read
+        ([(5, 8), (5, 9), (6, 1)], [(5, 9)], True)
+        >>> read_text("nothing to see", 16).grid_read
+        False
     """
 
     cells: set = field(default_factory=set)
@@ -112,7 +144,14 @@ class Reading:
 
 
 def read_scores(text: str) -> tuple[dict, set]:
-    """The first value of each score label, within 0..10; the labels whose first value was outside."""
+    """The first value of each score label, within 0..10; the labels whose first value was outside.
+
+    Examples:
+        The first value of each label counts; 12/10 is outside 0..10 and stays unread:
+
+        >>> read_scores("score: 7.5/10 pq: 12/10")
+        ({'score': 7.5}, {'pq'})
+    """
     scores: dict[str, float] = {}
     rejected: set[str] = set()
     for match in _SCORE.finditer(text):
@@ -128,7 +167,13 @@ def read_scores(text: str) -> tuple[dict, set]:
 
 
 def read_text(text: str, n: int) -> Reading:
-    """Scan one judge text (linear time) into a `Reading`."""
+    """Scan one judge text (linear time) into a `Reading`.
+
+    Examples:
+        >>> reading = read_text("pq: 8/10\\nsc: 6/10\\nnone", 16)
+        >>> reading.scores, reading.none_word, reading.cells
+        ({'pq': 8.0, 'sc': 6.0}, True, set())
+    """
     reading = Reading()
     reading.scores, reading.rejected = read_scores(text)
     body = strip_groups(text)
@@ -280,6 +325,22 @@ def parse_output(text: str, n: int = DEFAULT_N, strict: bool = False) -> ParsedO
 
     Tolerant (the default): never raises for a string; a grid with no in-range cell and no
     ``none`` is a failure (``status`` FAILED, ``localization`` None).
+
+    Examples:
+        Scores first, then an artifact section with one marked cell and a clean misalignment
+        section:
+
+        >>> out = parse_output("pq: 8/10\\nsc: 6/10\\nartifact:\\nr5: 8,9!\\nmisalign:\\nnone")
+        >>> out.scores, out.status.value
+        ({'pq': 8.0, 'sc': 6.0}, 'ok')
+        >>> {name: status.value for name, status in out.category_status.items()}
+        {'artifact': 'ok', 'misalign': 'none'}
+        >>> sorted(out.union.cells), sorted(out.union.marks)
+        ([(5, 8), (5, 9)], [(5, 9)])
+        >>> parse_output("pq: 8/10\\nr5 8", strict=True)
+        Traceback (most recent call last):
+        ...
+        ValueError: unrecognized line: 'r5 8'
     """
     if not isinstance(text, str):
         raise TypeError(f"judge output must be a string, got {type(text).__name__}")
@@ -288,7 +349,15 @@ def parse_output(text: str, n: int = DEFAULT_N, strict: bool = False) -> ParsedO
 
 
 def parse_grid(text: str, n: int = DEFAULT_N, strict: bool = False) -> tuple[Grid | None, GridStatus]:
-    """Parse one grid body (rows or ``none``, no header); returns (union grid or None, status)."""
+    """Parse one grid body (rows or ``none``, no header); returns (union grid or None, status).
+
+    Examples:
+        >>> grid, status = parse_grid("r2: 3, 4")
+        >>> sorted(grid.cells), status.value
+        ([(2, 3), (2, 4)], 'ok')
+        >>> parse_grid("none")[1].value, parse_grid("looks fine to me")
+        ('none', (None, <GridStatus.FAILED: 'failed'>))
+    """
     parsed = parse_output(text, n=n, strict=strict)
     if strict and (parsed.scores or isinstance(parsed.localization, CategoryGrids)):
         raise ValueError("a grid body holds only rows or 'none'")

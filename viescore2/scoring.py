@@ -19,7 +19,12 @@ MARK_WEIGHT = 2.0
 
 
 def overall_score(scores: Mapping[str, float | None]) -> float | None:
-    """Overall score: ``score`` when given, else sqrt(pq * sc) when both are given."""
+    """Overall score: ``score`` when given, else sqrt(pq * sc) when both are given.
+
+    Examples:
+        >>> overall_score({"score": 7}), overall_score({"pq": 9, "sc": 4}), overall_score({"pq": 9})
+        (7.0, 6.0, None)
+    """
     if scores.get("score") is not None:
         return float(scores["score"])
     if scores.get("pq") is not None and scores.get("sc") is not None:
@@ -28,14 +33,31 @@ def overall_score(scores: Mapping[str, float | None]) -> float | None:
 
 
 def geometric_overall(pq: float, sc: float) -> float:
-    """Overall score from perceptual quality and semantic consistency: sqrt(PQ * SC)."""
+    """Overall score from perceptual quality and semantic consistency: sqrt(PQ * SC).
+
+    Examples:
+        PQ 9 and SC 4 give sqrt(36) = 6:
+
+        >>> geometric_overall(9, 4)
+        6.0
+    """
     if pq < 0 or sc < 0:
         raise ValueError(f"scores must be non-negative, got pq={pq}, sc={sc}")
     return math.sqrt(pq * sc)
 
 
 def weighted_counts(pred: Grid, target: Grid, mark_weight: float = MARK_WEIGHT) -> tuple[float, float, float]:
-    """(TP_w, FP, FN_w): marked ground-truth cells weigh ``mark_weight`` (2), others 1; FP is unweighted."""
+    """(TP_w, FP, FN_w): marked ground-truth cells weigh ``mark_weight`` (2), others 1; FP is unweighted.
+
+    Examples:
+        A marked ground-truth cell weighs 2 in TP and FN; a false positive weighs 1:
+
+        >>> from viescore2.grid import Grid
+        >>> target = Grid({(1, 1), (1, 2), (2, 2)}, marks={(1, 1)}, n=4)
+        >>> pred = Grid({(1, 1), (3, 3)}, n=4)
+        >>> weighted_counts(pred, target)
+        (2.0, 1.0, 2.0)
+    """
     if pred.n != target.n:
         raise ValueError(f"predicted grid is {pred.n}x{pred.n}, target grid is {target.n}x{target.n}")
 
@@ -49,7 +71,19 @@ def weighted_counts(pred: Grid, target: Grid, mark_weight: float = MARK_WEIGHT) 
 
 
 def fbeta_reward(pred: Grid | None, target: Grid, beta: float = 1.0, mark_weight: float = MARK_WEIGHT) -> float:
-    """Coverage-weighted F-beta: 1 when both grids are empty, 0 when unparseable (None) or TP = 0."""
+    """Coverage-weighted F-beta: 1 when both grids are empty, 0 when unparseable (None) or TP = 0.
+
+    Examples:
+        With TP_w = 2, FP = 1, FN_w = 2: P = 2/3, R = 1/2, and F1 = 2PR / (P + R) = 4/7:
+
+        >>> from viescore2.grid import Grid
+        >>> target = Grid({(1, 1), (1, 2), (2, 2)}, marks={(1, 1)}, n=4)
+        >>> pred = Grid({(1, 1), (3, 3)}, n=4)
+        >>> round(fbeta_reward(pred, target), 4), round(fbeta_reward(pred, target, beta=2.0), 4)
+        (0.5714, 0.5263)
+        >>> fbeta_reward(Grid(n=4), Grid(n=4)), fbeta_reward(None, target)
+        (1.0, 0.0)
+    """
     if beta <= 0:
         raise ValueError(f"beta must be positive, got {beta}")
     if pred is None:
@@ -65,7 +99,16 @@ def fbeta_reward(pred: Grid | None, target: Grid, beta: float = 1.0, mark_weight
 
 
 def dice_reward(pred: Grid | None, target: Grid, mark_weight: float = MARK_WEIGHT) -> float:
-    """Coverage-weighted Dice, 2 TP_w / (2 TP_w + FP + FN_w): F-beta at beta = 1."""
+    """Coverage-weighted Dice, 2 TP_w / (2 TP_w + FP + FN_w): F-beta at beta = 1.
+
+    Examples:
+        2 TP_w / (2 TP_w + FP + FN_w) = 4 / (4 + 1 + 2):
+
+        >>> from viescore2.grid import Grid
+        >>> target = Grid({(1, 1), (1, 2), (2, 2)}, marks={(1, 1)}, n=4)
+        >>> round(dice_reward(Grid({(1, 1), (3, 3)}, n=4), target), 4)
+        0.5714
+    """
     return fbeta_reward(pred, target, beta=1.0, mark_weight=mark_weight)
 
 
@@ -74,6 +117,10 @@ def supervised_keys(scores: Mapping[str, float | None]) -> tuple[str, ...]:
 
     A lone PQ or SC is no score supervision (the paper defines the reward for an overall score
     or for both axes; the release rewards only those two cases).
+
+    Examples:
+        >>> supervised_keys({"pq": 7, "sc": 5, "score": 6}), supervised_keys({"pq": 7}), supervised_keys({})
+        (('pq', 'sc'), (), ())
     """
     if scores.get("pq") is not None and scores.get("sc") is not None:
         return ("pq", "sc")
@@ -81,7 +128,16 @@ def supervised_keys(scores: Mapping[str, float | None]) -> tuple[str, ...]:
 
 
 def score_reward(pred: Mapping[str, float], target: Mapping[str, float]) -> float:
-    """Mean of 1 - |s_hat - s| / 10 over the supervised scores; a missing prediction earns 0."""
+    """Mean of 1 - |s_hat - s| / 10 over the supervised scores; a missing prediction earns 0.
+
+    Examples:
+        Off by 2 on PQ and exact on SC: the mean of 1 - 2/10 and 1:
+
+        >>> score_reward({"pq": 5, "sc": 6}, {"pq": 7, "sc": 6})
+        0.9
+        >>> score_reward({"score": None}, {"score": 8})
+        0.0
+    """
     keys = supervised_keys(target)
     if not keys:
         raise ValueError("score_reward needs a supervised score: 'score', or both 'pq' and 'sc'")
