@@ -49,35 +49,37 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0]
 
 
-def judge_from_args(args: argparse.Namespace) -> Any:
-    """A judge from the shared flags; a --model that cannot load is one clear line, at once."""
-    from .judge import load_judge
-    if not args.model:
-        raise CommandError("--model is required")
-    if args.backend == "transformers" and not getattr(args, "base_url", None) and looks_like_path(args.model) \
-            and not os.path.isdir(os.path.expanduser(args.model)):
-        raise CommandError(f"--model {args.model}: no such checkpoint folder")
-    kwargs: dict[str, Any] = {"batch_size": args.batch_size, "cache": args.cache}
-    for name in ("revision", "device", "dtype"):
-        if getattr(args, name, None) is not None:
-            kwargs[name] = getattr(args, name)
+def judge_from_args(args: argparse.Namespace, default_model: str | None = None) -> Any:
+    """A judge from the shared flags, loaded as every face loads one (`vlmjudge.faces`): without
+    --model, the method's `default_model`; a --model that cannot load is one clear line, at once."""
+    from .faces.loading import judge_recipe
+    model = args.model or default_model
+    if not model:
+        raise CommandError("--model is required (this command has no default model)")
+    if args.backend == "transformers" and not getattr(args, "base_url", None) and looks_like_path(model) \
+            and not os.path.isdir(os.path.expanduser(model)):
+        raise CommandError(f"--model {model}: no such checkpoint folder")
+    extra: dict[str, Any] = {"batch_size": args.batch_size}
     if getattr(args, "key_fields", None):
-        kwargs["key_fields"] = tuple(args.key_fields.split(","))
+        extra["key_fields"] = tuple(args.key_fields.split(","))
     backend = args.backend
     if getattr(args, "base_url", None):
         if backend == "transformers":  # the default, and in-process: a server URL means the openai backend
             backend = "openai"
         elif backend != "openai":
             raise SystemExit(f"--base-url is for the openai backend, not --backend {backend}")
-        kwargs["base_url"] = args.base_url
-    model = os.path.expanduser(args.model) if looks_like_path(args.model) else args.model
+        extra["base_url"] = args.base_url
+    recipe = judge_recipe(model=os.path.expanduser(model) if looks_like_path(model) else model, backend=backend,
+                          revision=getattr(args, "revision", None), device=getattr(args, "device", None),
+                          dtype=getattr(args, "dtype", None), cache=args.cache, judge_kwargs=extra,
+                          where="--model")
     try:
-        return load_judge(model, backend=backend, **kwargs)
+        return recipe.load()
     except (OSError, ValueError, ImportError) as exc:  # Hub and file errors are OSErrors
         from .cache import CacheFileError
         if isinstance(exc, CacheFileError):
             raise
-        raise CommandError(f"cannot load --model {args.model}: {_first_line(exc)}") from None
+        raise CommandError(f"cannot load --model {model}: {_first_line(exc)}") from None
 
 
 #: What each backend needs installed, checked without importing it (importing is slow).

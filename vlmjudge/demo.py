@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from .faces.loading import DEFAULT_BACKEND, judge_keywords, judge_or_load, resolve_model
 from .offline import ModelUnavailableError, unavailable_reason
 from .registry import MethodSpec, get_method
 
@@ -113,19 +114,20 @@ def app_from_env(method: str | MethodSpec, *, card: str | os.PathLike | None = N
                  examples: Sequence[Sequence[Any]] | None = None, **judge_kwargs: Any):
     """The app a metrics/<name>/app.py serves: the judge comes from the environment.
 
-    VLMJUDGE_MODEL (a Hub id or local dir; default: the method's default model),
-    VLMJUDGE_BACKEND (default transformers), VLMJUDGE_DEVICE, VLMJUDGE_DTYPE and
-    VLMJUDGE_KEY_FIELDS (comma-separated, for replay) configure it; a Space sets them
-    as variables. A transformers checkpoint that cannot load raises ModelUnavailableError at once.
+    The judge arguments every face takes come from VLMJUDGE_<NAME>: VLMJUDGE_MODEL (a Hub id or
+    local dir; default: the method's default model), VLMJUDGE_BACKEND (default transformers),
+    VLMJUDGE_REVISION, VLMJUDGE_DEVICE, VLMJUDGE_DTYPE, VLMJUDGE_CACHE, plus VLMJUDGE_KEY_FIELDS
+    (comma-separated, for replay); a Space sets them as variables. A transformers checkpoint
+    that cannot load raises ModelUnavailableError at once.
     """
-    env = {"device": os.environ.get("VLMJUDGE_DEVICE"), "dtype": os.environ.get("VLMJUDGE_DTYPE")}
+    env = {name: os.environ.get(f"VLMJUDGE_{name.upper()}") for name in ("revision", "device", "dtype", "cache")}
     if os.environ.get("VLMJUDGE_KEY_FIELDS"):
         env["key_fields"] = tuple(os.environ["VLMJUDGE_KEY_FIELDS"].split(","))
     kwargs = {k: v for k, v in env.items() if v is not None}
     kwargs.update(judge_kwargs)
     spec = get_method(method) if isinstance(method, str) else method
-    model = os.environ.get("VLMJUDGE_MODEL") or spec.default_model
-    backend = os.environ.get("VLMJUDGE_BACKEND", "transformers")
+    model = resolve_model(os.environ.get("VLMJUDGE_MODEL") or None, spec.default_model, spec.name)
+    backend = os.environ.get("VLMJUDGE_BACKEND") or DEFAULT_BACKEND
     check_model(model, backend)
     return build_app(spec, model=model, backend=backend, card=card, inputs_help=inputs_help,
                      image_output=image_output, examples=examples, **kwargs)
@@ -180,7 +182,7 @@ def _input_widget(gr: Any, column: str, label: str, info: str) -> Any:
 
 
 def build_app(method: str | MethodSpec, judge: Any = None, *, model: str | None = None,
-              backend: str = "transformers", title: str | None = None, description: str | None = None,
+              backend: str | None = None, title: str | None = None, description: str | None = None,
               card: str | os.PathLike | None = None, inputs_help: Mapping[str, tuple[str, str]] | None = None,
               image_output: str | None = None, examples: Sequence[Sequence[Any]] | None = None,
               **judge_kwargs: Any):
@@ -189,14 +191,16 @@ def build_app(method: str | MethodSpec, judge: Any = None, *, model: str | None 
     `card` (a metric card) gives the title and description unless they are passed; `inputs_help`
     overrides the (label, info) of input columns; `image_output` labels the image panel, which only
     a method with an image output has (None: no image panel); `examples` are rows of input values,
-    one per shown column.
+    one per shown column. Without a judge, one is loaded from `model` (default: the method's default
+    model), `backend` and `judge_kwargs` (revision, device, dtype, cache, backend options), as every
+    face loads it (`vlmjudge.faces.judge_or_load`).
     """
     import gradio as gr
 
     spec = get_method(method) if isinstance(method, str) else method
-    if judge is None:
-        from .judge import load_judge
-        judge = load_judge(model or spec.default_model, backend=backend, **judge_kwargs)
+    judge_kwargs = judge_keywords(judge_kwargs, "build_app")
+    judge = judge_or_load(judge, spec.default_model, model=model, backend=backend,
+                          judge_kwargs=judge_kwargs, where=spec.name)
     card_title, card_text = card_header(card) if card else (spec.name, spec.description)
     title, description = title or card_title, description or card_text
     scorer = spec.build(judge, **dict(spec.config))

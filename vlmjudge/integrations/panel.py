@@ -11,6 +11,7 @@ its own judge on first use; a shared `cache=` file keeps them from repeating cal
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -20,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vlmjudge.images import to_pil_list
-from vlmjudge.judge import Judge, load_judge
+from vlmjudge.faces.loading import judge_keywords, judge_recipe
+from vlmjudge.judge import Judge
 from vlmjudge.registry import MethodSpec, ScoreRecord, get_method
 
 #: The inputs that take the judged (generated) image, in the order they are looked for.
@@ -55,12 +57,17 @@ def judge_kwargs(judge: Any) -> dict[str, Any] | None:
                     f"got {type(judge).__name__}")
 
 
-def shared_judge(kwargs: Mapping[str, Any]) -> Judge:
-    """The judge `load_judge(**kwargs)` gives, built once per process and shared by every user."""
-    key = (os.getpid(), json.dumps(dict(kwargs), sort_keys=True, default=repr))
+def shared_judge(kwargs: Mapping[str, Any], default_model: str | None = None) -> Judge:
+    """The judge the `load_judge` arguments `kwargs` give (loaded as every face loads one; no
+    "model": the method's `default_model`), built once per process and shared by every user."""
+    args = judge_keywords(kwargs, "judge settings")
+    recipe = judge_recipe(default_model, model=args.pop("model", None), backend=args.pop("backend", None),
+                          judge_kwargs=args, where="judge settings")
+    setting = {f.name: getattr(recipe, f.name) for f in dataclasses.fields(recipe)}
+    key = (os.getpid(), json.dumps(setting, sort_keys=True, default=repr))
     with _JUDGES_LOCK:
         if key not in _JUDGES:
-            _JUDGES[key] = load_judge(**kwargs)
+            _JUDGES[key] = recipe.load()
         return _JUDGES[key]
 
 
@@ -185,7 +192,7 @@ class JudgePanel:
             if setting is None or isinstance(setting, Judge):
                 self._judges[label] = setting
             else:
-                self._judges[label] = shared_judge(judge_kwargs(setting))
+                self._judges[label] = shared_judge(judge_kwargs(setting), self.spec(label).default_model)
         return self._judges[label]
 
     def scorer(self, label: str) -> Any:
