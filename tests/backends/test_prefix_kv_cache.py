@@ -11,7 +11,7 @@ import torch
 from vlmjudge import Decoding, Request
 from vlmjudge.backends import _hf_kvstore as kv_store
 from vlmjudge.backends.transformers import TransformersJudge
-from vlmjudge.testing.tiny_families import build_tiny_family
+from vlmjudge.testing.tiny_families import FAMILIES, build_tiny_family
 
 OPTIONS = ["Yes", "No"]
 TOL = 1e-5
@@ -173,3 +173,41 @@ def test_where_an_entry_may_be_cut():
     assert row.length == 36 and row.next == 36 and row.layers[0][0].shape[-2] == 36
     with pytest.raises(ValueError):
         windowed.kv.crop(30)
+
+
+@pytest.fixture(scope="module")
+def family_judges(tmp_path_factory):
+    """family -> judge on its tiny checkpoint (windowed families with a 12-token window)."""
+    from vlmjudge.testing.tiny_families import WINDOWED
+    root = tmp_path_factory.mktemp("kv_families")
+    built = {}
+
+    def get(family):
+        if family not in built:
+            window = {WINDOWED[family]: 12} if family in WINDOWED else {}
+            built[family] = TransformersJudge(build_tiny_family(family, root / family, **window), batch_size=4)
+        return built[family]
+    return get
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_family_answers_the_same_from_the_cache(family_judges, noise, family):
+    """Repeated prompts (served at their exact end), new questions on seen images (served by a
+    cut where the family's window allows one), then greedy decoding: as without the cache."""
+    base = family_judges(family)
+    cached = TransformersJudge(base.model, base.processor, batch_size=4)
+    plain = TransformersJudge(base.model, base.processor, batch_size=4, kv_cache_mb=0)
+    if base.sharing_blocker is not None:  # a recurrent cache: no sharing, so no prefix cache either
+        assert not cached.kv_cache.enabled
+        return
+    images = noise(3, sizes=((32, 32), (64, 48), (48, 80)), seed=11)
+    checks = stage(images[:2], "Check", 2) + text_only(2)
+    calls = [checks, checks, stage(images[1:], "Other", 2) + text_only(3)]
+    for k, call in enumerate(calls):
+        a, b = cached.choice_probs(call, OPTIONS), plain.choice_probs(call, OPTIONS)
+        assert max(abs(x[o] - y[o]) for x, y in zip(a, b) for o in OPTIONS) < TOL, k
+        if k == 1:
+            assert cached.stats.prefix_cache_hits >= 3  # two image prefixes and the text one
+    greedy = stage(images[:2], "Check", 1, decoding=Decoding(max_new_tokens=6))
+    assert [x.text for x in cached.generate(greedy)] == [x.text for x in plain.generate(greedy)]
+    assert cached.stats.prefill_tokens < plain.stats.prefill_tokens

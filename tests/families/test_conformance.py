@@ -116,7 +116,8 @@ def test_grammar_constrained_json_parses(family, judges, images):
 
 def test_vision_cache_serves_a_second_call(family, judges, images):
     shared, _ = judges(family)
-    judge = TransformersJudge(shared.model, shared.processor, batch_size=8)
+    # the prefix KV cache off: a second call it served would not reach the vision tower at all
+    judge = TransformersJudge(shared.model, shared.processor, batch_size=8, kv_cache_mb=0)
     requests = mixed_requests(images)
     first = judge.choice_probs(requests, OPTIONS)
     encoded = judge.stats.images_encoded
