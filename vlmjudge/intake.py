@@ -117,7 +117,7 @@ def image_items(inputs: Sequence[str | os.PathLike]) -> list[tuple[str, Path]]:
         if path.is_dir():
             files = sorted(p for p in path.rglob("*") if is_image_file(p))
             if not files:
-                raise ValueError(f"no image files ({', '.join(IMAGE_SUFFIXES)}) under {raw}")
+                raise ValueError(f"no images under {raw} (no image files ending {', '.join(IMAGE_SUFFIXES)})")
             found += files
         elif path.is_file():
             found.append(path)

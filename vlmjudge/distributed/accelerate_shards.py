@@ -28,6 +28,8 @@ class DistributedScores:
     records: list[dict[str, Any]]
     shards: list[tuple[int, int]] = field(default_factory=list)
     stats: list[dict[str, Any]] = field(default_factory=list)
+    #: What judged (the method's manifest, else its judge's), from the first process that scored.
+    manifest: dict[str, Any] = field(default_factory=dict)
 
     @property
     def model_calls(self) -> list[int]:
@@ -61,16 +63,19 @@ def score_dataset_accelerate(method: str | MethodSpec, batch: Mapping[str, Seque
     start, end = (rows[0], rows[-1] + 1) if rows else (n, n)
     records: list[dict[str, Any]] = []
     stats: dict[str, int] = {}
+    manifest: dict[str, Any] = {}
     if end > start:
         scorer = build_scorer(spec, model=model, backend=backend, judge_kwargs=kwargs, method_config=method_config)
         records = score_to_json(spec, scorer, slice_columns(batch, start, end), start=start, chunk_size=chunk_size)
         stats = scorer_stats(scorer)
-    parts = gather_object([(start, end, records, stats)])
+        manifest = scorer_manifest(scorer)
+    parts = gather_object([(start, end, records, stats, manifest)])
     parts = sorted(parts, key=lambda part: part[0])
     gathered = [record for part in parts for record in part[2]]
     if len(gathered) != n:
         raise RuntimeError(f"gathered {len(gathered)} records for {n} rows")
-    return DistributedScores(gathered, [(p[0], p[1]) for p in parts], [p[3] for p in parts])
+    return DistributedScores(gathered, [(p[0], p[1]) for p in parts], [p[3] for p in parts],
+                             next((p[4] for p in parts if p[4]), {}))
 
 
 def default_state():
@@ -87,3 +92,15 @@ def scorer_stats(scorer: Any) -> dict[str, int]:
     judge = getattr(scorer, "judge", None)
     stats = getattr(judge, "stats", None)
     return stats.as_dict() if stats is not None else {}
+
+
+def scorer_manifest(scorer: Any) -> dict[str, Any]:
+    """What a scorer judges with, as JSON: the method's own `manifest()` (TerraVis, VIEScore2), else
+    its judge's (model, backend, revision, ...), else {}."""
+    import json
+
+    for owner in (scorer, getattr(scorer, "judge", None)):
+        describe = getattr(owner, "manifest", None)
+        if callable(describe):
+            return json.loads(json.dumps(describe(), default=str))
+    return {}

@@ -1,6 +1,9 @@
 """`python -m vlmjudge.distributed METHOD --input ... --output ...`: score a JSONL file or an
 image folder with any registered method, one shard per process of an `accelerate launch` /
-`torchrun` run (or in one plain process); process 0 writes the records in input order.
+`torchrun` run (or in one plain process); process 0 writes the records in input order, with the
+layout of every scoring command (`vlmjudge.outputs`): the manifest beside them
+(records.jsonl -> records.manifest.json) and, unless --no-cache or a cache in --judge-kwargs, the
+judge's answers in records.cache.sqlite beside them, shared by all processes.
 
 Images are checked before any judge loads, with the bad-input policy of the `vlmjudge`
 judging commands (`--on-error`, `<output>.failures.jsonl`, the exit statuses in --help)."""
@@ -14,8 +17,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .common import ID_COLUMN, resolve_method
-from ..cli_intake import EXIT_EPILOG, add_on_error_flag, partial_output
-from ..intake import EXIT_NONE_SCORED, IMAGE_SUFFIXES, RUN, CommandError, exit_status, looks_like_path
+from ..cli_intake import EXIT_EPILOG, add_on_error_flag
+from ..outputs import default_cache_path, write_jsonl, write_manifest
+from ..intake import EXIT_NONE_SCORED, RUN, CommandError, exit_status, image_items, looks_like_path
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("method", help="a registered method name (terravis, viescore2, ...) or module:SPEC")
     parser.add_argument("--input", required=True,
                         help="a JSONL file (one object of columns per row; images as paths) or a folder of images "
-                             "(column 'image', file names as ids)")
+                             "(searched recursively; column 'image', ids the paths relative to the folder)")
     parser.add_argument("--output", required=True, help="JSONL file of records, in input order (written by process 0)")
     parser.add_argument("--model", default=None, help="judge model: Hub id, local folder or server model name "
                                                       "(default: the method's default model)")
@@ -42,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="JSON object of the method's build keywords (variant, pack, ...)")
     parser.add_argument("--chunk-size", type=int, default=None,
                         help="rows per score_batch call within a shard (default: the whole shard at once)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="no response cache (default: <output stem>.cache.sqlite beside --output, unless "
+                             "--judge-kwargs names a cache)")
     parser.add_argument("--stats", default=None, help="also write per-process shards and judge stats to this JSON file")
     add_on_error_flag(parser)
     return parser
@@ -58,29 +65,21 @@ def _json_object(text: str) -> dict[str, Any]:
 
 
 def read_columns(path: str, takes_ids: bool) -> dict[str, list[Any]]:
-    """Columns from a JSONL file (every row must have the same keys) or an image folder."""
+    """Columns from a JSONL file (every row must have the same keys) or an image folder (ids: the
+    paths relative to it, `vlmjudge.intake.image_items`)."""
+    from ..outputs import iter_jsonl
+
     if os.path.isdir(path):
-        names = sorted(f for f in os.listdir(path) if f.lower().endswith(IMAGE_SUFFIXES))
-        if not names:
-            raise ValueError(f"no images ({', '.join(IMAGE_SUFFIXES)}) in folder {path}")
-        columns: dict[str, list[Any]] = {"image": [os.path.join(path, f) for f in names]}
+        items = image_items([path])
+        columns: dict[str, list[Any]] = {"image": [os.fspath(file) for _, file in items]}
         if takes_ids:
-            columns[ID_COLUMN] = names
+            columns[ID_COLUMN] = [item for item, _ in items]
         return columns
-    rows = []
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{number}: not valid JSON: {exc}") from None
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}:{number}: each line must be a JSON object of columns")
-            if rows and set(row) != set(rows[0]):
-                raise ValueError(f"{path}:{number}: columns {sorted(row)} differ from line 1's {sorted(rows[0])}")
-            rows.append(row)
+    rows: list[dict[str, Any]] = []
+    for number, row in iter_jsonl(path):
+        if rows and set(row) != set(rows[0]):
+            raise ValueError(f"{path}:{number}: columns {sorted(row)} differ from the first row's {sorted(rows[0])}")
+        rows.append(row)
     if not rows:
         raise ValueError(f"{path} holds no rows")
     return {name: [row[name] for row in rows] for name in rows[0]}
@@ -152,14 +151,18 @@ def _run(args: argparse.Namespace) -> int:
         return nothing_readable(screened, args.output) if state.is_main_process else EXIT_NONE_SCORED
     kept = {name: [values[i] for i in screened.kept] for name, values in columns.items()}
     _check_model(spec, args)
+    judge_kwargs = dict(args.judge_kwargs)
+    if not args.no_cache and "cache" not in judge_kwargs:  # the default cache of every scoring command
+        judge_kwargs["cache"] = os.fspath(default_cache_path(args.output))
     result = score_dataset_accelerate(spec, kept, model=args.model, backend=args.backend,
-                                      judge_kwargs=args.judge_kwargs, method_config=args.config,
+                                      judge_kwargs=judge_kwargs, method_config=args.config,
                                       chunk_size=args.chunk_size)
     records = [record if i not in screened.notes else {**record, "resolution_note": screened.notes[i]}
                for i, record in zip(screened.kept, result.records)]
     status = exit_status(n, len(records))
     if state.is_main_process:
-        _write_jsonl(args.output, records)
+        write_jsonl(args.output, records)
+        write_manifest(args.output, run_manifest(spec, args, result, judge_kwargs, n, len(screened.failures)))
         RUN.saved = len(records)
         if args.stats:
             with open(args.stats, "w", encoding="utf-8") as fh:
@@ -170,8 +173,18 @@ def _run(args: argparse.Namespace) -> int:
     return status
 
 
-def _write_jsonl(path: str, records: list[dict[str, Any]]) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    with partial_output(path) as fh:
-        fh.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+#: --judge-kwargs that never go into a manifest (a manifest is shared with the results).
+SECRET_WORDS = ("key", "token", "secret", "password")
+
+
+def run_manifest(spec, args: argparse.Namespace, result: Any, judge_kwargs: Mapping[str, Any], n_items: int,
+                 n_skipped: int) -> dict[str, Any]:
+    """The manifest beside the records: what judged (the scorer's own manifest), the method, the
+    command's settings (secrets left out) and the counts, as every scoring command writes one."""
+    settings = {k: v for k, v in judge_kwargs.items() if not any(word in k.lower() for word in SECRET_WORDS)}
+    return {**result.manifest, "method": spec.name, "command": "python -m vlmjudge.distributed",
+            "model": result.manifest.get("model", args.model if args.model is not None else spec.default_model),
+            "backend": result.manifest.get("backend", args.backend), "config": dict(args.config),
+            "judge_kwargs": json.loads(json.dumps(settings, default=str)), "input": args.input,
+            "n_items": n_items, "n_scored": len(result.records), "n_skipped": n_skipped,
+            "processes": len(result.shards), "cache": judge_kwargs.get("cache")}
