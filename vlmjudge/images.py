@@ -71,7 +71,16 @@ _EXIF_ORIENTATION = 0x0112
 
 
 class ImageInputError(ValueError):
-    """One error type for every unusable image, naming the item so a batch failure is findable."""
+    """One error type for every unusable image, naming the item so a batch failure is findable.
+
+    Examples:
+        >>> import numpy as np
+        >>> try:
+        ...     to_pil(np.full((4, 4), 1.5), index=2)
+        ... except ImageInputError as error:
+        ...     print(error.index, "|", error)
+        2 | image 2: float array values out of range [0, 1]: min 1.5, max 1.5
+    """
 
     def __init__(self, reason: str, index: int | None = None):
         self.index = index
@@ -81,7 +90,12 @@ class ImageInputError(ValueError):
 
 
 def resolve_max_pixels(max_pixels: int | None = None) -> int:
-    """Pick the pixel limit (argument, then env var, then default) so one rule holds everywhere."""
+    """Pick the pixel limit (argument, then env var, then default) so one rule holds everywhere.
+
+    Examples:
+        >>> resolve_max_pixels(1_000_000)
+        1000000
+    """
     if max_pixels is None:
         raw = os.environ.get(MAX_PIXELS_ENV, "").strip()
         if not raw:
@@ -99,7 +113,20 @@ def resolve_max_pixels(max_pixels: int | None = None) -> int:
 
 
 def to_pil(x: Any, *, index: int | None = None, max_pixels: int | None = None) -> Image.Image:
-    """Convert one image input to an RGB PIL image so every backend sees the same pixels."""
+    """Convert one image input to an RGB PIL image so every backend sees the same pixels.
+
+    Examples:
+        An RGBA array becomes RGB, its transparent pixels composited on white:
+
+        >>> import numpy as np
+        >>> image = to_pil(np.full((4, 6, 4), [255, 0, 0, 0], dtype=np.uint8))
+        >>> image.mode, image.size, image.getpixel((0, 0))
+        ('RGB', (6, 4), (255, 255, 255))
+        >>> to_pil(np.zeros((1000, 1000), dtype=np.uint8), max_pixels=10_000)
+        Traceback (most recent call last):
+        ...
+        vlmjudge.images.ImageInputError: image: 1000x1000 = 1000000 pixels is over the limit of 10000 (raise it with max_pixels= or VLMJUDGE_MAX_PIXELS)
+    """
     limit = resolve_max_pixels(max_pixels)
     try:
         return _convert(x, limit)
@@ -108,7 +135,15 @@ def to_pil(x: Any, *, index: int | None = None, max_pixels: int | None = None) -
 
 
 def to_pil_list(xs: Any, *, max_pixels: int | None = None) -> list[Image.Image]:
-    """Convert a batch (list of mixed kinds, BCHW tensor, BHWC array, or one image) to RGB PIL images."""
+    """Convert a batch (list of mixed kinds, BCHW tensor, BHWC array, or one image) to RGB PIL images.
+
+    Examples:
+        A BCHW tensor is a batch of images:
+
+        >>> import torch
+        >>> [image.size for image in to_pil_list(torch.zeros(2, 3, 8, 5))]
+        [(5, 8), (5, 8)]
+    """
     limit = resolve_max_pixels(max_pixels)
     items = _split_batch(xs)
     if not items:
@@ -117,7 +152,20 @@ def to_pil_list(xs: Any, *, max_pixels: int | None = None) -> list[Image.Image]:
 
 
 def image_bytes_digest(img: Image.Image) -> str:
-    """Hash what a model would see (mode, size, pixels), not how the file was encoded, for request keys."""
+    """Hash what a model would see (mode, size, pixels), not how the file was encoded, for request keys.
+
+    Examples:
+        The digest follows the pixels, not the file encoding:
+
+        >>> import io
+        >>> from PIL import Image
+        >>> image = Image.new("RGB", (4, 4), "red")
+        >>> png = io.BytesIO(); image.save(png, format="PNG")
+        >>> image_bytes_digest(image) == image_bytes_digest(to_pil(png.getvalue()))
+        True
+        >>> image_bytes_digest(image) == image_bytes_digest(Image.new("RGB", (4, 4), "blue"))
+        False
+    """
     if not isinstance(img, Image.Image):
         img = to_pil(img)
     h = hashlib.sha256()
@@ -239,7 +287,15 @@ def _from_encoded(fp: Any, limit: int, *, what: str, size: int) -> Image.Image:
 
 
 def resolution_note(img: Image.Image) -> str | None:
-    """A flag for an image smaller than judges are made for (scored all the same), or None."""
+    """A flag for an image smaller than judges are made for (scored all the same), or None.
+
+    Examples:
+        >>> from PIL import Image
+        >>> resolution_note(Image.new("RGB", (512, 512))) is None
+        True
+        >>> resolution_note(Image.new("RGB", (32, 200))).startswith("low resolution: 32x200")
+        True
+    """
     if min(img.size) < RECOMMENDED_MIN_SIDE:
         return (f"low resolution: {img.width}x{img.height} is below the recommended "
                 f"{RECOMMENDED_MIN_SIDE} px on its shorter side; the judge sees mostly upscaling")
