@@ -18,7 +18,30 @@ from ..requests import Answer, Request
 
 
 class ReplayJudge(Judge):
-    """A judge that answers from a mapping or a JSONL file of recorded answers."""
+    """A judge that answers from a mapping or a JSONL file of recorded answers.
+
+    Examples:
+        Answers keyed by a `meta` field: a text, a dict with next-token probabilities, and a
+        failed response (None):
+
+        >>> from vlmjudge.requests import Request
+        >>> judge = ReplayJudge({"q1": "Yes, it floats.", "q2": {"text": "No", "probs": {"Yes": 0.2, "No": 0.6}},
+        ...                      "q3": None}, key_fields=["id"])
+        >>> def ask(key):
+        ...     return Request(text="Is anything floating without support?", meta={"id": key})
+        >>> [answer.text for answer in judge.generate([ask("q1"), ask("q2")])]
+        ['Yes, it floats.', 'No']
+        >>> [round(p, 6) for p in judge.choice_probs([ask("q2")], ["Yes", "No"])[0].values()]
+        [0.25, 0.75]
+        >>> judge.choice_probs([ask("q1")], ["Yes", "No"])
+        [{'Yes': 1.0, 'No': 0.0}]
+        >>> judge.generate([ask("q3")])[0].finish_reason
+        'error'
+        >>> judge.generate([ask("q4")])
+        Traceback (most recent call last):
+        ...
+        vlmjudge.judge.JudgeError: no recorded answer for key 'q4' (meta={'id': 'q4'})
+    """
 
     backend = "replay"
 
@@ -111,7 +134,12 @@ class ReplayJudge(Judge):
 
 
 def first_option(text: str, options: Sequence[str]) -> str | None:
-    """The option the answer text starts with (after spaces), longest match first."""
+    """The option the answer text starts with (after spaces), longest match first.
+
+    Examples:
+        >>> first_option("  Yes, clearly.", ["Yes", "No"]), first_option("Maybe", ["Yes", "No"])
+        ('Yes', None)
+    """
     stripped = text.lstrip()
     for option in sorted(options, key=len, reverse=True):
         if stripped.startswith(option):
@@ -120,7 +148,17 @@ def first_option(text: str, options: Sequence[str]) -> str | None:
 
 
 def load_jsonl_answers(path: str | os.PathLike, key_fields: Sequence[str] | None) -> dict[Any, Any]:
-    """Read `{"hash": ..., ...}` or `{"meta": {...}, ...}` rows into a replay mapping."""
+    """Read `{"hash": ..., ...}` or `{"meta": {...}, ...}` rows into a replay mapping.
+
+    Examples:
+        >>> import json, os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "answers.jsonl")
+        >>> with open(path, "w") as handle:
+        ...     _ = handle.write(json.dumps({"meta": {"id": "q1"}, "text": "No"}) + "\\n")
+        ...     _ = handle.write(json.dumps({"meta": {"id": "q2"}, "text": "", "finish_reason": "error"}) + "\\n")
+        >>> load_jsonl_answers(path, ["id"])
+        {'q1': {'text': 'No'}, 'q2': None}
+    """
     answers: dict[Any, Any] = {}
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
@@ -159,7 +197,19 @@ def _row_value(row: dict[str, Any], where: str) -> Any:
 
 def record_answers(requests: Iterable[Request], answers: Iterable[Answer], path: str | os.PathLike,
                    key_fields: Sequence[str] | None = None) -> None:
-    """Write answers as a replay JSONL file (the inverse of `load_jsonl_answers`)."""
+    """Write answers as a replay JSONL file (the inverse of `load_jsonl_answers`).
+
+    Examples:
+        Recorded answers replay as the same answers:
+
+        >>> import os, tempfile
+        >>> from vlmjudge.requests import Answer, Request
+        >>> path = os.path.join(tempfile.mkdtemp(), "answers.jsonl")
+        >>> requests = [Request(text="Is the sky green?", meta={"id": "sky"})]
+        >>> record_answers(requests, [Answer("No", num_tokens=1)], path, key_fields=["id"])
+        >>> ReplayJudge(path, key_fields=["id"]).generate(requests)
+        [Answer(text='No', finish_reason='stop', num_tokens=1)]
+    """
     with open(path, "w", encoding="utf-8") as fh:
         for request, answer in zip(requests, answers, strict=True):
             row: dict[str, Any] = answer.to_json()
