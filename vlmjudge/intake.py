@@ -37,6 +37,12 @@ class CommandError(SystemExit):
     """A usage problem a person fixes (a bad --model, a missing file): one line, exit status 2.
 
     A SystemExit, so a method's own entry point that does not catch it still prints one line.
+
+    Examples:
+        >>> str(CommandError("no such model folder: ./models/qwen"))
+        'no such model folder: ./models/qwen'
+        >>> CommandError("bad --model").code
+        'vlmjudge: error: bad --model'
     """
 
     def __init__(self, message: str) -> None:
@@ -61,7 +67,18 @@ RUN = RunProgress()
 
 def run_command(run, prog: str, resume_hint: str = "a rerun resumes from the response cache") -> int:
     """Run a command's body: Ctrl-C and SIGTERM become one line with what was saved (status 130), a
-    usage problem or an unreadable cache file one line with status 2."""
+    usage problem or an unreadable cache file one line with status 2.
+
+    Examples:
+        A usage problem in the body is one line on stderr and exit status 2:
+
+        >>> def body():
+        ...     raise CommandError("--out must name a file")
+        >>> run_command(body, "vlmjudge demo")
+        2
+        >>> run_command(lambda: 0, "vlmjudge demo")
+        0
+    """
     import signal
     import threading
 
@@ -87,7 +104,16 @@ def run_command(run, prog: str, resume_hint: str = "a rerun resumes from the res
 
 
 def is_image_file(path: str | os.PathLike) -> bool:
-    """Whether a path names a file with one of `IMAGE_SUFFIXES` (any case)."""
+    """Whether a path names a file with one of `IMAGE_SUFFIXES` (any case).
+
+    Examples:
+        >>> import os, tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> for name in ("cat.PNG", "notes.txt"):
+        ...     _ = open(os.path.join(folder, name), "wb").write(b"")
+        >>> is_image_file(os.path.join(folder, "cat.PNG")), is_image_file(os.path.join(folder, "notes.txt"))
+        (True, False)
+    """
     return Path(path).suffix.lower() in IMAGE_SUFFIXES and Path(path).is_file()
 
 
@@ -135,14 +161,24 @@ def image_items(inputs: Sequence[str | os.PathLike]) -> list[tuple[str, Path]]:
 
 
 def looks_like_path(model: str) -> bool:
-    """A --model that is meant as a folder: never tried on the Hub (a typo there costs minutes)."""
+    """A --model that is meant as a folder: never tried on the Hub (a typo there costs minutes).
+
+    Examples:
+        >>> looks_like_path("Qwen/Qwen3-VL-8B-Instruct"), looks_like_path("./checkpoints/qwen"), looks_like_path("models/")
+        (False, True, True)
+    """
     return (model.startswith(("/", "./", "../", "~")) or model.endswith("/") or model.count("/") > 1
             or os.path.isabs(model))
 
 
 @dataclass(frozen=True)
 class Failure:
-    """One item that got no result: its position in the user's input, its path or id, and why."""
+    """One item that got no result: its position in the user's input, its path or id, and why.
+
+    Examples:
+        >>> Failure(3, "images/cat.png", "cannot identify image file").line()
+        'images/cat.png: cannot identify image file'
+    """
     index: int
     item: str
     reason: str
@@ -162,7 +198,21 @@ class CheckedImage:
 
 def check_images(items: Sequence[tuple[str, str | os.PathLike]], on_error: str = "skip"
                  ) -> tuple[list[CheckedImage], list[Failure]]:
-    """Decode and size-check every (id, path) before a model loads; bad ones skipped or raised."""
+    """Decode and size-check every (id, path) before a model loads; bad ones skipped or raised.
+
+    Examples:
+        A file that is not an image is skipped and counted; the good one is kept with its position:
+
+        >>> import os, tempfile
+        >>> from PIL import Image
+        >>> folder = tempfile.mkdtemp()
+        >>> Image.new("RGB", (128, 128)).save(os.path.join(folder, "good.png"))
+        >>> _ = open(os.path.join(folder, "bad.png"), "wb").write(b"not a png")
+        >>> good, bad = check_images([("bad.png", os.path.join(folder, "bad.png")),
+        ...                           ("good.png", os.path.join(folder, "good.png"))])
+        >>> [(c.index, c.item, c.note) for c in good], [f.index for f in bad]
+        ([(1, 'good.png', None)], [0])
+    """
     if on_error not in ON_ERROR_CHOICES:
         raise ValueError(f"on_error must be one of {ON_ERROR_CHOICES}, got {on_error!r}")
     good, bad = [], []
@@ -179,7 +229,12 @@ def check_images(items: Sequence[tuple[str, str | os.PathLike]], on_error: str =
 
 
 def failures_path(out: str | os.PathLike) -> Path:
-    """Where a run's failures go: `<out>.failures.jsonl`, beside its records."""
+    """Where a run's failures go: `<out>.failures.jsonl`, beside its records.
+
+    Examples:
+        >>> failures_path("runs/scores.jsonl").as_posix()
+        'runs/scores.jsonl.failures.jsonl'
+    """
     out = Path(out)
     return out.with_name(out.name + ".failures.jsonl")
 
@@ -207,7 +262,12 @@ def report_failures(failures: Iterable[Failure], out: str | os.PathLike | None,
 
 
 def exit_status(n_items: int, n_results: int) -> int:
-    """0 when every item has a result, 4 when none has, 3 in between."""
+    """0 when every item has a result, 4 when none has, 3 in between.
+
+    Examples:
+        >>> exit_status(10, 10), exit_status(10, 7), exit_status(10, 0)
+        (0, 3, 4)
+    """
     if n_results >= n_items:
         return EXIT_OK
     return EXIT_NONE_SCORED if n_results == 0 else EXIT_SOME_FAILED
