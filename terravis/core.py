@@ -40,7 +40,29 @@ class RunResult:
 
 class TerraVis:
     """The TerraVis metric over any `vlmjudge` judge: the staged workflow (default) or one of
-    its single-call baselines, "holistic" (TerraVis-H) and "gptscore"."""
+    its single-call baselines, "holistic" (TerraVis-H) and "gptscore".
+
+    Examples:
+        A replay judge keyed by (image, stage, check) stands in for a VLM. The cup is eligible
+        and one check finds a major violation, so its score is exp(-1); the logo is N/A:
+
+        >>> from PIL import Image
+        >>> from vlmjudge.backends.replay import ReplayJudge
+        >>> from terravis.taxonomy import TYPE_IDS
+        >>> answers = {("cup", "eligibility", ""): "Yes", ("logo", "eligibility", ""): "No",
+        ...            ("logo", "eligibility_reason", ""): '{"reason": "A flat logo on white."}'}
+        >>> answers.update({("cup", "detection", t): "No" for t in TYPE_IDS})
+        >>> answers["cup", "detection", "support_stability"] = "Yes"
+        >>> answers["cup", "evidence", "support_stability"] = '{"aspect": "cup", "evidence": "The cup hangs in mid-air."}'
+        >>> answers["cup", "severity", "support_stability"] = "Major"
+        >>> judge = ReplayJudge(answers, key_fields=("item", "stage", "check"))
+        >>> cup, logo = TerraVis(judge).score([Image.new("RGB", (64, 64)), Image.new("RGB", (64, 64), "white")],
+        ...                                   ids=["cup", "logo"])
+        >>> round(cup.score, 4), cup.n_major, [c.evidence for c in cup.checks if c.detected]
+        (0.3679, 1, ['The cup hangs in mid-air.'])
+        >>> logo.score is None, logo.eligibility_reason
+        (True, 'A flat logo on white.')
+    """
 
     def __init__(self, judge: Judge, variant: Literal["workflow", "holistic", "gptscore"] = "workflow",
                  lam: float = 1.0, alpha: float = 0.5,
