@@ -83,7 +83,24 @@ def model_name(judge: Any) -> str:
 
 
 class Fager:
-    """Factuality of images against verified, stored QA sets, with keep/edit/regenerate feedback."""
+    """Factuality of images against verified, stored QA sets, with keep/edit/regenerate feedback.
+
+    Examples:
+        A stored QA set and a replay judge keyed by (image id, question position): level 1 passes,
+        the colour question fails, and the overall score, 2/3 x 100 over all answers, means edit:
+
+        >>> from PIL import Image
+        >>> from vlmjudge.backends.replay import ReplayJudge
+        >>> from fager.schema import QAItem, QASet
+        >>> qa = QASet(prompt="a red cup", index="cup", items=[QAItem(question=q, level=lv, category="existence",
+        ...     importance="high", source_fact=q) for q, lv in [("Is there a cup?", "level_1"),
+        ...     ("Is it on a table?", "level_1"), ("Is the cup red?", "level_2")]])
+        >>> judge = ReplayJudge({("cup", i): f'{{"answer": "{a}", "rationale": "Seen."}}' for i, a in enumerate(
+        ...     ["yes", "yes", "no"])}, key_fields=("item_id", "question_id"))
+        >>> [verdict] = Fager(judge, feedback=False).score([Image.new("RGB", (64, 64))], ["a red cup"], [qa], ids=["cup"])
+        >>> verdict.level_scores.level_1, verdict.level_scores.level_2, round(verdict.overall_score, 2), verdict.decision
+        (100.0, 0.0, 66.67, 'edit')
+    """
 
     def __init__(self, judge: Any, text_judge: Any = None, *, pack: PromptPack | Mapping | str | None = None,
                  store: QAStore | MemoryStore | str | os.PathLike | None = None, references: Any = None,
