@@ -119,10 +119,13 @@ def measure(name: str, n_images: int, judges: Sequence[Judge], fn: Callable[[], 
             torch.cuda.synchronize()
         seconds = time.perf_counter() - start
     peak = torch.cuda.max_memory_allocated() - base if cuda else sampler.peak
-    keys = ("prefill_tokens", "images_encoded", "generated_tokens")
-    delta = {k: sum(j.stats.as_dict()[k] - b[k] for j, b in zip(judges, before)) for k in keys}
-    return Measure(name, seconds, n_images, delta["prefill_tokens"], delta["images_encoded"],
-                   delta["generated_tokens"], peak), result
+    after = [j.stats.as_dict() for j in judges]
+    delta = {k: sum(a.get(k, 0) - b.get(k, 0) for a, b in zip(after, before))
+             for k in dict.fromkeys(k for a in after for k, v in a.items() if isinstance(v, (int, float)))}
+    m = Measure(name, seconds, n_images, delta["prefill_tokens"], delta["images_encoded"],
+                delta["generated_tokens"], peak)
+    m.extra["stats"] = delta
+    return m, result
 
 
 def table(measures: Sequence[Measure], columns: Sequence[tuple[str, Callable[[Measure], Any]]] = ()) -> str:

@@ -45,13 +45,17 @@ def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 
 
 class Recorder:
-    """The requests one judge was asked for, in call order."""
+    """The requests one judge was asked for, in call order, and per call the prefill tokens the
+    judge counted while answering it (`calls`: (stage of the first request, requests, tokens))."""
 
     def __init__(self) -> None:
         self.requests: list[Request] = []
+        self.calls: list[tuple[str, list[Request], int]] = []
 
-    def add(self, requests: Sequence[Request]) -> None:
+    def add(self, requests: Sequence[Request], prefill: int = 0) -> None:
         self.requests.extend(requests)
+        stage = str(requests[0].meta.get("stage", "")) if requests else ""
+        self.calls.append((stage, list(requests), prefill))
 
 
 @contextmanager
@@ -62,15 +66,20 @@ def record(judge: Any) -> Iterator[Recorder]:
     own = {name: judge.__dict__[name] for name in ("generate", "choice_probs") if name in judge.__dict__}
     generate, choice_probs = judge.generate, judge.choice_probs
 
+    def prefill() -> int:
+        return int(judge.stats.prefill_tokens)
+
     def recorded_generate(requests: Sequence[Request], **kw: Any) -> Any:
-        requests = list(requests)
-        recorder.add(requests)
-        return generate(requests, **kw)
+        requests, before = list(requests), prefill()
+        out = generate(requests, **kw)
+        recorder.add(requests, prefill() - before)
+        return out
 
     def recorded_choice_probs(requests: Sequence[Request], options: Sequence[str], **kw: Any) -> Any:
-        requests = list(requests)
-        recorder.add(requests)
-        return choice_probs(requests, options, **kw)
+        requests, before = list(requests), prefill()
+        out = choice_probs(requests, options, **kw)
+        recorder.add(requests, prefill() - before)
+        return out
 
     judge.generate, judge.choice_probs = recorded_generate, recorded_choice_probs
     try:
@@ -90,10 +99,53 @@ def ideal_prefill(judge: Any, requests: Sequence[Request]) -> int:
     return trie_nodes(prompt_token_keys(judge, r, digests) for r in requests)
 
 
+def stage_breakdown(judge: Any, calls: Sequence[tuple[str, list[Request], int]]) -> dict[str, tuple[int, int]]:
+    """Per stage (the meta "stage" of a call's first request), in order of first call: the prefill
+    tokens the judge counted, and the ideal's share: the trie nodes its prompts add to those of
+    every earlier call. The shares add up to the run's ideal, so a stage whose prefill is far
+    above its share runs again what an earlier stage already ran (evidence: the detection prompt)."""
+    from vlmjudge.backends._hf_prompt_ids import prompt_token_keys
+    digests: dict = {}
+    out: dict[str, list[int]] = {}
+    trie = Trie()
+    for stage, requests, tokens in calls:
+        row = out.setdefault(stage, [0, 0])
+        row[0] += tokens
+        row[1] += sum(trie.add(prompt_token_keys(judge, r, digests)) for r in requests)
+    return {stage: (a, b) for stage, (a, b) in out.items()}
+
+
+class Trie:
+    """A token trie grown one sequence at a time; `add` says how many nodes the sequence added
+    (its tokens past the longest prefix already held), so shares can be told per call."""
+
+    def __init__(self) -> None:
+        self.root: dict = {}
+        self.nodes = 0
+
+    def add(self, seq: Sequence[Hashable]) -> int:
+        node, added = self.root, 0
+        for token in seq:
+            child = node.get(token)
+            if child is None:
+                child = node[token] = {}
+                added += 1
+            node = child
+        self.nodes += added
+        return added
+
+
+def breakdown_line(name: str, stages: dict[str, tuple[int, int]]) -> str:
+    """`<name> by stage (prefill / ideal share): eligibility 32,560 / 25,795; ...`"""
+    parts = "; ".join(f"{stage or '-'} {a:,} / {b:,}" for stage, (a, b) in stages.items())
+    return f"{name} by stage (prefill / its share of the ideal): {parts}"
+
+
 def measure_with_ideal(name: str, n_images: int, judges: Sequence[Any], fn: Any,
-                       cuda: bool = False) -> tuple[Any, Any]:
+                       cuda: bool = False, stages: bool = False) -> tuple[Any, Any]:
     """`bench.measure` of `fn`, with the ideal prefill of the requests it sent through `judges`
-    (all on one model) in `Measure.extra["ideal_prefill"]`; counted after the timing stops."""
+    (all on one model) in `Measure.extra["ideal_prefill"]`, and with `stages` the per-stage
+    `stage_breakdown` in `extra["stages"]`; both counted after the timing stops."""
     from contextlib import ExitStack
 
     from . import measure
@@ -101,6 +153,8 @@ def measure_with_ideal(name: str, n_images: int, judges: Sequence[Any], fn: Any,
         recorders = [stack.enter_context(record(j)) for j in judges]
         m, result = measure(name, n_images, judges, fn, cuda)
     m.extra["ideal_prefill"] = ideal_prefill(judges[0], [r for rec in recorders for r in rec.requests])
+    if stages:
+        m.extra["stages"] = stage_breakdown(judges[0], [c for rec in recorders for c in rec.calls])
     return m, result
 
 

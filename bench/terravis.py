@@ -13,8 +13,9 @@ Paths, all on the same images and model, in this process:
 The three steps between them are the ratios printed for prefix reuse, one-token decisions
 (with generation only where a decision calls for it) and cross-image batching; their product
 is the speedup. On a subset (`--ablation-images`) it also runs the optimized path with prefix
-reuse off, with the vision cache off (each stage encodes its images again: images x stages)
-and with decisions generated instead of read. Every path must give the same records
+reuse off, with the cross-call prefix KV store off, with that store and the vision cache off
+(each stage encodes its images again: images x stages) and with decisions generated instead
+of read. Every path must give the same records
 (decisions, evidence, severities, scores) before anything is printed. Beside each path's
 prefill tokens it prints that path's ideal (`bench.ideal`: the token trie over every prompt the
 path sends, each distinct prefix once, images as their visual tokens). The last two lines are
@@ -31,7 +32,7 @@ import numpy as np
 
 from . import (LogitShift, Measure, bench_images, build_tiny, judge_on, load_model, option_token_ids,
                shift_for_rate, table)
-from .ideal import IDEAL_COLUMNS, measure_with_ideal, prefill_over_ideal
+from .ideal import IDEAL_COLUMNS, breakdown_line, measure_with_ideal, prefill_over_ideal
 
 #: Positive rate aimed at when the tiny model's yes_bias is calibrated.
 TARGET_RATE = 0.3
@@ -74,6 +75,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="force this share of positive checks with a logit shift on Yes (random models)")
     p.add_argument("--ablation-images", type=int, default=4, help="images for the extra ablations (0: none)")
     p.add_argument("--no-reference", action="store_true", help="optimized path only (no equality check)")
+    p.add_argument("--kv-cache-mb", type=float, default=None,
+                   help="budget of the judges' prefix KV store in MiB (default: the backend's; 0: off)")
     args = p.parse_args(argv)
     if args.images < 1 or args.size < 32:
         p.error("--images must be >= 1 and --size >= 32")
@@ -141,10 +144,29 @@ def expected_encodes(records: Sequence[Any], severity_sees_image: bool) -> int:
 
 
 # -- the paths --------------------------------------------------------------------------------
+#: Ablations: the cross-call prefix KV store off, and that store and the vision cache both off
+#: (each stage then encodes its images again: images x stages).
+KV_OFF = "optimized, KV store off (subset)"
+BOTH_OFF = "optimized, KV store + vision cache off (subset)"
+#: Paths whose prefill is also printed per stage, beside each stage's share of the ideal.
+BREAKDOWN = ("reference + prefix reuse", "optimized")
+
+
+def kv_line(m: Measure) -> str:
+    """The prefix KV store's counters of a path (`prefix_cache_*` of the judge's stats: units
+    served, prefill tokens they skipped, entries evicted); empty where the judge keeps none."""
+    found = {k: v for k, v in m.extra.get("stats", {}).items() if k.startswith("prefix_cache_")}
+    names = {"hits": "units served", "tokens": "prefill tokens skipped", "evictions": "entries evicted"}
+    return (f"prefix KV store ({m.name}): " + ", ".join(
+        f"{names.get(k.removeprefix('prefix_cache_'), k.removeprefix('prefix_cache_'))} {v:,}"
+        for k, v in found.items()) if found else "")
+
+
 def run(model: Any, processor: Any, images: Sequence[Any], *, batch_size: int | None = None,
         ablation_images: int = 4, reference: bool = True, steps: bool = True, header: Sequence[str] = (),
-        out=sys.stdout) -> dict[str, Measure]:
-    """Time every path on `images`; check their records agree; print the table and ratios."""
+        kv_cache_mb: float | None = None, out=sys.stdout) -> dict[str, Measure]:
+    """Time every path on `images`; check their records agree; print the table and ratios.
+    `kv_cache_mb` sizes the prefix KV store of the judges that keep one (None: the default)."""
     import torch
 
     from terravis import TerraVis
@@ -154,6 +176,8 @@ def run(model: Any, processor: Any, images: Sequence[Any], *, batch_size: int | 
     pack = bench_pack()
     n = len(images)
     opt_kw = {} if batch_size is None else {"batch_size": batch_size}
+    if kv_cache_mb is not None:
+        opt_kw["kv_cache_mb"] = kv_cache_mb
 
     def optimized(judge, imgs, **tv):
         return TerraVis(judge, pack=pack, **tv).score(imgs)
@@ -179,7 +203,7 @@ def run(model: Any, processor: Any, images: Sequence[Any], *, batch_size: int | 
     if reference:
         plan.append(("reference", ref_judge, lambda: ref(ref_judge, images)))
     for name, judge, fn in plan:
-        results[name] = measure_with_ideal(name, n, [judge], fn, cuda)
+        results[name] = measure_with_ideal(name, n, [judge], fn, cuda, stages=name in BREAKDOWN)
     base = results["reference"][1] if reference else results["optimized"][1]
     for name, (_, records) in results.items():
         assert_same(name, records, base)
@@ -189,12 +213,11 @@ def run(model: Any, processor: Any, images: Sequence[Any], *, batch_size: int | 
     if sub:
         judges = {"optimized (subset)": judge_on(model, processor, **opt_kw),
                   "optimized, prefix reuse off (subset)": judge_on(model, processor, prefix_reuse=False, **opt_kw),
-                  "optimized, vision cache off (subset)": judge_on(model, processor, vision_cache_mb=0, **opt_kw),
+                  KV_OFF: judge_on(model, processor, **{**opt_kw, "kv_cache_mb": 0}),
+                  BOTH_OFF: judge_on(model, processor, vision_cache_mb=0, **{**opt_kw, "kv_cache_mb": 0}),
                   "optimized, decisions generated (subset)": judge_on(model, processor, **opt_kw)}
-        calls = {"optimized (subset)": lambda j: optimized(j, sub),
-                 "optimized, prefix reuse off (subset)": lambda j: optimized(j, sub),
-                 "optimized, vision cache off (subset)": lambda j: optimized(j, sub),
-                 "optimized, decisions generated (subset)": lambda j: optimized(j, sub, decision="generate")}
+        calls = {name: (lambda j: optimized(j, sub)) for name in judges}
+        calls["optimized, decisions generated (subset)"] = lambda j: optimized(j, sub, decision="generate")
         for name, judge in judges.items():
             ablations[name] = measure_with_ideal(name, len(sub), [judge], lambda: calls[name](judge), cuda)
         for name, (_, records) in ablations.items():
@@ -205,11 +228,11 @@ def run(model: Any, processor: Any, images: Sequence[Any], *, batch_size: int | 
     once = n if opt_judge.vision_cache.enabled else stage_encodes  # eligibility sees every image
     if opt_m.images_encoded != once:
         raise AssertionError(f"optimized path encoded {opt_m.images_encoded} images, not {once}")
-    if "optimized, vision cache off (subset)" in ablations:
-        off, off_records = ablations["optimized, vision cache off (subset)"]
+    if BOTH_OFF in ablations:
+        off, off_records = ablations[BOTH_OFF]
         if off.images_encoded != expected_encodes(off_records, pack.severity_sees_image):
-            raise AssertionError(f"with the vision cache off, {off.images_encoded} images were encoded, "
-                                 "not images x stages that need the image")
+            raise AssertionError(f"with the vision cache and the prefix KV store off, {off.images_encoded} images "
+                                 "were encoded, not images x stages that need the image")
     rate = positive_rate(opt_records)
     measures = [m for m, _ in results.values()] + [m for m, _ in ablations.values()]
     rates = {m.name: positive_rate(r) for m, r in list(results.values()) + list(ablations.values())}
@@ -237,10 +260,17 @@ def run(model: Any, processor: Any, images: Sequence[Any], *, batch_size: int | 
     if ablations:
         print(f"prefix reuse within the optimized path (subset): "
               f"{ratio('optimized, prefix reuse off (subset)', 'optimized (subset)', ablations):.2f}x", file=out)
-        print(f"vision cache within the optimized path (subset): "
-              f"{ratio('optimized, vision cache off (subset)', 'optimized (subset)', ablations):.2f}x", file=out)
+        print(f"prefix KV store within the optimized path (subset): "
+              f"{ratio(KV_OFF, 'optimized (subset)', ablations):.2f}x", file=out)
+        print(f"vision cache without the KV store (subset): {ratio(BOTH_OFF, KV_OFF, ablations):.2f}x", file=out)
         print(f"read vs generated one-token decisions (subset): "
               f"{ratio('optimized, decisions generated (subset)', 'optimized (subset)', ablations):.2f}x", file=out)
+    for name in BREAKDOWN:
+        if name in results:
+            print(breakdown_line(name, results[name][0].extra["stages"]), file=out)
+    kv = kv_line(opt_m)
+    if kv:
+        print(kv, file=out)
     print(f"prefill/ideal: {prefill_over_ideal(opt_m):.3f}", file=out)
     if reference:
         print(f"speedup: {ratio('reference', 'optimized'):.2f}", file=out)
@@ -270,7 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         shift = force_positive_rate(model, processor, images, args.positive_rate)
         header.append(f"Yes logits shifted by {shift.shift:+.4f} for a positive rate near {args.positive_rate}")
     run(model, processor, images, batch_size=args.batch_size, ablation_images=args.ablation_images,
-        reference=not args.no_reference, header=header)
+        reference=not args.no_reference, header=header, kv_cache_mb=args.kv_cache_mb)
     return 0
 
 

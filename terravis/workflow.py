@@ -214,6 +214,31 @@ class Workflow:
                 decisions[i] = d
         return decisions, asked
 
+    def _decide_by_type(self, base: list[Request], options: Sequence[str],
+                        stage: str) -> tuple[list[Decision], list[Request]]:
+        """`_decide` once per check type (see `_by_type`), results in the order of `base`."""
+        pairs = self._by_type(base, lambda group: list(zip(*self._decide(group, options, stage))))
+        return [d for d, _ in pairs], [r for _, r in pairs]
+
+    def _by_type(self, requests: list[Request], run: Any) -> list:
+        """`run` on the requests of each check type apart, results in the order of `requests`.
+
+        Text-only requests (severity without the image) share no image prefix; what the requests
+        of one type share is the system prompt and the type's own text (its name, checks and
+        question, several hundred tokens), and a backend shares one prefix per call and images.
+        One call per type lets it run that text once per type rather than once per request.
+        Requests that show an image keep one call: there they share the image prefix."""
+        if any(r.images for r in requests):
+            return run(requests)
+        groups: dict[str, list[int]] = {}
+        for k, r in enumerate(requests):
+            groups.setdefault(r.meta["check"], []).append(k)
+        out: list = [None] * len(requests)
+        for rows in groups.values():
+            for k, result in zip(rows, run([requests[k] for k in rows])):
+                out[k] = result
+        return out
+
     def _eligibility(self, items: Sequence[Item], records: list[ImageRecord]) -> None:
         opts = self.pack.options.eligibility
         base = [stages.eligibility_request(self.pack, it.image, it.image_id) for it in items]
@@ -256,7 +281,7 @@ class Workflow:
         live = [(i, c) for i, c, _ in positives if records[i].status == "scored"]
         base = [stages.severity_request(self.pack, items[i].image, items[i].image_id, c.type_id, c.aspect, c.evidence)
                 for i, c in live]
-        decisions, asked = self._decide(base, opts, "severity")
+        decisions, asked = self._decide_by_type(base, opts, "severity")
         for (i, check), d in zip(live, decisions):
             apply_severity(records[i], check, d, opts)
         if not self.cfg.severity_reasons:
@@ -264,7 +289,7 @@ class Workflow:
         todo = [(k, i, c) for k, (i, c) in enumerate(live) if records[i].status == "scored" and c.severity_parse_ok]
         requests = [stages.continuation_request(self.pack, asked[k], opts[0] if c.severity == "major" else opts[1],
                                                 "severity") for k, _, c in todo]
-        for (_, i, check), answer in zip(todo, self._generate(requests, "severity_reason")):
+        for (_, i, check), answer in zip(todo, self._by_type(requests, lambda rs: self._generate(rs, "severity_reason"))):
             check.severity_reason = apply_reason(records[i], _text(answer), f"severity_reason/{check.type_id}")
 
     def _generate(self, requests: list[Request], stage: str) -> list[Answer]:

@@ -42,11 +42,15 @@ def test_optimized_records_equal_reference_records(shifted):
     positives = [c for r in optimized for c in r.checks if c.detected]
     assert positives and all(c.evidence_parse_ok is not None for c in positives)
     assert any(c.evidence for c in positives) and {c.severity for c in positives} <= {"major", "minor"}
-    # one vision-tower run per image (the vision cache serves its later stages), against 19 per
-    # image in the reference; with the cache off, one per image and stage that needs it
+    # one vision-tower run per image (the vision cache and the prefix KV store serve its later
+    # stages), against 19 per image in the reference; with the vision cache off, the KV store
+    # alone still serves them; with both off, one per image and stage that needs it
     assert opt_judge.stats.images_encoded == len(images)
     assert ref_judge.stats.images_encoded == 19 * len(images)
-    per_stage = judge_on(model, processor, vision_cache_mb=0)
+    kv_only = judge_on(model, processor, vision_cache_mb=0)
+    assert [record_view(r) for r in TerraVis(kv_only, pack=pack).score(images)] == [record_view(r) for r in reference]
+    assert kv_only.stats.images_encoded == len(images) and kv_only.stats.prefix_cache_hits > 0
+    per_stage = judge_on(model, processor, vision_cache_mb=0, kv_cache_mb=0)
     again = TerraVis(per_stage, pack=pack).score(images)
     assert [record_view(r) for r in again] == [record_view(r) for r in reference]
     assert per_stage.stats.images_encoded == expected_encodes(again, pack.severity_sees_image) > len(images)
@@ -79,7 +83,7 @@ def test_prefill_is_shared_prefixes_plus_suffixes(shifted):
     request, plus every other request's tokens after what it shares with that one."""
     from terravis import TerraVis
     model, processor, images = shifted
-    judge = judge_on(model, processor)
+    judge = judge_on(model, processor, kv_cache_mb=0)  # within calls only: no prefix kept across them
     calls = []
     for name in ("choice_probs", "generate"):
         real = getattr(judge, name)
