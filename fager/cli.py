@@ -1,14 +1,16 @@
 """`vlmjudge fager ...`: build rubrics, score and refine images, and check saved runs.
 
     vlmjudge fager rubric prompts.csv [--references DIR] --model M [--out QA.csv]
-    vlmjudge fager score items.csv [--qa QA.csv] [--references DIR] --model M --out RUN_DIR
+    vlmjudge fager score items.csv [--qa QA.csv] [--references DIR] --model M --out details.jsonl
     vlmjudge fager refine items.csv --generator G --editor E [--rounds 1] --model M --out RUN_DIR
     vlmjudge fager abtest FACTUAL GENERATED [--tie full|zero|skip] [--json]
     vlmjudge fager rescore details.jsonl [--out summary.csv] [--verdicts v.jsonl] [--check]
 
 prompts.csv has `index` and `prompt` columns (the released prompts.csv works as is);
 items.csv adds an `image` column, a path relative to the CSV's folder. `rubric` writes
-the QA.csv layout; `score` writes details.jsonl (Verdict lines) and summary.csv; `refine`
+the QA.csv layout; `score` writes the Verdict lines to --out (default fager_run/details.jsonl)
+with summary.csv, the manifest and the answer cache beside them (the layout of
+`vlmjudge.outputs`; an --out folder, the older spelling, still gets details.jsonl); `refine`
 writes the round folders and report.json/report.md described in fager.refine.
 
 FACTUAL and GENERATED are each a details.jsonl (released layout or the project's Verdict
@@ -20,8 +22,10 @@ beats or ties an exact one by accident.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from fager.abtest import TIE_MODES, ab_test
 from fager.parsing import AnswerParseError
@@ -139,7 +143,7 @@ def run_rescore(args: argparse.Namespace) -> int:
 
 def _configure_model_commands(commands: argparse._SubParsersAction) -> None:
     from vlmjudge.cli import add_judge_flags
-    from vlmjudge.cli_intake import EXIT_EPILOG, add_on_error_flag
+    from vlmjudge.cli_intake import EXIT_EPILOG, add_no_cache_flag, add_on_error_flag
     from vlmjudge.cli_text import DefaultsHelpFormatter, describe
 
     rubric = commands.add_parser("rubric", help="build QA sets for prompts with the agents (writes QA.csv)",
@@ -156,15 +160,21 @@ def _configure_model_commands(commands: argparse._SubParsersAction) -> None:
                                 description="Level 1 first, levels 2-3 where the gate passes, feedback where the "
                                             "decision needs it. Images are checked before the model loads; a "
                                             "verdict of an image under the recommended 64 px carries "
-                                            "provenance.resolution_note. Failures go to "
-                                            "details.jsonl.failures.jsonl in --out.",
+                                            "provenance.resolution_note. Beside --out go summary.csv "
+                                            "(details.jsonl -> summary.csv, run.jsonl -> run.summary.csv), the "
+                                            "manifest (<stem>.manifest.json), the answer cache "
+                                            "(<stem>.cache.sqlite) and the failures (<out>.failures.jsonl).",
                                 epilog=EXIT_EPILOG, formatter_class=DefaultsHelpFormatter)
     score.add_argument("items", type=Path, help="CSV with index, prompt and image columns")
     score.add_argument("--qa", type=Path, default=None, help="QA.csv to score against (default: build or reuse)")
     _add_pipeline_flags(score)
     _add_policy_flags(score)
     add_judge_flags(score)
-    describe(score, "--out", "the run folder for details.jsonl and summary.csv (default: fager_run)")
+    describe(score, "--out", "the JSONL of Verdicts to write; summary.csv and the manifest go beside it "
+                             "(default: fager_run/details.jsonl; a folder, the older spelling, is deprecated)")
+    describe(score, "--cache", "SQLite file of the judge's answers; a rerun resumes from it (default: beside --out, "
+                               "details.jsonl -> details.cache.sqlite)")
+    add_no_cache_flag(score)
     add_on_error_flag(score)
     score.set_defaults(func=run_score)
 
@@ -275,12 +285,12 @@ def run_rubric(args: argparse.Namespace) -> int:
 def run_score(args: argparse.Namespace) -> int:
     """Check the images, score the readable items and write details.jsonl and summary.csv into --out;
     unreadable images and items without a result are listed, and the exit status says so (--help)."""
-    from vlmjudge.cli_intake import finish, nothing_readable, screen, start_run
+    from vlmjudge.cli_intake import cache_beside, finish, nothing_readable, screen, start_run
     from vlmjudge.cli_text import cache_has_answers, done_in_jsonl, say_resuming
     from vlmjudge.intake import RUN, Failure
-    out = Path(args.out or "fager_run")
-    details = out / "details.jsonl"
-    start_run(out)
+    from vlmjudge.outputs import write_manifest
+    details = records_path(args.out)
+    start_run(details)
     try:
         ids, prompts, images = _items(args.items, require_files=False)  # a missing file is a bad item
     except _INPUT_ERRORS as error:
@@ -290,6 +300,7 @@ def run_score(args: argparse.Namespace) -> int:
     if not screened.kept:
         return nothing_readable(screened, details)
     kept = screened.kept
+    cache_beside(args, details)
     if cache_has_answers(args.cache):  # a rerun: the earlier run's answered items are in the cache
         say_resuming(done_in_jsonl(details, {ids[i] for i in kept}, "index",
                                    lambda v: "qa_error" not in (v.get("provenance") or {})
@@ -303,19 +314,54 @@ def run_score(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     verdicts = [_with_note(v, screened.notes.get(i)) for i, v in zip(kept, verdicts)]
-    out.mkdir(parents=True, exist_ok=True)
+    details.parent.mkdir(parents=True, exist_ok=True)
     write_verdicts(verdicts, details)
-    (out / "summary.csv").write_text(format_summary(verdicts), encoding="utf-8", newline="")
+    summary_path(details).write_text(format_summary(verdicts), encoding="utf-8", newline="")
+    write_manifest(details, _manifest(args, fager, len(images), len(screened.failures)))
     RUN.saved = len(verdicts)
     scores = [v.overall_score for v in verdicts if v.overall_score is not None]
     mean = f"{sum(scores) / len(scores):.2f}" if scores else "n/a"
     failures = sum(v.counts.failed for v in verdicts)
     skipped = f", {len(screened.failures)} skipped as bad input" if screened.failures else ""
-    print(f"scored {len(scores)}/{len(verdicts)} images, mean {mean}, {failures} parse failures{skipped} -> {out}",
+    print(f"scored {len(scores)}/{len(verdicts)} images, mean {mean}, {failures} parse failures{skipped} -> {details}",
           file=sys.stderr)
     unanswered = [Failure(i, str(images[i]), reason) for i, v in zip(kept, verdicts)
                   if (reason := _no_result(v)) is not None]
     return finish(len(images), len(verdicts) - len(unanswered), [*screened.failures, *unanswered], details)
+
+
+#: Where `fager score` writes without --out: the released run layout.
+DEFAULT_DETAILS = Path("fager_run") / "details.jsonl"
+
+
+def records_path(out: str | os.PathLike | None) -> Path:
+    """The Verdict lines' file of `fager score --out`: the file itself; for a folder (the spelling of
+    earlier releases: an existing folder, or a name without a suffix), details.jsonl in it."""
+    from vlmjudge.cli_intake import deprecated_spelling
+
+    if out is None:
+        return DEFAULT_DETAILS
+    path = Path(out)
+    if path.is_dir() or not path.suffix:
+        deprecated_spelling(f"fager score --out {out} (a folder): give the records file, --out {path / 'details.jsonl'}")
+        return path / "details.jsonl"
+    return path
+
+
+def summary_path(details: Path) -> Path:
+    """summary.csv beside the records: summary.csv for details.jsonl (the released layout), else <stem>.summary.csv."""
+    return details.with_name("summary.csv" if details.name == "details.jsonl" else f"{details.stem}.summary.csv")
+
+
+def _manifest(args: argparse.Namespace, fager: Any, n_items: int, n_skipped: int) -> dict[str, Any]:
+    """The run's manifest: the judge's own (model, backend, revision, ...), the method and its settings."""
+    judge = fager.judge
+    made_by = judge.manifest() if callable(getattr(judge, "manifest", None)) else {}
+    return {**made_by, "method": "fager", "command": "fager score", "items": str(args.items),
+            "qa": None if args.qa is None else str(args.qa), "pack": args.pack,
+            "policy": {"regenerate_threshold": args.regenerate_threshold, "keep_threshold": args.keep_threshold,
+                       "inclusive": not args.exclusive},
+            "n_items": n_items, "n_skipped": n_skipped, "cache": args.cache}
 
 
 def _with_note(verdict, note: str | None):

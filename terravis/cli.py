@@ -36,8 +36,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                                 epilog=EXIT_EPILOG, formatter_class=DefaultsHelpFormatter)
     score.add_argument("inputs", nargs="+", metavar="IMAGES_OR_DIR", help="image files or folders (recursive)")
     add_judge_flags(score)
-    describe(score, "--out", "the results JSONL to write, one record per image; the manifest goes beside it "
-                             "(results.jsonl -> results.manifest.json; required)")
+    describe(score, "--out", "(required) the results JSONL to write, one record per image; the manifest goes "
+                             "beside it, results.jsonl -> results.manifest.json")
     describe(score, "--cache", "SQLite file of the judge's answers; a rerun resumes from it (default: beside "
                                "--out, results.jsonl -> results.cache.sqlite; --no-cache for none)")
     add_no_cache_flag(score)

@@ -21,7 +21,7 @@ References JSONL, one object per line::
 ``misalign`` are the two category bodies and come together; a grid field that is absent or
 null means no localization ground truth. ``score``, ``pq`` and ``sc`` are 0-10 targets, each
 optional. ``image`` (optional) is the image file relative to ``--images``; without it the
-overlay looks for ``<id>.png``, ``.jpg``, ``.jpeg`` or ``.webp`` there.
+overlay looks for the id itself (an image's relative path) or ``<id>`` with an image suffix there.
 
 The result JSON holds ``metrics`` (every metric of ``viescore2.evaluation.evaluate_suite``)
 and ``examples`` (per-example grid status, scores and grid IoU).
@@ -36,29 +36,37 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterator
 
-from vlmjudge.intake import IMAGE_SUFFIXES as INPUT_SUFFIXES
+from vlmjudge.intake import IMAGE_SUFFIXES, image_items
+from vlmjudge.outputs import iter_jsonl
 
 from .evaluation import Reference, evaluate_suite, grid_iou
 from .grid import DEFAULT_N, parse_output, union_of
 
-#: The file names `evaluate --images` tries for an id without an `image` field, in this order.
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 #: `score` runs this many judge batches at a time, writing their records before the next.
 SCORE_CHUNK_BATCHES = 4
 
 
 def _jsonl(path: str) -> Iterator[tuple[int, dict]]:
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{number}: not JSON ({err.msg})") from None
-            if not isinstance(record, dict) or "id" not in record:
-                raise ValueError(f"{path}:{number}: each line must be an object with an 'id'")
-            yield number, record
+    """(line number, object) of a JSONL file whose every line has an 'id' (the one reader, vlmjudge.outputs)."""
+    for number, record in iter_jsonl(path):
+        if "id" not in record:
+            raise ValueError(f"{path}:{number}: each line must be an object with an 'id'")
+        yield number, record
+
+
+def without_suffix(image_id: str) -> str:
+    """An image id without its image suffix ("sub/cat.png" -> "sub/cat"): how prompt and reference
+    files written for the ids of earlier releases (file names without suffix) still match."""
+    path = Path(image_id)
+    return path.with_suffix("").as_posix() if path.suffix.lower() in IMAGE_SUFFIXES else image_id
+
+
+def match_id(image_id: str, keys: dict[str, Any]) -> str | None:
+    """The key of `keys` for an image id: the id itself, else the id without its suffix, else None."""
+    for key in (image_id, without_suffix(image_id)):
+        if key in keys:
+            return key
+    return None
 
 
 def _by_id(path: str, kind: str) -> dict[str, tuple[int, dict]]:
@@ -74,13 +82,19 @@ def _by_id(path: str, kind: str) -> dict[str, tuple[int, dict]]:
 def load_pairs(predictions: str, references: str, n: int = DEFAULT_N) -> tuple[list[str], list[str], list[Reference]]:
     """(ids, judge texts, references) matched by id, in reference order; mismatches raise ValueError."""
     preds, refs = _by_id(predictions, "prediction"), _by_id(references, "reference")
-    missing, extra = [k for k in refs if k not in preds], [k for k in preds if k not in refs]
+    by_ref = {}  # a prediction's id, or (ids of earlier releases) its id without the image suffix
+    for key in preds:
+        ref = match_id(key, refs)
+        if ref is not None:
+            by_ref.setdefault(ref, key)
+    missing = [k for k in refs if k not in by_ref]
+    extra = [k for k in preds if k not in set(by_ref.values())]
     if missing or extra:
         raise ValueError(f"ids differ: {len(missing)} references without a prediction {missing[:5]}, "
                          f"{len(extra)} predictions without a reference {extra[:5]}")
     texts = []
     for key in refs:
-        number, record = preds[key]
+        number, record = preds[by_ref[key]]
         if not isinstance(record.get("text"), str):
             raise ValueError(f"{predictions}:{number}: 'text' must be a string")
         texts.append(record["text"])
@@ -111,6 +125,8 @@ def _image_path(images: Path, key: str, record: dict) -> Path | None:
     if record.get("image"):
         path = images / str(record["image"])
         return path if path.is_file() else None
+    if Path(key).suffix.lower() in IMAGE_SUFFIXES and (images / key).is_file():
+        return images / key
     for suffix in IMAGE_SUFFIXES:
         if (images / f"{key}{suffix}").is_file():
             return images / f"{key}{suffix}"
@@ -130,9 +146,16 @@ def _write_overlays(args: argparse.Namespace, ids: list[str], texts: list[str], 
             reason = "no image found" if image is None else "grid not parsed"
             print(f"overlay skipped for {key!r}: {reason}", file=sys.stderr)
             continue
-        save_overlay(out / f"{Path(key).name}.png", image, parsed.localization, ref.localization)
+        target = overlay_path(out, key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        save_overlay(target, image, parsed.localization, ref.localization)
         written += 1
     return written
+
+
+def overlay_path(folder: Path, image_id: str) -> Path:
+    """Where an image's overlay goes: its id without the image suffix, as PNG (sub/cat.jpg -> sub/cat.png)."""
+    return folder / f"{without_suffix(image_id)}.png"
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
@@ -163,21 +186,25 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 SCORE_HELP = """Judge generated images with VIEScore2 and write one JSON record per image.
 
-IMAGES are image files or folders (their image files, sorted by name); an image's id is its
-file name without the suffix. Every image is checked before the model loads: with --on-error
+IMAGES are image files or folders (searched recursively, sorted by name); an image's id is its
+path relative to the input root (the folder given, or the folder holding all inputs), suffix
+included, e.g. sub/cat.png. Every image is checked before the model loads: with --on-error
 skip (the default) an unreadable one (truncated, not an image, empty, an aspect ratio over 200:1)
 is listed as "path: reason", written to <out>.failures.jsonl and left out, and the rest are
 scored; with --on-error raise the first one stops the run.
 
 --prompts is either a text file with one prompt per line, in the order of IMAGES, or a JSONL
-file of {"id": ..., "prompt": ..., "conditioning": [paths]} objects matched by id
-(conditioning paths are relative to the JSONL file; optional).
+file of {"id": ..., "prompt": ..., "conditioning": [paths]} objects matched by id, or by
+the id without its suffix as earlier releases named images (conditioning paths are relative
+to the JSONL file; optional).
 
 --out results.jsonl gets the records (id, prompt, status, score, scores, grid or artifact and
 misalign, explanation, raw text, finish reason; and resolution_note for an image under the
 recommended 64 px, which is scored all the same); results.manifest.json beside it records the
-judge, configuration, instructions, grammar and decoding. --overlays DIR writes <id>.png with
-the predicted cells drawn on each image whose grid was read.
+judge, configuration, instructions, grammar and decoding, and the judge's answers are cached in
+results.cache.sqlite beside it (--cache FILE elsewhere, --no-cache for none), so a rerun
+resumes. --overlays DIR writes <id without suffix>.png with the predicted cells drawn on each
+image whose grid was read.
 """
 
 
@@ -195,8 +222,8 @@ text being the judge's full answer (score lines, then grid lines). The results J
 grid is one grid body in the text format (rows, or none); artifact and misalign are the two
 category bodies and come together; a grid field that is absent or null means the example has
 no localization ground truth. score, pq and sc are 0-10 targets, each optional. image
-(optional) is the image file relative to --images; without it the overlay looks for <id>.png,
-.jpg, .jpeg or .webp there.
+(optional) is the image file relative to --images; without it the overlay looks for the id
+itself (an image's relative path, as "viescore2 score" names it) or <id>.png, .jpg, ... there.
 
 The table printed (and --out's "metrics") holds every grid and score metric of the suite;
 --out's "examples" holds each example's grid status, scores and grid IoU.
@@ -204,23 +231,8 @@ The table printed (and --out's "metrics") holds every grid and score metric of t
 
 
 def image_files(paths: list[str]) -> list[Path]:
-    """Image files from file and folder arguments, folders expanded in name order."""
-    files: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            files += sorted(p for p in path.iterdir() if p.suffix.lower() in INPUT_SUFFIXES and p.is_file())
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise ValueError(f"no such image file or folder: {raw}")
-    if not files:
-        raise ValueError(f"no image files found in {paths}")
-    ids = [p.stem for p in files]
-    repeated = sorted({i for i in ids if ids.count(i) > 1})
-    if repeated:
-        raise ValueError(f"image ids (file names without suffix) repeat: {repeated[:5]}")
-    return files
+    """Image files from file and folder arguments (folders searched recursively, in name order)."""
+    return [path for _, path in image_items(paths)]
 
 
 def load_prompts(path: str, ids: list[str]) -> tuple[list[str], list[list[Path]]]:
@@ -232,11 +244,12 @@ def load_prompts(path: str, ids: list[str]) -> tuple[list[str], list[list[Path]]
             raise ValueError(f"{path}: {len(lines)} prompts for {len(ids)} images (one prompt per line, in order)")
         return lines, [[] for _ in ids]
     records = _by_id(path, "prompt")
-    missing = [i for i in ids if i not in records]
+    keys = [match_id(i, records) for i in ids]  # an id, or (earlier releases' ids) the id without suffix
+    missing = [i for i, key in zip(ids, keys) if key is None]
     if missing:
         raise ValueError(f"{path}: no prompt for images {missing[:5]}")
     prompts, conditioning = [], []
-    for key in ids:
+    for key in keys:
         number, record = records[key]
         if not isinstance(record.get("prompt"), str):
             raise ValueError(f"{path}:{number}: 'prompt' must be a string")
@@ -266,20 +279,12 @@ ANSWER_KEYS = ("backend", "model", "revision", "dtype", "fields", "grid_size", "
                "decoding")
 
 
-def _saved_manifest(path: Path) -> dict[str, Any] | None:
-    """The manifest an earlier `score` wrote beside its results, or None (none, or unreadable)."""
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return manifest if isinstance(manifest, dict) else None
-
-
 def _cmd_score(args: argparse.Namespace) -> int:
     from vlmjudge.cli import judge_from_args
-    from vlmjudge.cli_intake import finish, nothing_readable, partial_output, screen, start_run
-    from vlmjudge.cli_text import cache_has_answers, done_in_jsonl, same_answers, say_resuming
+    from vlmjudge.cli_intake import cache_beside, finish, nothing_readable, partial_output, screen, start_run
+    from vlmjudge.cli_text import cache_has_answers, done_in_jsonl, earlier_manifest, same_answers, say_resuming
     from vlmjudge.intake import RUN, Failure
+    from vlmjudge.outputs import write_manifest
 
     from .pipeline import VIEScore2
     if not args.out:
@@ -288,8 +293,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
     out = Path(args.out)
     start_run(out)
     try:
-        files = image_files(args.images)
-        ids = [p.stem for p in files]
+        items = image_items(args.images)
+        files, ids = [path for _, path in items], [item for item, _ in items]
         prompts, conditioning = load_prompts(args.prompts, ids)
         pack = pack_from_file(args.pack)
     except (OSError, ValueError, KeyError) as err:
@@ -299,14 +304,14 @@ def _cmd_score(args: argparse.Namespace) -> int:
     screened = screen([(*conds, image) for image, conds in zip(files, conditioning)], args.on_error)
     if not screened.kept:
         return nothing_readable(screened, out)
+    cache_beside(args, out)
     try:
         scorer = VIEScore2(judge_from_args(args), fields=args.fields, grid_size=args.grid_size, pack=pack,
                            constrain=not args.no_grammar)
     except (OSError, ValueError, KeyError) as err:
         print(f"vlmjudge viescore2 score: error: {err}", file=sys.stderr)
         return 2
-    manifest_path = out.with_name(out.stem + ".manifest.json")
-    if cache_has_answers(args.cache) and same_answers(_saved_manifest(manifest_path), scorer.manifest(), ANSWER_KEYS):
+    if cache_has_answers(args.cache) and same_answers(earlier_manifest(out), scorer.manifest(), ANSWER_KEYS):
         # a rerun of the same questions: the earlier output's answered images are in the cache
         say_resuming(done_in_jsonl(out, {ids[i] for i in screened.kept}, "id", lambda r: r.get("status") != "error"),
                      len(screened.kept))
@@ -331,8 +336,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
                                                                       f"{record.finish_reason})"))
             fh.flush()
             records += result.records
-    manifest_path.write_text(json.dumps({**manifest, "counts": dict(counts), "skipped": len(screened.failures)},
-                                        indent=2) + "\n", encoding="utf-8")
+    manifest_path = write_manifest(out, {**manifest, "command": "viescore2 score", "counts": dict(counts),
+                                         "skipped": len(screened.failures), "cache": args.cache})
     scores = [r.overall for r in records if r.overall is not None]
     summary = {"images": len(records), "scored": len(scores),
                "mean_score": sum(scores) / len(scores) if scores else None,
@@ -346,7 +351,9 @@ def _cmd_score(args: argparse.Namespace) -> int:
         folder.mkdir(parents=True, exist_ok=True)
         drawn = [r for r in records if r.localization is not None]
         for record in drawn:
-            save_overlay(folder / f"{record.id}.png", record.image, record.localization)
+            target = overlay_path(folder, record.id)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            save_overlay(target, record.image, record.localization)
         print(f"wrote {len(drawn)} overlays to {folder}")
     return finish(len(files), sum(r.status != "error" for r in records), failures, out)
 
@@ -354,7 +361,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the viescore2 sub-commands to the ``vlmjudge viescore2`` parser."""
     from vlmjudge.cli import add_judge_flags
-    from vlmjudge.cli_intake import EXIT_EPILOG, add_on_error_flag
+    from vlmjudge.cli_intake import EXIT_EPILOG, add_no_cache_flag, add_on_error_flag
     from vlmjudge.cli_text import RawDefaultsHelpFormatter, describe
     sub = parser.add_subparsers(dest="viescore2_command", required=True)
     sc = sub.add_parser("score", help="judge images: scores, defect grids and explanations as JSONL",
@@ -373,6 +380,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                     help="folder for PNG overlays of the predicted cells (default: no overlays)")
     add_judge_flags(sc)
     describe(sc, "--out", "the results JSONL to write; the manifest goes beside it (required)")
+    describe(sc, "--cache", "SQLite file of the judge's answers; a rerun resumes from it (default: beside --out, "
+                            "results.jsonl -> results.cache.sqlite)")
+    add_no_cache_flag(sc)
     add_on_error_flag(sc)
     sc.set_defaults(func=_cmd_score)
     ev = sub.add_parser("evaluate", help="metrics of saved judge outputs against ground-truth grids and scores",

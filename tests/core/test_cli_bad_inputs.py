@@ -81,7 +81,7 @@ def viescore2_cmd(folder, tmp, backend):
 
 def viescore2_records(out, _stdout):
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    return {r["id"]: r.get("resolution_note") for r in rows}
+    return {Path(r["id"]).stem: r.get("resolution_note") for r in rows}
 
 
 def fager_cmd(folder, tmp, backend):
@@ -95,9 +95,9 @@ def fager_cmd(folder, tmp, backend):
                               question=f"Is a {p.stem} shown?", source_fact=f"A {p.stem} is shown")])
           for p in files]
     (tmp / "QA.csv").write_text(format_qa_csv(qa))
-    out = tmp / "fager_run"
+    out = tmp / "fager_run" / "details.jsonl"
     return ["fager", "score", str(items), "--qa", str(tmp / "QA.csv"), "--backend", backend, "--model", "m",
-            "--out", str(out)], out / "details.jsonl"
+            "--out", str(out)], out
 
 
 def fager_records(details, _stdout):
@@ -124,20 +124,10 @@ COMMANDS = {"terravis score": (terravis_cmd, terravis_records), "viescore2 score
             "fager score": (fager_cmd, fager_records), "regeneration compare": (compare_cmd, compare_records)}
 
 
-@pytest.fixture(scope="module")
-def encoders(tmp_path_factory):
-    from vlmjudge.testing.tiny_encoders import build_tiny_clip, build_tiny_dinov2
-    root = tmp_path_factory.mktemp("bad_inputs_encoders")
-    return {"clip": build_tiny_clip(root / "clip"), "dino": build_tiny_dinov2(root / "dino")}
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    import torch
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+@pytest.fixture
+def encoders(tiny_encoder_dirs):
+    """{"clip": folder, "dino": folder}, the name these tests use for the shared pair."""
+    return tiny_encoder_dirs
 
 
 def command(name, folder, tmp, backend, encoders):
@@ -277,13 +267,12 @@ def test_distributed_runner_applies_the_same_policy(tmp_path):
     assert not list(tmp_path.rglob("*.partial"))
 
 
-def test_a_tiny_qwen3_vl_scores_the_good_images_of_the_bad_folder(tmp_path):
+def test_a_tiny_qwen3_vl_scores_the_good_images_of_the_bad_folder(tmp_path, tiny_vlm_path):
     """A real (tiny, random) Qwen3-VL through the transformers backend: the pre-load check keeps
     the 1x400 image, which its processor cannot resize, out of the batch; the 40 px image is scored."""
     pytest.importorskip("xgrammar")
     pytest.importorskip("vlmjudge.backends.transformers")
-    from vlmjudge.testing import build_tiny_vlm
-    model = build_tiny_vlm(tmp_path / "qwen3vl", family="qwen3_vl")
+    model = tiny_vlm_path("qwen3_vl")
     folder = tmp_path / "images"
     write_good(folder)
     bad = write_bad(folder)
@@ -292,6 +281,6 @@ def test_a_tiny_qwen3_vl_scores_the_good_images_of_the_bad_folder(tmp_path):
     code, _, err = run_vlmjudge([*argv, "--device", "cpu"])
     assert code == EXIT_SOME_FAILED, err
     assert_lists_bad_files(err, bad)
-    rows = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    rows = {Path(r["id"]).stem: r for r in map(json.loads, out.read_text().splitlines())}
     assert sorted(rows) == sorted(GOOD) and all(r["finish_reason"] != "error" for r in rows.values())
     assert "resolution_note" not in rows["a_good"] and "40x40" in rows["b_small"]["resolution_note"]

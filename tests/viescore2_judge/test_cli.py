@@ -41,7 +41,7 @@ def test_score_writes_records_manifest_and_overlays(workspace, capsys):
                  "--overlays", str(tmp / "overlays")])
     assert code == 0, capsys.readouterr().err
     records = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [r["id"] for r in records] == ["cat", "cow", "dog"]  # folder order
+    assert [r["id"] for r in records] == ["cat.png", "cow.png", "dog.png"]  # folder order, relative paths
     cat, cow, dog = records
     assert cat["score"] == 7.0 and cat["grid"] == "r1: 1,2\nr2: 2" and cat["num_conditioning"] == 1
     assert dog["score"] == 3.0 and dog["grid_status"] == "none"
