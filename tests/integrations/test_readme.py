@@ -3,20 +3,16 @@ against tiny models: model ids are swapped for tiny local checkpoints, and the o
 calls "yours" (a model, loaders, a pipeline) are tiny stand-ins."""
 import csv
 import json
-import re
-from pathlib import Path
 
 import pytest
 import torch
 
 pytest.importorskip("lightning")
 
-from integ_helpers import noise_images  # noqa: E402
+from integ_helpers import USE_IN_TRAINING, noise_images, python_blocks  # noqa: E402
 from integ_models import Rows, TinyGenerator, TinyImageModel, hf_sample, loaders, sample  # noqa: E402
 
-HERE = Path(__file__).parent
-TEXT = (HERE / "use_in_training.md").read_text()
-BLOCKS = re.findall(r"```python\n(.*?)```", TEXT, flags=re.S)
+BLOCKS = python_blocks(USE_IN_TRAINING)
 HUB_IDS = ("Qwen/Qwen3-VL-8B-Instruct", "openai/clip-vit-base-patch32", "facebook/dinov2-base")
 
 
@@ -63,7 +59,7 @@ def run_block(tmp_path, monkeypatch, neutral_vlm_dir, encoders):
 
 def test_the_text_has_the_five_examples():
     assert len(BLOCKS) == 5
-    assert all(hub_id in TEXT for hub_id in HUB_IDS)
+    assert all(hub_id in USE_IN_TRAINING for hub_id in HUB_IDS)
 
 
 def test_datasets_example(run_block, capsys):
@@ -106,11 +102,3 @@ def test_accelerate_example(run_block, tmp_path, capsys):
     run_block(4, accelerator=Accelerator(cpu=True), pipeline=Pipeline(), global_step=5)
     assert "judge/viescore2" in capsys.readouterr().out
     assert (tmp_path / "validation" / "step-5" / "samples.jsonl").exists()
-
-
-def test_readme_carries_the_same_examples():
-    readme = (HERE.parent.parent / "README.md").read_text()
-    assert "## Use in training" in readme, "README.md lost its 'Use in training' section"
-    assert BLOCKS, "use_in_training.md has no python blocks"
-    missing = [i for i, block in enumerate(BLOCKS) if block not in readme]
-    assert not missing, f"README's examples differ from use_in_training.md (blocks {missing}); keep them equal"

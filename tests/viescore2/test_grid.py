@@ -51,15 +51,20 @@ def test_parser_never_raises_on_text(text):
 @given(st.lists(st.sampled_from(["r", "row ", "5", "17", ":", ",", "!", "8", " ", "\n", "none", "artifact:",
                                  "misalign:", "score", "pq", "/10", "-", "x", "99", "0", "."]), max_size=30))
 def test_parser_never_raises_on_near_miss_text(tokens):
-    """Near-miss grids and scores: a status always, cells only inside the 16 x 16 grid, scores in 0..10."""
+    """Near-miss grids and scores: a status always, cells only inside the 16 x 16 grid, scores in
+    0..10, and whatever the tolerant parser reads, written back out, reads the same strictly."""
     parsed = parse_output("".join(tokens))
-    assert parsed.status in set(GridStatus)
+    assert isinstance(parsed.status, GridStatus)
     assert (parsed.localization is None) == (parsed.status is GridStatus.FAILED)
-    union = parsed.union
-    if union is not None:
-        assert all(1 <= r <= 16 and 1 <= c <= 16 for r, c in union.cells)
-        assert union.marks <= union.cells
     assert all(0 <= v <= 10 for v in parsed.scores.values())
+    if parsed.localization is None:
+        return
+    union = parsed.union
+    assert all(1 <= r <= 16 and 1 <= c <= 16 for r, c in union.cells)
+    assert union.marks <= union.cells
+    assert (parsed.status is GridStatus.NONE) == union.is_empty
+    again = parse_output(format_output(parsed.scores, parsed.localization), n=parsed.localization.n, strict=True)
+    assert again.localization == parsed.localization and again.scores == parsed.scores
 
 
 def test_paper_example_row():
