@@ -102,7 +102,16 @@ def _next_line(text: str, end: int) -> str:
 
 
 def field_candidates(text: str | None, label: str) -> Iterator[str]:
-    """The candidate values of one labelled field, best first (see the module docstring)."""
+    """The candidate values of one labelled field, best first (see the module docstring).
+
+    Examples:
+        The last labelled line comes first; an echo of the options is still a candidate here,
+        and `read_choice` passes over it:
+
+        >>> text = "Answer: Yes or No\\n**Answer:** No, the cup rests on the table."
+        >>> list(field_candidates(text, "Answer"))[:2]
+        ['No, the cup rests on the table', 'Yes or No']
+    """
     if not isinstance(text, str) or not text or not label:
         return
     finder = _Finder(text, label)
@@ -119,12 +128,24 @@ def field_candidates(text: str | None, label: str) -> Iterator[str]:
 
 
 def read_field(text: str | None, label: str) -> str:
-    """The best value of a labelled field (e.g. `Reason`, `Evidence`), or "" when it has none."""
+    """The best value of a labelled field (e.g. `Reason`, `Evidence`), or "" when it has none.
+
+    Examples:
+        >>> read_field("Reason: It is a logo.\\nAnswer: N/A", "Reason")
+        'It is a logo'
+        >>> read_field("no labels here", "Reason")
+        ''
+    """
     return next(field_candidates(text, label), "")
 
 
 def prefix_label(prefix: str | None) -> str:
-    """The label an answer prefix ends with ("Answer" for `Answer:` and a line break), or ""."""
+    """The label an answer prefix ends with ("Answer" for `Answer:` and a line break), or "".
+
+    Examples:
+        >>> prefix_label("Answer:"), prefix_label("**Severity:** "), prefix_label("")
+        ('Answer', 'Severity', '')
+    """
     body = (prefix or "").rstrip().rstrip(_MARK_CHARS + " \t")
     if not body or body[-1] not in _COLONS:
         return ""
@@ -133,7 +154,12 @@ def prefix_label(prefix: str | None) -> str:
 
 
 def normalize_value(value: str) -> str:
-    """Lowercase, without the quotes and punctuation around it ("n/a" keeps its slash)."""
+    """Lowercase, without the quotes and punctuation around it ("n/a" keeps its slash).
+
+    Examples:
+        >>> normalize_value(' "N/A". ')
+        'n/a'
+    """
     return value.strip().strip(VALUE_STRIP).lower().strip(VALUE_STRIP)
 
 
@@ -143,7 +169,14 @@ def _word_pattern(words: Sequence[str]) -> re.Pattern:
 
 def read_choice(text: str | None, labels: Sequence[str], vocabulary: Sequence[tuple[Sequence[str], object]]):
     """The meaning of the first candidate (over `labels`, in order) that starts with an accepted word,
-    the vocabulary's groups tried in order on each candidate; None when no candidate does."""
+    the vocabulary's groups tried in order on each candidate; None when no candidate does.
+
+    Examples:
+        >>> read_choice("Severity: Minor, a background sign.", ("Severity",), SEVERITY_WORDS)
+        'minor'
+        >>> read_choice("Severity: Major or minor", ("Severity",), SEVERITY_WORDS) is None
+        True
+    """
     groups = [(_word_pattern([w.lower() for w in words]), meaning) for words, meaning in vocabulary if words]
     for label in labels:
         for value in field_candidates(text, label):
@@ -155,15 +188,34 @@ def read_choice(text: str | None, labels: Sequence[str], vocabulary: Sequence[tu
 
 
 def read_detection(text: str | None) -> bool | None:
-    """A detection answer (`Answer: Yes` / `Answer: No`): True, False, or None when unreadable."""
+    """A detection answer (`Answer: Yes` / `Answer: No`): True, False, or None when unreadable.
+
+    Examples:
+        A bare word without its label is not read (the caller's fallback applies):
+
+        >>> read_detection("Answer: Yes or No\\nAnswer: No, nothing floats."), read_detection("Yes")
+        (False, None)
+    """
     return read_choice(text, ("Answer",), DETECTION_WORDS)
 
 
 def read_eligibility(text: str | None) -> bool | None:
-    """An eligibility answer (`Answer: Eligible`, `Answer: N/A`, or Yes/No): True, False or None."""
+    """An eligibility answer (`Answer: Eligible`, `Answer: N/A`, or Yes/No): True, False or None.
+
+    Examples:
+        >>> read_eligibility("Answer: not applicable"), read_eligibility("Answer: Eligible")
+        (False, True)
+    """
     return read_choice(text, ("Answer",), ELIGIBILITY_WORDS)
 
 
 def read_severity(text: str | None) -> str | None:
-    """A severity answer (`Severity: Major`): "major", "minor", or None when unreadable."""
+    """A severity answer (`Severity: Major`): "major", "minor", or None when unreadable.
+
+    Examples:
+        A value may stand on the line after its label:
+
+        >>> read_severity("Severity:\\nMajor, it is the main subject.")
+        'major'
+    """
     return read_choice(text, ("Severity",), SEVERITY_WORDS)
