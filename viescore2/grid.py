@@ -40,7 +40,26 @@ def _cellset(cells: Iterable) -> frozenset[Cell]:
 
 @dataclass(frozen=True)
 class Grid:
-    """Defect cells as 1-based (row, column) pairs on an n x n grid; marks are high-coverage cells."""
+    """Defect cells as 1-based (row, column) pairs on an n x n grid; marks are high-coverage cells.
+
+    Examples:
+        Cells are 1-based (row, column); a mark (`!`) is a high-coverage cell:
+
+        >>> grid = Grid({(5, 8), (5, 9), (2, 3)}, marks={(5, 9)}, n=16)
+        >>> grid.lines(), len(grid), grid.is_empty
+        (['r2: 3', 'r5: 8,9!'], 3, False)
+        >>> cells = grid.to_array()
+        >>> cells.shape, int(cells.sum()), bool(cells[4, 8])
+        ((16, 16), 3, True)
+        >>> Grid.from_array(cells) == grid.without_marks()
+        True
+        >>> Grid(n=16).to_text()
+        'none'
+        >>> Grid({(17, 1)}, n=16)
+        Traceback (most recent call last):
+        ...
+        ValueError: cells outside 1..16: [(17, 1)]
+    """
 
     cells: frozenset[Cell] = frozenset()
     marks: frozenset[Cell] = frozenset()
@@ -122,7 +141,13 @@ class Grid:
 
 @dataclass(frozen=True)
 class CategoryGrids:
-    """Separate artifact and misalignment grids; their union is the aggregate defect grid."""
+    """Separate artifact and misalignment grids; their union is the aggregate defect grid.
+
+    Examples:
+        >>> both = CategoryGrids(artifact=Grid({(1, 1)}, n=4), misalign=Grid({(1, 1), (2, 2)}, marks={(2, 2)}, n=4))
+        >>> sorted(both.union().cells), sorted(both.union().marks), both.n
+        ([(1, 1), (2, 2)], [(2, 2)], 4)
+    """
 
     artifact: Grid
     misalign: Grid
@@ -150,18 +175,34 @@ Localization = Union[Grid, CategoryGrids]
 
 
 def union_of(localization: Localization) -> Grid:
-    """The aggregate grid of one grid or of two categories."""
+    """The aggregate grid of one grid or of two categories.
+
+    Examples:
+        >>> both = CategoryGrids(Grid({(1, 1)}, n=4), Grid({(3, 3)}, n=4))
+        >>> sorted(union_of(both).cells), union_of(Grid({(2, 2)}, n=4)).lines()
+        ([(1, 1), (3, 3)], ['r2: 2'])
+    """
     return localization.union() if isinstance(localization, CategoryGrids) else localization
 
 
 def format_number(x: float) -> str:
-    """A score as short text: up to 4 decimals, no trailing zeros."""
+    """A score as short text: up to 4 decimals, no trailing zeros.
+
+    Examples:
+        >>> format_number(7.0), format_number(6.25), format_number(1 / 3)
+        ('7', '6.25', '0.3333')
+    """
     text = f"{float(x) + 0.0:.4f}".rstrip("0").rstrip(".")
     return "0" if text in ("", "-0") else text
 
 
 def format_scores(scores: Mapping[str, float]) -> list[str]:
-    """Score lines in output order (score, pq, sc)."""
+    """Score lines in output order (score, pq, sc).
+
+    Examples:
+        >>> format_scores({"sc": 6.5, "pq": 8})
+        ['pq: 8/10', 'sc: 6.5/10']
+    """
     unknown = set(scores) - set(SCORE_KEYS)
     if unknown:
         raise ValueError(f"unknown score keys {sorted(unknown)}; expected a subset of {SCORE_KEYS}")
@@ -177,7 +218,18 @@ def format_scores(scores: Mapping[str, float]) -> list[str]:
 
 def format_output(scores: Mapping[str, float] | None = None, localization: Localization | None = None,
                   marks: bool = True) -> str:
-    """The full judge text: score lines, then one grid or both category sections."""
+    """The full judge text: score lines, then one grid or both category sections.
+
+    Examples:
+        Scores first, then one grid, or both category sections with their headers:
+
+        >>> print(format_output({"score": 7}, CategoryGrids(Grid({(1, 1)}, n=4), Grid(n=4))))
+        score: 7/10
+        artifact:
+        r1: 1
+        misalign:
+        none
+    """
     lines = format_scores(scores or {})
     if isinstance(localization, CategoryGrids):
         for name, grid in localization.items():
@@ -191,7 +243,12 @@ def format_output(scores: Mapping[str, float] | None = None, localization: Local
 
 
 class GridStatus(str, enum.Enum):
-    """Outcome of parsing a grid: defects found, a successful empty grid, or a parse failure."""
+    """Outcome of parsing a grid: defects found, a successful empty grid, or a parse failure.
+
+    Examples:
+        >>> GridStatus("none") is GridStatus.NONE, GridStatus.FAILED.value
+        (True, 'failed')
+    """
 
     OK = "ok"
     NONE = "none"
@@ -206,6 +263,11 @@ class ParsedOutput:
     (the union of everything read); ``sections`` holds the category sections that were found,
     even a lone one; ``whole`` is the union grid as read over the whole text (rows outside the
     sections included), which ``union`` returns when it is set.
+
+    Examples:
+        >>> out = ParsedOutput(scores={"pq": 9.0, "sc": 4.0}, localization=Grid({(2, 2)}, n=4), status=GridStatus.OK)
+        >>> out.overall, out.grid_parsed, out.union.lines()
+        (6.0, True, ['r2: 2'])
     """
 
     scores: Mapping[str, float]
