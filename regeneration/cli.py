@@ -2,7 +2,7 @@
 
     vlmjudge regeneration run --references DIR --generator GEN --model VLM --out DIR [options]
     vlmjudge regeneration benchmark --references DIR --generator NAME=GEN [--generator NAME=GEN ...] --model VLM --out DIR
-    vlmjudge regeneration compare REFS GENS [--model VLM] [--json] [--csv FILE] [--out FILE.json]
+    vlmjudge regeneration compare REFS GENS [--model VLM] [--json] [--csv FILE] [--out pairs.jsonl]
 
 GEN is a diffusers pipeline folder or Hub id, or `module:callable` (a function
 `(prompts, seeds) -> images`). A run folder resumes: rerunning the same command skips every
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from vlmjudge.cli import add_judge_flags, judge_from_args
-from vlmjudge.cli_intake import EXIT_EPILOG, add_on_error_flag
+from vlmjudge.cli_intake import EXIT_EPILOG, add_no_cache_flag, add_on_error_flag
 from vlmjudge.cli_text import DefaultsHelpFormatter, describe
 
 from .benchmark import load_prompts, load_references, run_benchmark
@@ -70,7 +70,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                                               "in the other folder is listed by name and counted as unpaired. "
                                               "MLLM ratings: mllm_content_rating and mllm_perceptual_rating are "
                                               "a pair's 1-5 ratings, mllm_content and mllm_perceptual the same "
-                                              "ratings normalised to 0..1, (r - 1) / 4 (means in the summary).",
+                                              "ratings normalised to 0..1, (r - 1) / 4 (means in the summary). "
+                                              "--out FILE gets one pair row per line, with the manifest (summary, "
+                                              "unpaired files, encoders, judge) beside it and, with --model, the "
+                                              "answer cache (<stem>.manifest.json, <stem>.cache.sqlite).",
                                   epilog=EXIT_EPILOG, formatter_class=DefaultsHelpFormatter)
     compare.add_argument("refs", type=Path, help="folder of reference images")
     compare.add_argument("gens", type=Path, help="folder of regenerated images (same file stems)")
@@ -78,8 +81,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     compare.add_argument("--csv", type=Path, help="write per-pair rows to this CSV (default: no CSV)")
     _encoder_flags(compare)
     add_judge_flags(compare)
-    describe(compare, "--out", "write the whole result (summary, pairs, unpaired files) to this JSON file "
-                               "(default: no file)")
+    describe(compare, "--out", "the pair rows as JSON lines, the manifest beside them (default: no file; a .json "
+                               "file, the older spelling, still gets the whole result as one JSON object)")
+    describe(compare, "--cache", "SQLite file of the MLLM's answers; a rerun resumes from it (default: beside --out, "
+                                 "pairs.jsonl -> pairs.cache.sqlite; none without --out)")
+    add_no_cache_flag(compare)
     describe(compare, "--model", "the MLLM that rates content and perceptual quality per pair: a Hub id, a local "
                                  "checkpoint folder, a server's model name, or a replay JSONL (default: none, "
                                  "CLIP and DINO only)")
@@ -264,13 +270,23 @@ def _judge_failed(record: Any) -> bool:
             and all(_BACKEND_ERROR in f.reason for f in mllm.failures))
 
 
+def _compare_manifest(args: argparse.Namespace, scorer: Any, judge: Any, result: dict[str, Any]) -> dict[str, Any]:
+    """The manifest beside compare's pair rows: what judged, the encoders, the folders, the summary
+    and the files left unpaired (the report lists them)."""
+    made_by = judge.manifest() if judge is not None and callable(getattr(judge, "manifest", None)) else {}
+    return {**made_by, "method": "regeneration", "command": "regeneration compare", "refs": str(args.refs),
+            "gens": str(args.gens), "encoders": scorer.similarity.manifest(), "summary": result["summary"],
+            "unpaired_files": result["unpaired_files"], "cache": args.cache if judge is not None else None}
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     """Per-pair and mean score, CLIP % / DINO % (and MLLM ratings with --model) of two folders;
     unpaired files and pairs with an unreadable image are listed and left out, and the exit
     status says so (see --help). --out gets the whole result as JSON."""
-    from vlmjudge.cli_intake import finish, nothing_readable, screen, start_run
-    from vlmjudge.cli_text import cache_has_answers, say_resuming
+    from vlmjudge.cli_intake import cache_beside, deprecated_spelling, finish, nothing_readable, screen, start_run
+    from vlmjudge.cli_text import cache_has_answers, done_in_jsonl, say_resuming
     from vlmjudge.intake import RUN, Failure
+    from vlmjudge.outputs import write_jsonl, write_manifest
 
     from .compare import pair_folders, pair_row, plain_lines, rated_earlier, result_json, summarize, write_csv
     from .spec import RegenerationScorer
@@ -289,9 +305,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not screened.kept:
         return nothing_readable(screened, beside)
     kept = [pairs[i] for i in screened.kept]
+    whole_json = args.out is not None and Path(args.out).suffix.lower() == ".json"
+    if whole_json:
+        deprecated_spelling(f"regeneration compare --out {args.out} (one JSON object): give a JSON-lines file, "
+                            f"--out {Path(args.out).with_suffix('.jsonl')}, or print the object with --json")
+    if args.out and args.model:
+        cache_beside(args, args.out)
     judge = judge_from_args(args) if args.model else None
     if judge is not None and cache_has_answers(args.cache):  # only the MLLM answers are cached
-        say_resuming(rated_earlier(args.out, args.csv, [stem for stem, _, _ in kept]), len(kept))
+        stems = [stem for stem, _, _ in kept]
+        both = lambda r: r.get("mllm_content") is not None and r.get("mllm_perceptual") is not None  # noqa: E731
+        done = (done_in_jsonl(args.out, stems, "id", both) if args.out and not whole_json
+                else rated_earlier(args.out, args.csv, stems))
+        say_resuming(done, len(kept))
     scorer = RegenerationScorer(judge, similarity=_similarity(args))
     records = scorer.score_batch({"reference": [str(p[1]) for p in kept], "generated": [str(p[2]) for p in kept]})
     rows = [pair_row(stem, rec, screened.notes.get(index))
@@ -303,9 +329,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.csv:
         write_csv(args.csv, rows)
         RUN.saved = len(rows)
-    if args.out:
+    if whole_json:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        RUN.saved = len(rows)
+    elif args.out:
+        write_jsonl(args.out, rows)
+        write_manifest(args.out, _compare_manifest(args, scorer, judge, result))
         RUN.saved = len(rows)
     if args.json:
         print(json.dumps(result, indent=2))

@@ -53,8 +53,9 @@ def read_compare(path: str | os.PathLike) -> dict[str, Any]:
         if not isinstance(data, dict) or not isinstance(data.get("pairs"), list):
             raise ReportInputError(f"{file}: expected the `regeneration compare --out` JSON, with a 'pairs' list")
         return {"pairs": data["pairs"], "unpaired_files": data.get("unpaired_files") or {}}
-    rows, _ = read_run(file)
-    return {"pairs": [flat_pair(row, position) for position, row in enumerate(rows)], "unpaired_files": {}}
+    rows, manifest = read_run(file)  # compare --out, or the distributed runner's records
+    unpaired = manifest.get("unpaired_files") if isinstance(manifest.get("unpaired_files"), dict) else {}
+    return {"pairs": [flat_pair(row, position) for position, row in enumerate(rows)], "unpaired_files": unpaired}
 
 
 def flat_pair(row: dict[str, Any], position: int) -> dict[str, Any]:
@@ -166,7 +167,9 @@ def write_report(result: str | os.PathLike, out_dir: str | os.PathLike, worst: i
 def configure_report(commands: Any) -> None:
     """Add report to the vlmjudge regeneration sub-commands."""
     add_report_command(commands, write_report, source="result", items="pairs", errors=(KeyError,),
-                       source_help="the --out JSON (or --csv) of regeneration compare",
+                       source_help="the --out JSON lines (or --csv, or an older --out .json) of regeneration "
+                                   "compare, or the records of python -m vlmjudge.distributed regeneration",
                        help="an HTML report (summary, figures, lowest-scored pairs) of a compare run",
-                       description="Read what regeneration compare wrote (its --out JSON, its --csv, or JSON lines "
-                       "of pair rows) and write report.html, summary.json and the figures into --out.")
+                       description="Read what regeneration compare wrote (its --out JSON lines with the manifest "
+                       "beside them, its --csv, or an older --out JSON) and write report.html, summary.json and the "
+                       "figures into --out.")

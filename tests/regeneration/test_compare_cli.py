@@ -113,7 +113,7 @@ def test_help_names_the_rating_columns_and_defaults(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "mllm_content_rating" in text and "normalised to 0..1" in text
     assert "listed by name and counted as unpaired" in text
-    assert "--out OUT write the whole result" in text
+    assert "--out OUT the pair rows as JSON lines, the manifest beside them" in text
 
 
 def test_no_image_of_either_size_is_dropped_without_a_word(tmp_path, encoder_dirs, capsys):
