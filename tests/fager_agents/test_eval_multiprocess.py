@@ -74,7 +74,7 @@ def test_inputs_and_options_are_checked(tmp_path, monkeypatch):
         module.compute()
     with pytest.raises(ValueError, match="load time"):
         module.compute(judge=keyed_replay({}))
-    with pytest.raises(ValueError, match="prompts has 1 entries for 2 images"):
+    with pytest.raises(ValueError, match="1 prompts for 2 images"):
         module.add_batch(images=[noise(1), noise(2)], prompts=["a"])
     with pytest.raises(TypeError, match="list of images"):
         module.add_batch(images=noise(1), prompts=["a"])

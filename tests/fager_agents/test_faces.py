@@ -139,7 +139,7 @@ def test_evaluate_module_scores_images_with_qa_sets(abo_five, tmp_path, monkeypa
     built = module.compute(images=[noise(1)], prompts=["a kite"], ids=["k"], reference_images=[noise(2)], judge=judge)
     assert (built["scores"], built["feedback"]) == ([50.0], ["make the kite larger"])
     assert [r.meta["stage"] for _, r in judge.log][:2] == ["proposal", "extraction"]
-    with pytest.raises(ValueError, match="qa_sets has 1 entries"):
+    with pytest.raises(ValueError, match="1 qa sets for 2 images"):
         module.compute(images=[noise(1), noise(2)], prompts=["a", "b"], qa_sets=["x"], judge=keyed_replay({}))
     metric_files = sorted(p.name for p in (REPO / "metrics" / "fager").iterdir() if not p.name.startswith("."))
     assert metric_files == ["README.md", "app.py", "examples", "fager.py", "requirements.txt"]

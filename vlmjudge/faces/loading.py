@@ -140,6 +140,6 @@ def judge_or_load(judge: Any, default_model: str | None = None, **arguments: Any
         return load_method_judge(default_model, **arguments)
     given = sorted(k for k, v in arguments.items() if v not in (None, {}) and k not in ("where", "backend"))
     if given:
-        raise ValueError(f"{arguments.get('where', 'the judge')}: give either a judge or the arguments to load "
-                         f"one ({', '.join(given)}), not both")
+        raise ValueError(f"{arguments.get('where', 'the judge')}: give either judge= (a loaded judge) or the "
+                         f"arguments to load one ({', '.join(given)}), not both")
     return judge
