@@ -9,18 +9,11 @@ from terravis import TYPE_IDS, TerraVis, score_annotation, score_annotations
 from terravis.variants import rating_score
 from vlmjudge.backends.replay import ReplayJudge
 
+from terravis_expected import expected_record
+
 KEYS = ("item", "stage", "check")
 PAPER_QUESTION = ("Please rate the world consistency of this image using an integer score from 1 to 5, where 1 "
                   "indicates severe world-consistency errors and 5 indicates no noticeable world-consistency errors.")
-
-
-def base(image_id, variant, **changes):
-    out = {"image_id": image_id, "variant": variant, "status": "scored", "score": None, "eligible": None,
-           "eligibility_prob": None, "eligibility_reason": None, "eligibility_parse_ok": True, "checks": [],
-           "n_major": 0, "n_minor": 0, "rating": None, "rating_probs": None, "errors": [], "parse_failures": 0,
-           "retries": 0, "lam": 1.0, "alpha": 0.5, "meta": {}, "valid": False}
-    out.update(changes)
-    return out
 
 
 def images(n):
@@ -37,11 +30,11 @@ def test_holistic_expected_records():
     result = TerraVis(judge, variant="holistic").run(images(4), ids=["a", "b", "c", "d"])
     one_hot = lambda w: {o: float(o == w) for o in ("1", "2", "3", "4", "5", "N")}  # noqa: E731
     assert [r.to_json() for r in result.records] == [
-        base("a", "holistic", score=0.75, eligible=True, rating=4, valid=True,
+        expected_record("a", "holistic", score=0.75, eligible=True, rating=4, valid=True,
              rating_probs={"1": 0.05, "2": 0.05, "3": 0.1, "4": 0.5, "5": 0.3, "N": 0.0}),
-        base("b", "holistic", status="not_applicable", eligible=False, rating_probs=one_hot("N")),
-        base("c", "holistic", status="failed", errors=["holistic: failed or empty response"]),
-        base("d", "holistic", score=1.0, eligible=True, rating=5, valid=True, rating_probs=one_hot("5")),
+        expected_record("b", "holistic", status="not_applicable", eligible=False, rating_probs=one_hot("N")),
+        expected_record("c", "holistic", status="failed", errors=["holistic: failed or empty response"]),
+        expected_record("d", "holistic", score=1.0, eligible=True, rating=5, valid=True, rating_probs=one_hot("5")),
     ]
     assert result.counts == {"holistic": 4}
     asked = [r for _, r in judge.log]
@@ -58,11 +51,11 @@ def test_gptscore_expected_records_with_retry_in_generate_mode():
     }, key_fields=KEYS)
     result = TerraVis(judge, variant="gptscore", decision="generate").run(images(4), ids=["a", "b", "c", "d"])
     assert [r.to_json() for r in result.records] == [
-        base("a", "gptscore", score=0.5, eligible=True, rating=3, valid=True),
-        base("b", "gptscore", score=0.25, eligible=True, rating=2, valid=True, retries=1, parse_failures=1),
-        base("c", "gptscore", status="failed", retries=2, parse_failures=3,  # three attempts by default
+        expected_record("a", "gptscore", score=0.5, eligible=True, rating=3, valid=True),
+        expected_record("b", "gptscore", score=0.25, eligible=True, rating=2, valid=True, retries=1, parse_failures=1),
+        expected_record("c", "gptscore", status="failed", retries=2, parse_failures=3,  # three attempts by default
              errors=["gptscore: no rating could be read"]),
-        base("d", "gptscore", status="failed", errors=["gptscore: failed or empty response"]),
+        expected_record("d", "gptscore", status="failed", errors=["gptscore: failed or empty response"]),
     ]
     assert result.counts == {"gptscore": 4, "retries": 3}
     first = judge.log[0][1]

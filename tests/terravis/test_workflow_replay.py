@@ -8,6 +8,8 @@ from PIL import Image
 from terravis import TYPE_IDS, TerraVis, get_type
 from vlmjudge.backends.replay import ReplayJudge
 
+from terravis_expected import expected_record
+
 KEYS = ("item", "stage", "check")
 
 
@@ -38,15 +40,6 @@ def checks(no_prob=None, **special):
     return [special.get(t, check(t, prob=no_prob)) for t in TYPE_IDS]
 
 
-def record(image_id, **changes):
-    out = {"image_id": image_id, "variant": "workflow", "status": "scored", "score": None, "eligible": None,
-           "eligibility_prob": None, "eligibility_reason": None, "eligibility_parse_ok": True, "checks": [],
-           "n_major": 0, "n_minor": 0, "rating": None, "rating_probs": None, "errors": [], "parse_failures": 0,
-           "retries": 0, "lam": 1.0, "alpha": 0.5, "meta": {}, "valid": False}
-    out.update(changes)
-    return out
-
-
 def stage_counts(judge):
     return Counter((op, r.meta["stage"], r.meta["attempt"] > 0) for op, r in judge.log)
 
@@ -72,8 +65,8 @@ CHOICE_SCRIPT = {
 }
 
 CHOICE_EXPECTED = [
-    record("clean", score=1.0, eligible=True, eligibility_prob=0.9, checks=checks(0.0), valid=True),
-    record("flawed", score=math.exp(-2.5), eligible=True, eligibility_prob=1.0, n_major=2, n_minor=1,
+    expected_record("clean", score=1.0, eligible=True, eligibility_prob=0.9, checks=checks(0.0), valid=True),
+    expected_record("flawed", score=math.exp(-2.5), eligible=True, eligibility_prob=1.0, n_major=2, n_minor=1,
            parse_failures=1, valid=True, checks=checks(
                0.0,
                biological_anatomy=check("biological_anatomy", detected=True, prob=0.8, aspect="the left hand",
@@ -84,9 +77,9 @@ CHOICE_EXPECTED = [
                                        severity="minor", severity_prob=0.0, severity_parse_ok=True),
                symbolic_content=check("symbolic_content", detected=True, prob=1.0, evidence_parse_ok=False,
                                       severity="major", severity_prob=1.0, severity_parse_ok=True))),
-    record("logo", status="not_applicable", eligible=False, eligibility_prob=0.25,
+    expected_record("logo", status="not_applicable", eligible=False, eligibility_prob=0.25,
            eligibility_reason="A flat company logo on white."),
-    record("broken", status="failed", eligible=True, eligibility_prob=1.0,
+    expected_record("broken", status="failed", eligible=True, eligibility_prob=1.0,
            errors=["detection/optical_effect: failed or empty response"],
            checks=checks(0.0, optical_effect=check("optical_effect", detected=None))),
 ]
@@ -207,18 +200,18 @@ GENERATE_SCRIPT = {
 }
 
 GENERATE_EXPECTED = [
-    record("retry_ok", score=1.0, eligible=True, parse_failures=3, retries=1, valid=True,
+    expected_record("retry_ok", score=1.0, eligible=True, parse_failures=3, retries=1, valid=True,
            checks=checks(structural_distortion=check("structural_distortion", parse_ok=False),
                          energy_source=check("energy_source", parse_ok=False))),
-    record("retry_bad", status="not_applicable", eligible=False, eligibility_parse_ok=False, parse_failures=3,
+    expected_record("retry_bad", status="not_applicable", eligible=False, eligibility_parse_ok=False, parse_failures=3,
            retries=2),  # asked three times in all, as the release asks (issue 18)
-    record("sev_bad", score=math.exp(-0.5), eligible=True, n_minor=1, parse_failures=1, valid=True,
+    expected_record("sev_bad", score=math.exp(-0.5), eligible=True, n_minor=1, parse_failures=1, valid=True,
            checks=checks(contact_state=check("contact_state", detected=True, aspect="hand and cup",
                                              evidence="Fingers pass through the cup.", evidence_parse_ok=True,
                                              severity="minor", severity_parse_ok=False))),
-    record("empty", status="failed", eligible=True, errors=["detection/energy_source: failed or empty response"],
+    expected_record("empty", status="failed", eligible=True, errors=["detection/energy_source: failed or empty response"],
            checks=checks(energy_source=check("energy_source", detected=None))),
-    record("evid_fail", status="failed", eligible=True, errors=["evidence/relative_scale: failed or empty response"],
+    expected_record("evid_fail", status="failed", eligible=True, errors=["evidence/relative_scale: failed or empty response"],
            checks=checks(relative_scale=check("relative_scale", detected=True))),
 ]
 
