@@ -20,7 +20,17 @@ _HORIZONTAL = ("left", "center", "right")
 
 @dataclass(frozen=True)
 class Region:
-    """One 4-connected group of defect cells on an n x n grid."""
+    """One 4-connected group of defect cells on an n x n grid.
+
+    Examples:
+        >>> from viescore2.grid import Grid
+        >>> [top, corner] = regions(Grid({(1, 1), (1, 2), (2, 1), (2, 2), (2, 3), (15, 15), (15, 16)},
+        ...                              marks={(1, 1)}, n=16))
+        >>> top.size, top.rows, top.cols, top.location, top.marked
+        (5, (1, 2), (1, 3), 'top left', 1)
+        >>> corner.location
+        'bottom right'
+    """
 
     cells: frozenset[Cell]
     marked: int
@@ -62,7 +72,15 @@ class Region:
 
 
 def regions(grid: Grid) -> list[Region]:
-    """4-connected regions, largest first (ties: the one starting higher, then further left)."""
+    """4-connected regions, largest first (ties: the one starting higher, then further left).
+
+    Examples:
+        4-connected only: diagonal neighbours are separate regions, the largest first:
+
+        >>> from viescore2.grid import Grid
+        >>> [region.size for region in regions(Grid({(1, 1), (2, 2), (3, 2), (3, 3)}, n=4))]
+        [3, 1]
+    """
     left = set(grid.cells)
     found = []
     for start in sorted(grid.cells):
@@ -82,7 +100,12 @@ def regions(grid: Grid) -> list[Region]:
 
 
 def score_level(score: float) -> str:
-    """'low' below 5, 'moderate' from 5 to below 8, 'high' from 8."""
+    """'low' below 5, 'moderate' from 5 to below 8, 'high' from 8.
+
+    Examples:
+        >>> score_level(4.9), score_level(5), score_level(8)
+        ('low', 'moderate', 'high')
+    """
     return "low" if score < 5 else "moderate" if score < 8 else "high"
 
 
@@ -96,13 +119,27 @@ def _plural(count: int, word: str) -> str:
 
 
 def describe_region(region: Region) -> str:
-    """'top left (rows 2-4, columns 1-3, 5 cells)'."""
+    """'top left (rows 2-4, columns 1-3, 5 cells)'.
+
+    Examples:
+        >>> from viescore2.grid import Grid
+        >>> describe_region(regions(Grid({(1, 1), (1, 2), (2, 1)}, n=16))[0])
+        'top left (rows 1-2, columns 1-2, 3 cells)'
+    """
     return f"{region.location} ({_span('row', region.rows)}, {_span('column', region.cols)}, " \
            f"{_plural(region.size, 'cell')})"
 
 
 def coverage_sentence(grid: Grid) -> str | None:
-    """Wording for the share of marked (high-coverage) cells; None when no cell is marked."""
+    """Wording for the share of marked (high-coverage) cells; None when no cell is marked.
+
+    Examples:
+        >>> from viescore2.grid import Grid
+        >>> coverage_sentence(Grid({(1, 1), (1, 2)}, marks={(1, 1)}, n=4))
+        'Most of these cells are marked as high-coverage.'
+        >>> coverage_sentence(Grid({(1, 1)}, n=4)) is None
+        True
+    """
     if grid.is_empty or not grid.marks:
         return None
     share = len(grid.marks) / len(grid.cells)
@@ -111,7 +148,16 @@ def coverage_sentence(grid: Grid) -> str | None:
 
 
 def describe_grid(grid: Grid, noun: str) -> str:
-    """One category's cells: regions by size, up to three described, the rest counted."""
+    """One category's cells: regions by size, up to three described, the rest counted.
+
+    Examples:
+        >>> from viescore2.grid import Grid
+        >>> print(describe_grid(Grid({(8, 8), (8, 9), (1, 16)}, n=16), "visual artifact"))  # doctest: +NORMALIZE_WHITESPACE
+        Visual artifacts in 3 cells, 2 regions: center (row 8, columns 8-9, 2 cells);
+        top right (row 1, column 16, 1 cell).
+        >>> describe_grid(Grid(n=16), "visual artifact")
+        'No visual artifact is marked.'
+    """
     if grid.is_empty:
         return f"No {noun} is marked."
     found = regions(grid)
@@ -130,7 +176,18 @@ def _score_sentence(name: str, value: float) -> str:
 
 
 def explain(output: str | ParsedOutput, n: int = DEFAULT_N) -> str:
-    """A readable explanation built only from the predicted scores, categories and cell locations."""
+    """A readable explanation built only from the predicted scores, categories and cell locations.
+
+    Examples:
+        Artifacts tie to perceptual quality, misalignments to semantic consistency; the overall
+        score is their geometric mean, sqrt(8 x 4):
+
+        >>> print(explain("pq: 8/10\\nsc: 4/10\\nartifact:\\nr1: 1,2\\nmisalign:\\nnone"))  # doctest: +NORMALIZE_WHITESPACE
+        Perceptual quality is high (8/10). Visual artifacts in 2 cells, 1 region: top left
+        (row 1, columns 1-2, 2 cells).
+        Semantic consistency is low (4/10). No semantic misalignment is marked.
+        The overall score (geometric mean of PQ and SC) is moderate (5.66/10).
+    """
     parsed = parse_output(output, n=n) if isinstance(output, str) else output
     scores, loc = parsed.scores, parsed.localization
     lines = []
