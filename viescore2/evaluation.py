@@ -28,7 +28,15 @@ MIN_PAIRS = 3  # the release reports no correlation from fewer valid pairs
 
 @dataclass(frozen=True)
 class Reference:
-    """Ground truth for one example: a grid or two category grids (or none), scores, and its source."""
+    """Ground truth for one example: a grid or two category grids (or none), scores, and its source.
+
+    Examples:
+        >>> ref = Reference.from_record({"id": 7, "grid": "r1: 1,2", "pq": 8, "sc": 2})
+        >>> sorted(ref.localization.cells), ref.scores, ref.id
+        ([(1, 1), (1, 2)], {'pq': 8.0, 'sc': 2.0}, '7')
+        >>> ref.overall
+        4.0
+    """
 
     localization: Localization | None = None
     scores: Mapping[str, float] = field(default_factory=dict)
@@ -71,7 +79,18 @@ class Reference:
 
 
 def grid_iou(pred: Grid | None, target: Grid) -> float | None:
-    """|G ∩ Ĝ| / |G ∪ Ĝ|; an unparseable prediction (None) scores 0; None when both are empty."""
+    """|G ∩ Ĝ| / |G ∪ Ĝ|; an unparseable prediction (None) scores 0; None when both are empty.
+
+    Examples:
+        Two of four cells in the union agree; an unparseable prediction scores 0:
+
+        >>> from viescore2.grid import Grid
+        >>> target = Grid({(1, 1), (1, 2), (2, 2)}, n=4)
+        >>> grid_iou(Grid({(1, 1), (1, 2), (3, 3)}, n=4), target), grid_iou(None, target)
+        (0.5, 0.0)
+        >>> grid_iou(Grid(n=4), Grid(n=4)) is None
+        True
+    """
     if pred is None:
         return 0.0 if not target.is_empty else None
     if pred.n != target.n:
@@ -85,7 +104,21 @@ def _ratio(num: float, den: float) -> float | None:
 
 
 def localization_metrics(preds: Sequence[Grid | None], targets: Sequence[Grid]) -> dict[str, Any]:
-    """Micro P/R/F1, mean per-image grid IoU over non-empty targets, false alarms and parse failures."""
+    """Micro P/R/F1, mean per-image grid IoU over non-empty targets, false alarms and parse failures.
+
+    Examples:
+        Cells pooled over images; IoU averaged over images with defects; a parse failure misses
+        all its cells and a clean image with a predicted cell is a false alarm:
+
+        >>> from viescore2.grid import Grid
+        >>> preds = [Grid({(1, 1), (1, 2), (3, 3)}, n=4), None, Grid({(1, 1)}, n=4)]
+        >>> targets = [Grid({(1, 1), (1, 2), (2, 2)}, n=4), Grid({(2, 2)}, n=4), Grid(n=4)]
+        >>> m = localization_metrics(preds, targets)
+        >>> m["tp"], m["fp"], m["fn"], m["micro_f1"], m["grid_iou"]
+        (2, 2, 2, 0.5, 0.25)
+        >>> m["false_alarms"], m["parse_failures"]
+        (1, 1)
+    """
     if len(preds) != len(targets):
         raise ValueError(f"{len(preds)} predictions but {len(targets)} targets")
     tp = fp = fn = 0
@@ -123,7 +156,12 @@ def localization_metrics(preds: Sequence[Grid | None], targets: Sequence[Grid]) 
 
 @dataclass(frozen=True)
 class Correlation:
-    """A correlation with the number of valid pairs it used out of all pairs."""
+    """A correlation with the number of valid pairs it used out of all pairs.
+
+    Examples:
+        >>> srcc([1, 2, 3, None, 5], [2, 4, 5, 1, 9])
+        Correlation(value=1.0, n_valid=4, n_total=5)
+    """
 
     value: float | None
     n_valid: int
@@ -131,7 +169,12 @@ class Correlation:
 
 
 def average_ranks(values: Sequence[float]) -> np.ndarray:
-    """1-based ranks, ties sharing the mean of their positions."""
+    """1-based ranks, ties sharing the mean of their positions.
+
+    Examples:
+        >>> average_ranks([10, 20, 20, 5]).tolist()
+        [2.0, 3.5, 3.5, 1.0]
+    """
     x = np.asarray(values, dtype=np.float64)
     order = np.argsort(x, kind="mergesort")
     ranks = np.empty(len(x), dtype=np.float64)
@@ -164,7 +207,16 @@ def _product_moment(x: np.ndarray, y: np.ndarray) -> float | None:
 
 
 def srcc(preds: Sequence[float | None], targets: Sequence[float | None], min_pairs: int = MIN_PAIRS) -> Correlation:
-    """Spearman correlation with average ranks over valid pairs; None if fewer than ``min_pairs`` or constant."""
+    """Spearman correlation with average ranks over valid pairs; None if fewer than ``min_pairs`` or constant.
+
+    Examples:
+        Fewer than three valid pairs give no correlation, and say how many there were:
+
+        >>> srcc([1, None, 3], [2, 4, 5])
+        Correlation(value=None, n_valid=2, n_total=3)
+        >>> round(srcc([1, 2, 3, 4], [1, 3, 2, 4]).value, 4)
+        0.8
+    """
     pairs = _valid_pairs(preds, targets)
     if len(pairs) < max(min_pairs, 2):
         return Correlation(None, len(pairs), len(preds))
@@ -173,7 +225,12 @@ def srcc(preds: Sequence[float | None], targets: Sequence[float | None], min_pai
 
 
 def pearson(preds: Sequence[float | None], targets: Sequence[float | None], min_pairs: int = MIN_PAIRS) -> Correlation:
-    """Pearson correlation over valid pairs; None if fewer than ``min_pairs`` or constant."""
+    """Pearson correlation over valid pairs; None if fewer than ``min_pairs`` or constant.
+
+    Examples:
+        >>> round(pearson([1, 2, 3], [2, 4, 6.5]).value, 4)
+        0.9979
+    """
     pairs = _valid_pairs(preds, targets)
     if len(pairs) < max(min_pairs, 2):
         return Correlation(None, len(pairs), len(preds))
@@ -183,7 +240,15 @@ def pearson(preds: Sequence[float | None], targets: Sequence[float | None], min_
 
 def same_support(preds_a: Sequence[float | None], preds_b: Sequence[float | None],
                  targets: Sequence[float | None]) -> tuple[Correlation, Correlation]:
-    """SRCC of two methods restricted to the pairs both parsed, so their supports match."""
+    """SRCC of two methods restricted to the pairs both parsed, so their supports match.
+
+    Examples:
+        Only the pairs both methods parsed count, for both:
+
+        >>> a, b = same_support([1, 2, None, 4, 5], [1, None, 3, 4, 6], [1, 2, 3, 5, 4])
+        >>> (a.n_valid, round(a.value, 4)), (b.n_valid, round(b.value, 4))
+        ((3, 0.5), (3, 0.5))
+    """
     if not len(preds_a) == len(preds_b) == len(targets):
         raise ValueError("same_support needs equally long sequences")
     keep = [i for i in range(len(targets)) if _valid(preds_a[i]) and _valid(preds_b[i]) and _valid(targets[i])]
@@ -195,7 +260,12 @@ def same_support(preds_a: Sequence[float | None], preds_b: Sequence[float | None
 
 @dataclass(frozen=True)
 class Preference:
-    """Pairwise preference accuracy with its tie and unparseable counts, and each pair's credit."""
+    """Pairwise preference accuracy with its tie and unparseable counts, and each pair's credit.
+
+    Examples:
+        >>> preference_accuracy([7, 5, 6], [5, 5, None], ["A", "B", "A"])
+        Preference(accuracy=0.6666666666666666, pairs=3, ties=1, unparseable=1, credits=(1.0, 0.5, 0.5))
+    """
 
     accuracy: float
     pairs: int
@@ -211,7 +281,14 @@ def pair_credit(first: float | None, second: float | None, preferred: int | str,
                 nan_is_unparsed: bool = True) -> float:
     """1 when the higher score is the preferred side (0/"A" first, 1/"B" second), 0 when it is the other,
     0.5 for a tie or an unparsed side. A NaN score is unparsed (the paper's rule); ``nan_is_unparsed=False``
-    compares it as a number, as the release does (``NaN > b`` is false, so the second side wins)."""
+    compares it as a number, as the release does (``NaN > b`` is false, so the second side wins).
+
+    Examples:
+        >>> pair_credit(7, 5, "A"), pair_credit(7, 5, "B"), pair_credit(7, 7, "A"), pair_credit(None, 5, "B")
+        (1.0, 0.0, 0.5, 0.5)
+        >>> pair_credit(float("nan"), 5, "B", nan_is_unparsed=False)
+        1.0
+    """
     if isinstance(preferred, bool) or preferred not in _CHOICES:
         raise ValueError(f"preferred must be 0/1 or 'A'/'B', got {preferred!r}")
     present = _valid if nan_is_unparsed else (lambda v: v is not None)
@@ -222,7 +299,14 @@ def pair_credit(first: float | None, second: float | None, preferred: int | str,
 
 def preference_accuracy(scores_first: Sequence[float | None], scores_second: Sequence[float | None],
                         preferred: Sequence[int | str], nan_is_unparsed: bool = True) -> Preference:
-    """Higher score wins; ``preferred`` is 0/"A" (first) or 1/"B" (second); ties and unparseable pairs count 0.5."""
+    """Higher score wins; ``preferred`` is 0/"A" (first) or 1/"B" (second); ties and unparseable pairs count 0.5.
+
+    Examples:
+        A win, a tie and an unparseable pair: (1 + 0.5 + 0.5) / 3:
+
+        >>> round(preference_accuracy([7, 5, 6], [5, 5, None], [0, 1, 0]).accuracy, 4)
+        0.6667
+    """
     if not len(scores_first) == len(scores_second) == len(preferred):
         raise ValueError("preference_accuracy needs equally long sequences")
     if not scores_first:
@@ -236,14 +320,28 @@ def preference_accuracy(scores_first: Sequence[float | None], scores_second: Seq
 
 
 def grid_to_mask(grid: Grid, height: int, width: int) -> np.ndarray:
-    """Upsample a grid to an (H, W) mask: each pixel takes the cell holding its centre."""
+    """Upsample a grid to an (H, W) mask: each pixel takes the cell holding its centre.
+
+    Examples:
+        >>> from viescore2.grid import Grid
+        >>> grid_to_mask(Grid({(1, 1)}, n=2), 4, 4).astype(int).tolist()
+        [[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]
+    """
     rows = np.minimum(((np.arange(height) + 0.5) * grid.n / height).astype(int), grid.n - 1)
     cols = np.minimum(((np.arange(width) + 0.5) * grid.n / width).astype(int), grid.n - 1)
     return grid.to_array()[rows[:, None], cols[None, :]]
 
 
 def pixel_iou(grid: Grid, mask: np.ndarray) -> float | None:
-    """IoU between a grid upsampled to the mask's size and a dense binary mask; None if both are empty."""
+    """IoU between a grid upsampled to the mask's size and a dense binary mask; None if both are empty.
+
+    Examples:
+        >>> import numpy as np
+        >>> from viescore2.grid import Grid
+        >>> mask = np.zeros((4, 4), dtype=bool); mask[:2, :2] = True; mask[0, 2] = True
+        >>> pixel_iou(Grid({(1, 1)}, n=2), mask)
+        0.8
+    """
     from .raster import as_mask
     dense = as_mask(mask)
     pred = grid_to_mask(grid, *dense.shape)
@@ -253,7 +351,18 @@ def pixel_iou(grid: Grid, mask: np.ndarray) -> float | None:
 
 def category_prediction(parsed: ParsedOutput, name: str) -> Grid | None:
     """The predicted grid of one category, as the release credits it: the category's section; an empty
-    grid when the output parsed but wrote no such section (one section, or a flat grid); None on a failure."""
+    grid when the output parsed but wrote no such section (one section, or a flat grid); None on a failure.
+
+    Examples:
+        A category the output left clean is an empty grid; a failed output is None:
+
+        >>> from viescore2.parsing import parse_output
+        >>> parsed = parse_output("artifact:\\nr1: 1!\\nmisalign:\\nnone", n=4)
+        >>> category_prediction(parsed, "artifact").lines(), category_prediction(parsed, "misalign").is_empty
+        (['r1: 1!'], True)
+        >>> category_prediction(parse_output("unreadable", n=4), "artifact") is None
+        True
+    """
     if not parsed.grid_parsed:
         return None
     return parsed.sections.get(name, Grid(n=parsed.union.n))
@@ -261,7 +370,16 @@ def category_prediction(parsed: ParsedOutput, name: str) -> Grid | None:
 
 def coverage_metrics(preds: Sequence[ParsedOutput], targets: Sequence[Grid]) -> dict[str, Any]:
     """Micro P/R/F1 of the coverage marks (``!``) over all cells: the marks of the prediction's category
-    sections against the targets' marks, as the release counts them (a flat grid or a failure marks nothing)."""
+    sections against the targets' marks, as the release counts them (a flat grid or a failure marks nothing).
+
+    Examples:
+        >>> from viescore2.grid import Grid
+        >>> from viescore2.parsing import parse_output
+        >>> parsed = parse_output("artifact:\\nr1: 1!\\nmisalign:\\nnone", n=4)
+        >>> m = coverage_metrics([parsed], [Grid({(1, 1), (2, 2)}, marks={(1, 1), (2, 2)}, n=4)])
+        >>> m["coverage_tp"], m["coverage_fn"], m["coverage_recall"]
+        (1, 1, 0.5)
+    """
     tp = fp = fn = 0
     for parsed, target in zip(preds, targets):
         sections = parsed.sections if parsed.grid_parsed else {}
@@ -277,7 +395,17 @@ def _correlation_fields(name: str, corr: Correlation) -> dict[str, Any]:
 
 
 def evaluate_suite(texts: Sequence[str], references: Sequence[Reference], n: int = DEFAULT_N) -> dict[str, Any]:
-    """Every metric for judge texts against references, as one flat dict (None where undefined)."""
+    """Every metric for judge texts against references, as one flat dict (None where undefined).
+
+    Examples:
+        >>> from viescore2.grid import Grid
+        >>> texts = ["score: 6/10\\nr1: 1", "score: 9/10\\nnone", "score: 3/10\\nr2: 2"]
+        >>> refs = [Reference(Grid({(1, 1)}, n=4), {"score": 5}), Reference(Grid(n=4), {"score": 8}),
+        ...         Reference(Grid({(2, 2), (2, 3)}, n=4), {"score": 2})]
+        >>> result = evaluate_suite(texts, refs, n=4)
+        >>> result["micro_f1"], result["grid_iou"], result["clean_correct"], result["srcc_overall"]
+        (0.8, 0.75, 1, 1.0)
+    """
     if len(texts) != len(references):
         raise ValueError(f"{len(texts)} predictions but {len(references)} references")
     parsed: list[ParsedOutput] = [parse_output(t, n=n) for t in texts]
