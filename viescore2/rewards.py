@@ -31,7 +31,17 @@ _GRID_LABEL = re.compile(r"\b(cells?|artifact|misalign)\s*:")
 
 @dataclass(frozen=True)
 class Target:
-    """The supervision one example carries: scores and/or the aggregate ground-truth grid."""
+    """The supervision one example carries: scores and/or the aggregate ground-truth grid.
+
+    Examples:
+        >>> target = Target.from_text("score: 8/10\\nr1: 1,2!\\nr2: 2", n=4)
+        >>> target.scores, target.grid.lines(), target.has_scores, target.has_grid
+        ({'score': 8.0}, ['r1: 1,2!', 'r2: 2'], True, True)
+        >>> Target.from_text("artifact:\\ngarbled", n=4)
+        Traceback (most recent call last):
+        ...
+        ValueError: target names a grid but none can be read: 'artifact:\\ngarbled'
+    """
 
     scores: Mapping[str, float] = field(default_factory=dict)
     grid: Grid | None = None
@@ -69,6 +79,15 @@ def format_reward(parsed: ParsedOutput, target: Target, rule: str = "any_score")
     Without localization supervision, ``rule="any_score"`` (the default, the release's and the
     paper's "a score can be parsed") asks for an overall score or both PQ and SC;
     ``rule="supervised"`` asks for every score the target supervises.
+
+    Examples:
+        Without a grid target, any readable overall score is well formed by default; the
+        "supervised" rule asks for the very scores the target holds:
+
+        >>> from viescore2.parsing import parse_output
+        >>> parsed, target = parse_output("score: 7/10", n=4), Target(scores={"pq": 7, "sc": 5})
+        >>> format_reward(parsed, target), format_reward(parsed, target, rule="supervised")
+        (1.0, 0.0)
     """
     if rule not in FORMAT_RULES:
         raise ValueError(f"format rule must be one of {FORMAT_RULES}, got {rule!r}")
@@ -82,7 +101,16 @@ def format_reward(parsed: ParsedOutput, target: Target, rule: str = "any_score")
 
 def rewards(text: str, target: Target, beta: float = 1.0, weights: Mapping[str, float] = REWARD_WEIGHTS,
             n: int = DEFAULT_N, mark_weight: float = MARK_WEIGHT, format_rule: str = "any_score") -> dict[str, float]:
-    """All reward terms and their weighted total for one completion text (n: grid size if no grid target)."""
+    """All reward terms and their weighted total for one completion text (n: grid size if no grid target).
+
+    Examples:
+        The marked cell (1, 2) weighs 2: TP_w = 3, FP = 0, FN_w = 1, so Dice = 6/7; the score is
+        off by 1 (0.9); total = 6/7 + 0.3 x 0.9 + 0.1 x 1:
+
+        >>> target = Target.from_text("score: 8/10\\nr1: 1,2!\\nr2: 2", n=4)
+        >>> {term: round(value, 4) for term, value in rewards("score: 7/10\\nr1: 1,2", target).items()}
+        {'dice': 0.8571, 'score': 0.9, 'format': 1.0, 'total': 1.2271}
+    """
     n = target.grid.n if target.grid is not None else n
     parsed = parse_output(text, n=n)
     terms = {
@@ -95,7 +123,13 @@ def rewards(text: str, target: Target, beta: float = 1.0, weights: Mapping[str, 
 
 
 def completion_text(completion: Any) -> str:
-    """The text of a TRL completion: a string, or the text parts of a conversational message list joined by "\\n"."""
+    """The text of a TRL completion: a string, or the text parts of a conversational message list joined by "\\n".
+
+    Examples:
+        >>> completion_text([{"role": "assistant", "content": [{"type": "text", "text": "score: 7/10"},
+        ...                                                    {"type": "text", "text": "none"}]}])
+        'score: 7/10\\nnone'
+    """
     if isinstance(completion, str):
         return completion
     if isinstance(completion, Mapping):
@@ -120,7 +154,16 @@ def _target(text: str, n: int) -> Target:
 
 
 class RewardFunction:
-    """One reward term as a TRL ``reward_funcs`` callable reading the ``target`` column."""
+    """One reward term as a TRL ``reward_funcs`` callable reading the ``target`` column.
+
+    Examples:
+        A TRL reward callable: one float per completion, the target text from the dataset column:
+
+        >>> total = RewardFunction("total", n=4)
+        >>> scores = total(completions=["score: 7/10\\nr1: 1,2", "garbled"], target=["score: 8/10\\nr1: 1,2!\\nr2: 2"] * 2)
+        >>> total.__name__, [round(s, 4) for s in scores]
+        ('viescore2_total', [1.2271, 0.0])
+    """
 
     def __init__(self, term: str = "total", n: int = DEFAULT_N, beta: float = 1.0,
                  weights: Mapping[str, float] = REWARD_WEIGHTS, target_column: str = "target") -> None:
@@ -148,7 +191,13 @@ class RewardFunction:
 
 def reward_functions(n: int = DEFAULT_N, beta: float = 1.0,
                      target_column: str = "target") -> tuple[list[RewardFunction], list[float]]:
-    """The Dice, score and format callables with their weights (1, 0.3, 0.1) for ``GRPOConfig.reward_weights``."""
+    """The Dice, score and format callables with their weights (1, 0.3, 0.1) for ``GRPOConfig.reward_weights``.
+
+    Examples:
+        >>> functions, weights = reward_functions(n=4)
+        >>> [f.__name__ for f in functions], weights
+        (['viescore2_dice', 'viescore2_score', 'viescore2_format'], [1.0, 0.3, 0.1])
+    """
     terms = ("dice", "score", "format")
     return ([RewardFunction(t, n=n, beta=beta, target_column=target_column) for t in terms],
             [REWARD_WEIGHTS[t] for t in terms])
