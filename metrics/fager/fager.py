@@ -113,7 +113,7 @@ class FAGER(ScoredModule, evaluate.Metric):
     @property
     def pipeline(self):
         """The FAGER pipeline of the load-time options, its judge loaded on first use."""
-        return self.scorer.fager
+        return self.scorer().fager
 
     def make_scorer(self, judge, settings):
         """The spec's scorer, with a text judge loaded from `text_model` (same judge arguments)."""

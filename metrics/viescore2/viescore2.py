@@ -1,26 +1,25 @@
 """VIEScore2 as an `evaluate` metric, in two configurations.
 
-- ``default`` (judge mode): judge images with prompts (and optional conditioning images)
-  through `viescore2.VIEScore2`; the judge is configured at load time,
-  ``evaluate.load(path, "default", model=..., backend=...)``, and loaded at load time. Images
-  are judged when they are added (`add` / `add_batch`) and only their records are stored, so in
-  evaluate's multi-process mode each process judges its own shard and `compute()` only aggregates.
+- ``default`` (judge mode): judge images with prompts (and optional conditioning images) through
+  the registered method's scorer (`viescore2.spec.SPEC`); a thin subclass of
+  `vlmjudge.faces.ScoredModule`, the judge configured and loaded at load time,
+  ``evaluate.load(path, "default", model=..., backend=...)``. Images are judged when they are
+  added (`add` / `add_batch`) and only their records are stored, so in evaluate's multi-process
+  mode each process judges its own shard and `compute()` only aggregates.
 - ``evaluation``: judge output texts against ground-truth defect grids and scores through
   `viescore2.evaluation.evaluate_suite`; no model.
 """
-import json
-import math
 from collections import Counter
 
 import datasets
 import evaluate
 
+from viescore2.core import VIEScore2Record
 from viescore2.evaluation import Reference, evaluate_suite
 from viescore2.grid import DEFAULT_N
-from viescore2.instructions import Fields
-from viescore2.pipeline import VIEScore2Record
-from vlmjudge.distributed import store_scored_rows
-from vlmjudge.metric_support import ScoredRowsModule
+from viescore2.pack import Fields
+from viescore2.spec import SPEC
+from vlmjudge.faces.module import ScoredModule
 
 _CITATION = """\
 @misc{viescore2,
@@ -39,19 +38,23 @@ prompts and returns the mean overall score with every image's record.
 """
 
 _KWARGS_DESCRIPTION = """
-Judge mode (config `default`; load with `model=`, `backend=`, `judge_kwargs=`, `fields=`,
-`grid_size=`, `pack=`, or `judge=` a loaded vlmjudge Judge):
+Judge mode (config `default`; load with the judge arguments of every face, `model=` (no model:
+the method's default model, Qwen/Qwen3-VL-8B-Instruct), `backend=`, `revision=`, `device=`,
+`dtype=`, `cache=`, `judge_kwargs=` (other backend options), or `judge=` a loaded vlmjudge Judge;
+and `fields=`, `grid_size=`, `pack=`, `scorer_kwargs=`):
 
 Args:
     images (`list` of images): the generated images (PIL images, paths or bytes).
     prompts (`list` of `str`): the generation or editing prompt of each image.
     conditioning (`list` of `list` of images, optional): each image's conditioning images
         (sources or references; shown to the judge before the generated image), `[]` for none.
-Returns:
-    `score` (mean overall 0-10 score over images with one, None if none), `scores` (per
-    image, None where no score was read), `scored`, `parse_failures` (requested fields not
-    read, summed), `status_counts`, and `records` (one JSON dict per image: scores, grids,
-    explanation, raw `text`, status; the texts can be evaluated with config `evaluation`).
+Returns (the keys of every module first):
+    `viescore2` (mean overall 0-10 score over images with one, None if none), `scores` (per
+    image, None where no score was read), `n_items`, `n_scored`; then `parse_failures`
+    (requested fields not read, summed), `status_counts`, `records` (one JSON dict per image:
+    scores, grids, explanation, raw `text`, status; the texts can be evaluated with config
+    `evaluation`), `manifest`, and `score` / `scored` (the mean and the count under their
+    first-release names, kept for one release).
 
 Evaluation mode (config `evaluation`):
 
@@ -91,34 +94,40 @@ Examples:
     >>> from vlmjudge.testing import build_tiny_vlm
     >>> tiny_judge = build_tiny_vlm(tempfile.mkdtemp() + "/tiny-vlm")
     >>> judge_metric = evaluate.load("viescore2", "default", model=tiny_judge, fields="overall",
-    ...                              judge_kwargs={"device": "cpu"})
+    ...                              device="cpu")
     >>> out = judge_metric.compute(images=[Image.new("RGB", (32, 32), "red")], prompts=["a red square"])
-    >>> out["scored"], len(out["records"]), 0.0 <= out["score"] <= 10.0
+    >>> out["n_scored"], len(out["records"]), 0.0 <= out["viescore2"] <= 10.0
     (1, 1, True)
 """
 
 CONFIGS = ("evaluation", "default")
-#: Keywords of `evaluate.load(..., "default", ...)` that configure the judge and the scorer.
-JUDGE_OPTIONS = ("judge", "model", "backend", "judge_kwargs", "fields", "grid_size", "pack", "scorer_kwargs")
-#: What judge mode stores per image (its record), instead of the images themselves.
-STORED = datasets.Features({"record": datasets.Value("string")})
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class VIEScore2(ScoredRowsModule, evaluate.Metric):
+class VIEScore2(ScoredModule, evaluate.Metric):
     """VIEScore2: judge images (config `default`) or evaluate saved judge outputs (config `evaluation`)."""
 
+    spec = SPEC
+    columns = {"images": "image", "prompts": "prompt", "conditioning": "conditioning"}
+    required = ("images", "prompts")
+    options = ("fields", "grid_size", "pack", "scorer_kwargs")
+
     def __init__(self, *args, **kwargs):
-        options = {k: kwargs.pop(k) for k in JUDGE_OPTIONS if k in kwargs}
         super().__init__(*args, **kwargs)
-        if self.config_name != "default" and options:
-            raise ValueError(f"judge options {sorted(options)} apply to config 'default' only, "
-                             f"not {self.config_name!r}")
-        options.setdefault("fields", "pq_sc+split")
-        options["fields"] = Fields.parse(options["fields"])  # a bad configuration fails at load time
-        self._options = options
-        self._scorer = None
-        self._n_added = 0
+        if self.config_name != "default":
+            if self._settings or self._judge is not None:
+                given = sorted([*self._settings, *(["judge"] if self._judge is not None else [])])
+                raise ValueError(f"judge options {given} apply to config 'default' only, not {self.config_name!r}")
+            return
+        self._settings.setdefault("fields", "pq_sc+split")
+        self._settings["fields"] = Fields.parse(self._settings["fields"])  # a bad configuration fails at load time
+
+    def scores_on_add(self):
+        return self.config_name == "default"
+
+    def method_config(self, settings):
+        config = {k: settings[k] for k in ("fields", "grid_size", "pack") if settings.get(k) is not None}
+        return {**config, **dict(settings.get("scorer_kwargs") or {})}
 
     def _info(self):
         if self.config_name not in CONFIGS:
@@ -145,85 +154,20 @@ class VIEScore2(ScoredRowsModule, evaluate.Metric):
             return None
         return super()._enforce_nested_string_type(schema, obj)
 
-    def _download_and_prepare(self, dl_manager):
-        """Judge mode: load the judge once, at `evaluate.load` time."""
-        if self.config_name == "default":
-            self.scorer()
-
-    def stored_features(self):
-        """Judge mode stores one record per image; the evaluation config stores its inputs."""
-        return STORED if self.config_name == "default" else None
-
-    def add_batch(self, *, predictions=None, references=None, **kwargs):
-        """Judge mode: judge the images now and store their records (`conditioning` optional).
-        Evaluation mode: as evaluate's."""
-        if self.config_name != "default":
-            return super().add_batch(predictions=predictions, references=references, **kwargs)
-        if predictions is not None or references is not None:
-            raise ValueError("config 'default' takes images=, prompts= (and conditioning=), not predictions/references")
-        unknown = sorted(set(kwargs) - {"images", "prompts", "conditioning"})
-        if unknown:
-            raise ValueError(f"config 'default' got unknown inputs {unknown}")
-        images, prompts, conditioning = kwargs.get("images"), kwargs.get("prompts"), kwargs.get("conditioning")
-        if images is None or prompts is None:
-            raise ValueError("config 'default' needs images=[...] and prompts=[...]")
-        if conditioning is not None:
-            conditioning = [list(c or []) for c in conditioning]
-        prefix = "" if self.num_process == 1 else f"{self.process_id}:"
-        n = len(images) if hasattr(images, "__len__") and not isinstance(images, (str, bytes)) else 0
-        ids = [f"{prefix}{self._n_added + i}" for i in range(n)]
-        result = self.scorer().run(images, prompts, conditioning, ids=ids or None)
-        self._n_added += len(result.records)
-        rows = {"record": [json.dumps(r.to_json(), ensure_ascii=False) for r in result.records]}
-        store_scored_rows(self, STORED, rows)
-
-    def add(self, *, prediction=None, reference=None, **kwargs):
-        """Judge mode: judge one image (`image=`, `prompt=`, optional `conditioning=`) now.
-        Evaluation mode: as evaluate's."""
-        if self.config_name != "default":
-            return super().add(prediction=prediction, reference=reference, **kwargs)
-        image, prompt = _one(kwargs, "image"), _one(kwargs, "prompt")  # or by feature name (evaluate.combine)
-        if image is None or prompt is None or kwargs.keys() - {"conditioning"}:
-            raise ValueError("config 'default' add takes image=, prompt= and optional conditioning=")
-        self.add_batch(images=[image], prompts=[prompt], conditioning=[kwargs.get("conditioning") or []])
-
-    def compute(self, *, predictions=None, references=None, **kwargs):
-        """Judge mode: judge any images given here, then aggregate every stored record (all processes)."""
-        if self.config_name != "default":
-            return super().compute(predictions=predictions, references=references, **kwargs)
-        inputs = {k: kwargs.pop(k) for k in ("images", "prompts", "conditioning") if k in kwargs}
-        if any(v is not None for v in inputs.values()) or predictions is not None or references is not None:
-            self.add_batch(predictions=predictions, references=references, **inputs)
-        if self.writer is None and self.num_process == 1:
-            raise ValueError("no images to aggregate: pass images= and prompts= or call add/add_batch first")
-        return self.compute_stored(**kwargs)
-
-    def scorer(self):
-        """The VIEScore2 scorer, with its judge loaded on first use."""
-        if self._scorer is None:
-            from viescore2.metric import make_scorer
-            o = dict(self._options)
-            self._scorer = make_scorer(o.pop("judge", None), **o.pop("scorer_kwargs", {}), **o)
-        return self._scorer
+    def prepare_batch(self, batch):
+        """Each image's conditioning images as a list (`[]` for none)."""
+        if "conditioning" in batch:
+            batch["conditioning"] = [list(c or []) for c in batch["conditioning"]]
+        return batch
 
     def _compute(self, predictions=None, references=None, record=None, grid_size=DEFAULT_N):
         if self.config_name == "default":
-            return self._aggregate([VIEScore2Record.from_json(json.loads(r)) for r in record])
+            records = [VIEScore2Record.from_json(r) for r in self.read_records(record)]
+            out = self.shared_result([r.overall for r in records])
+            out.update(parse_failures=sum(r.parse_failures for r in records),
+                       status_counts=dict(Counter(r.status for r in records)),
+                       records=[r.to_json() for r in records], manifest=self.scorer().manifest(),
+                       score=out["viescore2"], scored=out["n_scored"])
+            return out
         refs = [Reference.from_record(r, n=grid_size) for r in references]
         return evaluate_suite(predictions, refs, n=grid_size)
-
-    def _aggregate(self, records):
-        scores = [r.overall for r in records]
-        read = [s for s in scores if s is not None]
-        return {"score": math.fsum(read) / len(read) if read else None, "scores": scores, "scored": len(read),
-                "parse_failures": sum(r.parse_failures for r in records),
-                "status_counts": dict(Counter(r.status for r in records)),
-                "records": [r.to_json() for r in records], "manifest": self.scorer().manifest()}
-
-
-def _one(kwargs, name):
-    """Pop the one example of `add` given as `name=` or by its feature name `names=` (not both)."""
-    singular, feature_named = kwargs.pop(name, None), kwargs.pop(name + "s", None)
-    if singular is not None and feature_named is not None:
-        raise ValueError(f"give {name}= or {name}s=, not both")
-    return singular if singular is not None else feature_named

@@ -138,7 +138,6 @@ class ScoredModule(ScoredRowsModule):
             return self.make_scorer(self.load_judge(merged), merged)
         return self.make_scorer(self.judge, merged)
 
-    @property
     def scorer(self) -> Any:
         """The method's scorer of the load-time settings, its judge loaded on first use."""
         if self._scorer is None:
@@ -150,13 +149,13 @@ class ScoredModule(ScoredRowsModule):
     @property
     def judge(self) -> Any:
         """The judge in use (its `stats` count model calls); None for a judge-free scorer."""
-        self.scorer
+        self.scorer()
         return self._judge
 
     def _download_and_prepare(self, dl_manager: Any) -> None:
         """Load the judge once, at `evaluate.load` time (unless the module loads it on first use)."""
         if self.scores_on_add() and self.load_at_load_time:
-            self.scorer
+            self.scorer()
 
     def stored_features(self) -> Any:
         if not self.scores_on_add():
@@ -184,7 +183,8 @@ class ScoredModule(ScoredRowsModule):
             raise ValueError(f"{self.spec.name} {who} got unknown inputs {unknown}; it takes {list(self.input_names)}")
         missing = [n for n in self.required if inputs.get(n) is None]
         if missing:
-            raise ValueError(f"{who} needs {' and '.join(n + '=[...]' for n in missing)}")
+            raise ValueError(f"{who} needs {' and '.join(n + '=[...]' for n in self.required)} "
+                             f"({', '.join(missing)} missing)")
         inputs = {k: v for k, v in inputs.items() if v is not None}
         for name, values in inputs.items():
             if not _is_batch(values):
@@ -210,7 +210,7 @@ class ScoredModule(ScoredRowsModule):
         """Score a batch now and store its records (and kept inputs)."""
         if not self.scores_on_add():
             return super().add_batch(**inputs)  # type: ignore[misc]
-        scorer = inputs.pop("_scorer", None) or self.scorer
+        scorer = inputs.pop("_scorer", None) or self.scorer()
         inputs = self._inputs(inputs, "add_batch")
         n = len(next(iter(inputs.values())))
         kept = {self.kept[name][0]: self.check_kept(name, inputs.get(name, [None] * n)) for name in self.kept}
