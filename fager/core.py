@@ -97,8 +97,10 @@ class Fager:
         ...     ("Is it on a table?", "level_1"), ("Is the cup red?", "level_2")]])
         >>> judge = ReplayJudge({("cup", i): f'{{"answer": "{a}", "rationale": "Seen."}}' for i, a in enumerate(
         ...     ["yes", "yes", "no"])}, key_fields=("item_id", "question_id"))
-        >>> [verdict] = Fager(judge, feedback=False).score([Image.new("RGB", (64, 64))], ["a red cup"], [qa], ids=["cup"])
-        >>> verdict.level_scores.level_1, verdict.level_scores.level_2, round(verdict.overall_score, 2), verdict.decision
+        >>> [verdict] = Fager(judge, feedback=False).score([Image.new("RGB", (64, 64))], ["a red cup"], [qa],
+        ...                                                ids=["cup"])
+        >>> scores = verdict.level_scores
+        >>> scores.level_1, scores.level_2, round(verdict.overall_score, 2), verdict.decision
         (100.0, 0.0, 66.67, 'edit')
     """
 

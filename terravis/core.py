@@ -53,13 +53,13 @@ class TerraVis:
         ...            ("logo", "eligibility_reason", ""): '{"reason": "A flat logo on white."}'}
         >>> answers.update({("cup", "detection", t): "No" for t in TYPE_IDS})
         >>> answers["cup", "detection", "support_stability"] = "Yes"
-        >>> answers["cup", "evidence", "support_stability"] = '{"aspect": "cup", "evidence": "The cup hangs in mid-air."}'
+        >>> answers["cup", "evidence", "support_stability"] = '{"aspect": "cup", "evidence": "It hangs in mid-air."}'
         >>> answers["cup", "severity", "support_stability"] = "Major"
         >>> judge = ReplayJudge(answers, key_fields=("item", "stage", "check"))
         >>> cup, logo = TerraVis(judge).score([Image.new("RGB", (64, 64)), Image.new("RGB", (64, 64), "white")],
         ...                                   ids=["cup", "logo"])
         >>> round(cup.score, 4), cup.n_major, [c.evidence for c in cup.checks if c.detected]
-        (0.3679, 1, ['The cup hangs in mid-air.'])
+        (0.3679, 1, ['It hangs in mid-air.'])
         >>> logo.score is None, logo.eligibility_reason
         (True, 'A flat logo on white.')
     """

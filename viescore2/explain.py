@@ -152,7 +152,8 @@ def describe_grid(grid: Grid, noun: str) -> str:
 
     Examples:
         >>> from viescore2.grid import Grid
-        >>> print(describe_grid(Grid({(8, 8), (8, 9), (1, 16)}, n=16), "visual artifact"))  # doctest: +NORMALIZE_WHITESPACE
+        >>> grid = Grid({(8, 8), (8, 9), (1, 16)}, n=16)
+        >>> print(describe_grid(grid, "visual artifact"))  # doctest: +NORMALIZE_WHITESPACE
         Visual artifacts in 3 cells, 2 regions: center (row 8, columns 8-9, 2 cells);
         top right (row 1, column 16, 1 cell).
         >>> describe_grid(Grid(n=16), "visual artifact")
@@ -182,7 +183,8 @@ def explain(output: str | ParsedOutput, n: int = DEFAULT_N) -> str:
         Artifacts tie to perceptual quality, misalignments to semantic consistency; the overall
         score is their geometric mean, sqrt(8 x 4):
 
-        >>> print(explain("pq: 8/10\\nsc: 4/10\\nartifact:\\nr1: 1,2\\nmisalign:\\nnone"))  # doctest: +NORMALIZE_WHITESPACE
+        >>> text = "pq: 8/10\\nsc: 4/10\\nartifact:\\nr1: 1,2\\nmisalign:\\nnone"
+        >>> print(explain(text))  # doctest: +NORMALIZE_WHITESPACE
         Perceptual quality is high (8/10). Visual artifacts in 2 cells, 1 region: top left
         (row 1, columns 1-2, 2 cells).
         Semantic consistency is low (4/10). No semantic misalignment is marked.

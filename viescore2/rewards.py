@@ -160,7 +160,8 @@ class RewardFunction:
         A TRL reward callable: one float per completion, the target text from the dataset column:
 
         >>> total = RewardFunction("total", n=4)
-        >>> scores = total(completions=["score: 7/10\\nr1: 1,2", "garbled"], target=["score: 8/10\\nr1: 1,2!\\nr2: 2"] * 2)
+        >>> target = ["score: 8/10\\nr1: 1,2!\\nr2: 2"] * 2
+        >>> scores = total(completions=["score: 7/10\\nr1: 1,2", "garbled"], target=target)
         >>> total.__name__, [round(s, 4) for s in scores]
         ('viescore2_total', [1.2271, 0.0])
     """

@@ -164,8 +164,8 @@ def looks_like_path(model: str) -> bool:
     """A --model that is meant as a folder: never tried on the Hub (a typo there costs minutes).
 
     Examples:
-        >>> looks_like_path("Qwen/Qwen3-VL-8B-Instruct"), looks_like_path("./checkpoints/qwen"), looks_like_path("models/")
-        (False, True, True)
+        >>> [looks_like_path(m) for m in ("Qwen/Qwen3-VL-8B-Instruct", "./checkpoints/qwen", "models/")]
+        [False, True, True]
     """
     return (model.startswith(("/", "./", "../", "~")) or model.endswith("/") or model.count("/") > 1
             or os.path.isabs(model))

@@ -19,7 +19,8 @@ def shipped_pack(package: str, name: str, label: str) -> dict[str, Any]:
         >>> root = pathlib.Path(tempfile.mkdtemp())
         >>> (root / "example_pack_a" / "packs").mkdir(parents=True)
         >>> _ = (root / "example_pack_a" / "__init__.py").write_text("")
-        >>> _ = (root / "example_pack_a" / "packs" / "default.json").write_text(json.dumps({"version": "toy-1", "ask": "Is it red?"}))
+        >>> pack = {"version": "toy-1", "ask": "Is it red?"}
+        >>> _ = (root / "example_pack_a" / "packs" / "default.json").write_text(json.dumps(pack))
         >>> sys.path.insert(0, str(root))
         >>> shipped_pack("example_pack_a", "default", "toy")
         {'version': 'toy-1', 'ask': 'Is it red?'}
@@ -50,7 +51,8 @@ def resolve_pack(pack: Any, model: type[P], *, package: str, default: str, label
         >>> root = pathlib.Path(tempfile.mkdtemp())
         >>> (root / "example_pack_b" / "packs").mkdir(parents=True)
         >>> _ = (root / "example_pack_b" / "__init__.py").write_text("")
-        >>> _ = (root / "example_pack_b" / "packs" / "default.json").write_text(json.dumps({"version": "toy-1", "ask": "Is it red?"}))
+        >>> pack = {"version": "toy-1", "ask": "Is it red?"}
+        >>> _ = (root / "example_pack_b" / "packs" / "default.json").write_text(json.dumps(pack))
         >>> sys.path.insert(0, str(root))
         >>> class Pack(BaseModel):
         ...     version: str
