@@ -24,7 +24,17 @@ Scores = Mapping[Any, float | None] | Iterable[tuple[Any, float | None]]
 
 
 class ABReport(BaseModel):
-    """Counts, accuracy and per-pair margins (positive: the factual image was preferred)."""
+    """Counts, accuracy and per-pair margins (positive: the factual image was preferred).
+
+    Examples:
+        >>> report = ab_test({"p1": 90, "p2": 70, "p3": 50, "p4": 80}, {"p1": 60, "p2": 70, "p3": 75, "p4": 40})
+        >>> report.wins, report.ties, report.losses, report.margins["p4"]
+        (2, 1, 1, 40.0)
+        >>> report.describe()
+        'tie=full: 3/4 = 0.7500 (4 pairs, 1 ties)'
+        >>> report.margin_summary()["wins"]
+        {'mean': 35.0, 'std': 5.0}
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -67,6 +77,21 @@ def ab_test(factual: Scores, generated: Scores, tie: TieMode = "full", *, higher
     (key, score) pairs; a key may appear once per side. A missing score (None or NaN) or a
     key on one side only drops that pair (the release's inner join), unless `strict`, where
     either is a ValueError.
+
+    Examples:
+        Two wins, one tie and one loss; p5 has no factual score and is dropped. A tie counts as
+        correct (the paper's rule), as wrong, or not at all:
+
+        >>> factual = {"p1": 90, "p2": 70, "p3": 50, "p4": 80, "p5": None}
+        >>> generated = {"p1": 60, "p2": 70, "p3": 75, "p4": 40, "p5": 30}
+        >>> [round(ab_test(factual, generated, tie).accuracy, 4) for tie in TIE_MODES]
+        [0.75, 0.5, 0.6667]
+        >>> ab_test(factual, generated).dropped
+        1
+        >>> ab_test(factual, generated, strict=True)
+        Traceback (most recent call last):
+        ...
+        ValueError: factual score for 'p5' is not a finite number: None
     """
     if tie not in TIE_MODES:
         raise ValueError(f"tie must be one of {', '.join(TIE_MODES)}; got {tie!r}")
