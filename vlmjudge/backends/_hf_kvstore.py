@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:
@@ -49,40 +49,71 @@ TEXT_KEY_TOKENS = 32
 
 @dataclass
 class RowKV:
-    """One prefix's cache row: per layer (keys, values) of shape (1, heads, n, dim) with n its real
-    columns (a sliding layer: its last min(length, W-1)), or None for a layer the model leaves empty."""
+    """One prefix's cache row. A full-attention layer holds (keys, values) of shape (1, heads, n,
+    dim) for the columns after `parent` (a request's prompt kept after its unit prefix stores
+    only its own tokens there); a sliding layer (`sliding[i]`) holds the row's last min(length,
+    W-1) columns itself. None: a layer the model leaves empty."""
 
     layers: list[tuple[torch.Tensor, torch.Tensor] | None]
-    length: int   # real columns, image placeholders expanded
+    length: int   # real columns, image placeholders expanded, parent's included
     next: int     # the position of the next token
+    sliding: tuple[bool, ...] = ()
+    parent: RowKV | None = None
+
+    @property
+    def base(self) -> int:
+        return self.parent.length if self.parent is not None else 0
 
     @property
     def nbytes(self) -> int:
+        """Bytes of this row's own tensors (a parent counts as its own entry)."""
         return sum(t.numel() * t.element_size() for kv in self.layers if kv is not None for t in kv)
+
+    def _is_sliding(self, i: int) -> bool:
+        return bool(self.sliding) and self.sliding[i]
 
     @property
     def whole(self) -> bool:
-        """Whether every layer holds all columns (no sliding window cut any), so it can be cropped."""
-        return all(kv is None or int(kv[0].shape[-2]) == self.length for kv in self.layers)
+        """Whether every column is held (no sliding window dropped any), so the row can be cut."""
+        own = all(kv is None or int(kv[0].shape[-2]) == (self.length if self._is_sliding(i) else self.length - self.base)
+                  for i, kv in enumerate(self.layers))
+        return own and (self.parent is None or self.parent.whole)
+
+    def segments(self, i: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Layer i's (keys, values) pieces, oldest first: the parent chain's, then this row's."""
+        kv = self.layers[i]
+        if kv is None:
+            return []
+        if self._is_sliding(i) or self.parent is None:
+            return [kv]
+        return self.parent.segments(i) + [kv]
 
     def crop(self, columns: int) -> RowKV:
         if columns == self.length:
             return self
         if not 0 < columns < self.length or not self.whole:
             raise ValueError(f"cannot cut a {self.length}-column prefix to {columns} columns")
-        layers = [None if kv is None else (kv[0][..., :columns, :], kv[1][..., :columns, :]) for kv in self.layers]
-        return RowKV(layers, columns, self.next - (self.length - columns))
+        if columns <= self.base:
+            return self.parent.crop(columns)  # type: ignore[union-attr]
+        keep = [None if kv is None else
+                (kv[0][..., :columns - (0 if self._is_sliding(i) else self.base), :],
+                 kv[1][..., :columns - (0 if self._is_sliding(i) else self.base), :])
+                for i, kv in enumerate(self.layers)]
+        return RowKV(keep, columns, self.next - (self.length - columns), self.sliding, self.parent)
 
 
 @dataclass
 class Entry:
-    """A stored prefix: what it is (digests, ids) and where it may be cut (verbatim, clean_edge)."""
+    """A stored prefix: what it is (digests, ids) and where it may be cut (verbatim, clean_edge);
+    `parent` is the key of the entry its row extends, `children` the keys of those extending it."""
 
     digests: tuple[str, ...]
     ids: tuple[int, ...]      # tokenizer ids, image placeholders unexpanded
     kv: RowKV
     verbatim: int             # trailing tokens equal in the expanded and the tokenizer ids
     clean_edge: bool          # a special token precedes the verbatim tail (or nothing does)
+    parent: tuple | None = None
+    children: list = field(default_factory=list)
 
     @property
     def key(self) -> tuple:
@@ -148,8 +179,14 @@ class PrefixKVStore:
                 if cut and (best is None or cut > best[1]):
                     best = (entry, cut)
             if best is not None:
-                self._entries.move_to_end(best[0].key)
+                self._touch(best[0])
         return best
+
+    def _touch(self, entry: Entry) -> None:
+        """Most recent: the entry, then its ancestors, so a parent always outlives its children."""
+        while entry is not None:
+            self._entries.move_to_end(entry.key)
+            entry = self._entries.get(entry.parent) if entry.parent is not None else None
 
     @staticmethod
     def _usable(entry: Entry, common: int, images_end: int) -> int:
@@ -162,24 +199,45 @@ class PrefixKVStore:
             return 0  # a sliding window dropped columns before the cut
         return common
 
-    def put(self, entry: Entry) -> None:
+    def has(self, key: tuple) -> bool:
+        with self._lock:
+            return key in self._entries
+
+    def put(self, entry: Entry) -> Entry | None:
+        """Keep `entry` (a key already kept stays as it is; a child needs its parent kept), then
+        drop the least recently used entries, each with any children, until within budget.
+        Returns the entry kept under its key (None: not kept)."""
         size = entry.kv.nbytes
         bucket = self._bucket(entry.digests, entry.ids)
         if size > self.max_bytes or bucket is None:
-            return
+            return None
         with self._lock:
-            old = self._entries.pop(entry.key, None)
-            if old is not None:
-                self._bytes -= old.kv.nbytes
+            if entry.key in self._entries:
+                self._touch(self._entries[entry.key])
+                return self._entries[entry.key]
+            parent = self._entries.get(entry.parent) if entry.parent is not None else None
+            if entry.parent is not None and parent is None:
+                return None  # its parent's tensors would be held without being counted
             self._entries[entry.key] = entry
             self._buckets.setdefault(bucket, {})[entry.key] = entry
             self._bytes += size
-            while self._bytes > self.max_bytes:
-                _, dropped = self._entries.popitem(last=False)
-                self._bytes -= dropped.kv.nbytes
-                self._buckets[self._bucket(dropped.digests, dropped.ids)].pop(dropped.key, None)
-                if self.stats is not None:
-                    self.stats.prefix_cache_evictions += 1
+            if parent is not None:
+                parent.children.append(entry.key)
+            self._touch(entry)
+            while self._bytes > self.max_bytes and self._entries:
+                self._drop(next(iter(self._entries)))
+            return self._entries.get(entry.key)
+
+    def _drop(self, key: tuple) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is None:
+            return
+        self._bytes -= entry.kv.nbytes
+        self._buckets[self._bucket(entry.digests, entry.ids)].pop(key, None)
+        if self.stats is not None:
+            self.stats.prefix_cache_evictions += 1
+        for child in entry.children:
+            self._drop(child)
 
     def clear(self) -> None:
         with self._lock:

@@ -339,10 +339,11 @@ class PrefixRunner:
         With a prefix KV store (`_hf_kvrun`), units it holds skip their prefix forward."""
         if self.kv is not None and self.kv.enabled:
             from ._hf_kvrun import cached_prefixes
-            cache, mask, nxt = cached_prefixes(self, batch, device, dtype)
+            cache, mask, nxt, keep = cached_prefixes(self, batch, device, dtype)
         else:
             cache, mask, nxt, _ = self.run_prefix(batch.prefix, batch.vision, batch.image_keys, device, dtype)
-        return self.run_suffixes(cache, mask, nxt, batch, device)
+            keep = None
+        return self.run_suffixes(cache, mask, nxt, batch, device, keep)
 
     def run_prefix(self, prefix: dict, vision: dict, image_keys: list[str], device: Any, dtype: Any) -> tuple:
         """The units' prefixes (vision tower included) into a fresh cache: (cache, prefix mask,
@@ -358,8 +359,9 @@ class PrefixRunner:
         return cache, prefix["attention_mask"], nxt, positions
 
     def run_suffixes(self, cache: Any, prefix_mask: torch.Tensor, nxt: torch.Tensor, batch: PreparedBatch,
-                     device: Any) -> tuple[torch.Tensor, dict]:
-        """Every request's suffix against its unit's row of the prefix cache (see module doc)."""
+                     device: Any, keep: Any = None) -> tuple[torch.Tensor, dict]:
+        """Every request's suffix against its unit's row of the prefix cache (see module doc);
+        `keep(block cache, rows, suffix lengths)` sees each block's cache after its forward."""
         import torch
         row_unit = batch.row_unit.to(device)
         suffix_ids, suffix_mask = batch.suffix_ids.to(device), batch.suffix_mask.to(device)
@@ -378,6 +380,8 @@ class PrefixRunner:
             mask = torch.cat([prefix_mask[row_unit[rows]], block_mask], dim=1)
             out = self.model(input_ids=ids, attention_mask=mask, position_ids=self._shape(pos),
                              use_cache=True, logits_to_keep=1, **{self.cache_kw: block_cache})
+            if keep is not None:
+                keep(block_cache, rows, lengths[rows])
             block_logits = out.logits[:, -1, :].float()
             if logits.shape[1] == 0:
                 logits = block_logits.new_empty((len(row_unit), block_logits.shape[1]))
