@@ -46,7 +46,14 @@ def _check_2d(values: np.ndarray) -> None:
 
 
 def pool(values: np.ndarray, n: int = DEFAULT_N) -> np.ndarray:
-    """Exact area mean of a 2-D array over an n x n grid of equal cells."""
+    """Exact area mean of a 2-D array over an n x n grid of equal cells.
+
+    Examples:
+        >>> import numpy as np
+        >>> mask = np.zeros((8, 8)); mask[:4, :6] = 1
+        >>> pool(mask, 2).tolist()
+        [[1.0, 0.5], [0.0, 0.0]]
+    """
     values = np.asarray(values, dtype=np.float64)
     _check_2d(values)
     rows, cols = _bin_weights(values.shape[0], n), _bin_weights(values.shape[1], n)
@@ -54,7 +61,16 @@ def pool(values: np.ndarray, n: int = DEFAULT_N) -> np.ndarray:
 
 
 def lanczos(values: np.ndarray, n: int = DEFAULT_N) -> np.ndarray:
-    """The release's resize: [0, 1] values as a truncated 8-bit image, LANCZOS to n x n, back to [0, 1]."""
+    """The release's resize: [0, 1] values as a truncated 8-bit image, LANCZOS to n x n, back to [0, 1].
+
+    Examples:
+        LANCZOS rings a little past a sharp edge, so the release thresholds resized values:
+
+        >>> import numpy as np
+        >>> mask = np.zeros((8, 8)); mask[:4, :4] = 1
+        >>> lanczos(mask, 2).round(3).tolist()
+        [[0.835, 0.078], [0.078, 0.008]]
+    """
     from PIL import Image
     values = np.asarray(values, dtype=np.float64)
     _check_2d(values)
@@ -63,7 +79,14 @@ def lanczos(values: np.ndarray, n: int = DEFAULT_N) -> np.ndarray:
 
 
 def resize(values: np.ndarray, n: int = DEFAULT_N, resample: str = RESAMPLE) -> np.ndarray:
-    """[0, 1] values onto the n x n grid: ``"lanczos"`` (the release) or ``"area"`` (exact area mean)."""
+    """[0, 1] values onto the n x n grid: ``"lanczos"`` (the release) or ``"area"`` (exact area mean).
+
+    Examples:
+        >>> import numpy as np
+        >>> mask = np.zeros((8, 8)); mask[:4, :4] = 1
+        >>> resize(mask, 2, "area").tolist(), resize(mask, 2).shape
+        ([[1.0, 0.0], [0.0, 0.0]], (2, 2))
+    """
     if resample == "lanczos":
         return lanczos(values, n)
     if resample == "area":
@@ -80,7 +103,16 @@ def _check_thresholds(threshold: float, mark_threshold: float | None) -> None:
 
 def grid_from_resized(resized: np.ndarray, threshold: float = MASK_THRESHOLD,
                       mark_threshold: float | None = MARK_THRESHOLD, resample: str = RESAMPLE) -> Grid:
-    """Threshold an (n, n) array of resized values: ``> threshold`` (lanczos) or ``>= threshold`` (area)."""
+    """Threshold an (n, n) array of resized values: ``> threshold`` (lanczos) or ``>= threshold`` (area).
+
+    Examples:
+        A defect above 0.5 (lanczos) or from 0.5 (area), a coverage mark from 0.9:
+
+        >>> import numpy as np
+        >>> values = np.array([[0.95, 0.6], [0.5, 0.1]])
+        >>> grid_from_resized(values).lines(), grid_from_resized(values, resample="area").lines()
+        (['r1: 1!,2'], ['r1: 1!,2', 'r2: 1'])
+    """
     _check_thresholds(threshold, mark_threshold)
     resized = np.asarray(resized, dtype=np.float64)
     cells = resized > threshold if resample == "lanczos" else resized >= threshold - _EPS
@@ -90,13 +122,26 @@ def grid_from_resized(resized: np.ndarray, threshold: float = MASK_THRESHOLD,
 
 def grid_from_pooled(pooled: np.ndarray, threshold: float = MASK_THRESHOLD,
                      mark_threshold: float | None = MARK_THRESHOLD) -> Grid:
-    """Threshold an already area-pooled (n, n) array (the ``area`` rule: ``>= threshold``)."""
+    """Threshold an already area-pooled (n, n) array (the ``area`` rule: ``>= threshold``).
+
+    Examples:
+        >>> import numpy as np
+        >>> grid_from_pooled(np.array([[0.5, 0.2], [0.0, 0.0]])).lines()
+        ['r1: 1']
+    """
     return grid_from_resized(pooled, threshold, mark_threshold, resample="area")
 
 
 def grid_from_values(values, n: int = DEFAULT_N, threshold: float = MASK_THRESHOLD,
                      mark_threshold: float | None = MARK_THRESHOLD, resample: str = RESAMPLE) -> Grid:
-    """Grid from any (H, W) array of [0, 1] values: resize, then threshold (no check that it is binary)."""
+    """Grid from any (H, W) array of [0, 1] values: resize, then threshold (no check that it is binary).
+
+    Examples:
+        >>> import numpy as np
+        >>> values = np.zeros((8, 8)); values[:4, :4] = 1
+        >>> grid_from_values(values, n=2).lines()
+        ['r1: 1']
+    """
     return grid_from_resized(resize(as_heatmap(values, scale_uint8=False), n, resample), threshold,
                              mark_threshold, resample)
 
@@ -111,7 +156,17 @@ def _plane(array, what: str) -> np.ndarray:
 
 
 def as_mask(mask) -> np.ndarray:
-    """Boolean (H, W) mask from bool, {0,1} or {0,255} arrays (PIL images and CPU tensors work)."""
+    """Boolean (H, W) mask from bool, {0,1} or {0,255} arrays (PIL images and CPU tensors work).
+
+    Examples:
+        >>> import numpy as np
+        >>> as_mask(np.array([[0, 255], [255, 0]], dtype=np.uint8)).tolist()
+        [[False, True], [True, False]]
+        >>> as_mask(np.array([[0.0, 0.4]]))
+        Traceback (most recent call last):
+        ...
+        ValueError: a mask must hold only 0/1 or 0/255 values, got [0.0, 0.4]; use grid_from_heatmap for soft values
+    """
     a = _plane(mask, "mask")
     if a.dtype == bool:
         return a
@@ -125,7 +180,13 @@ def as_mask(mask) -> np.ndarray:
 
 def as_heatmap(heatmap, scale_uint8: bool = True) -> np.ndarray:
     """Float (H, W) values in [0, 1]; 8-bit input is divided by 255 (with ``scale_uint8=False``
-    only when its maximum is above 1, as the release reads label images holding 0/1)."""
+    only when its maximum is above 1, as the release reads label images holding 0/1).
+
+    Examples:
+        >>> import numpy as np
+        >>> as_heatmap(np.array([[0, 51], [255, 0]], dtype=np.uint8)).tolist()
+        [[0.0, 0.2], [1.0, 0.0]]
+    """
     a = _plane(heatmap, "heatmap")
     if a.dtype == np.uint8:
         if scale_uint8 or a.max(initial=0) > 1:
@@ -141,14 +202,30 @@ def as_heatmap(heatmap, scale_uint8: bool = True) -> np.ndarray:
 
 def grid_from_mask(mask, n: int = DEFAULT_N, threshold: float = MASK_THRESHOLD,
                    mark_threshold: float | None = MARK_THRESHOLD, resample: str = RESAMPLE) -> Grid:
-    """Grid from a binary defect mask of any size: a defect where the resized mask is > 0.5."""
+    """Grid from a binary defect mask of any size: a defect where the resized mask is > 0.5.
+
+    Examples:
+        >>> import numpy as np
+        >>> mask = np.zeros((64, 64), dtype=bool); mask[:32, :16] = True
+        >>> grid_from_mask(mask, n=4).lines()
+        ['r1: 1!', 'r2: 1']
+    """
     return grid_from_values(as_mask(mask).astype(np.float64), n, threshold, mark_threshold, resample)
 
 
 def grid_from_heatmap(heatmap, n: int = DEFAULT_N, threshold: float = HEATMAP_THRESHOLD,
                       mark_threshold: float | None = MARK_THRESHOLD, resample: str = RESAMPLE) -> Grid:
     """Grid from a [0, 1] heatmap of any size (8-bit maps are divided by 255): a defect where the
-    resized heatmap is > 0.25, a coverage mark where it is >= 0.9."""
+    resized heatmap is > 0.25, a coverage mark where it is >= 0.9.
+
+    Examples:
+        A soft heatmap counts from 0.25, where a mask needs 0.5:
+
+        >>> import numpy as np
+        >>> heat = np.zeros((8, 8)); heat[:4, :4] = 0.3; heat[4:, 4:] = 0.95
+        >>> grid_from_heatmap(heat, n=2).lines(), grid_from_mask(heat > 0.5, n=2).lines()
+        (['r1: 1', 'r2: 2'], ['r2: 2'])
+    """
     return grid_from_values(as_heatmap(heatmap), n, threshold, mark_threshold, resample)
 
 
@@ -159,6 +236,14 @@ def grid_from_richhf(heatmap, n: int = DEFAULT_N, major_threshold: float | None 
     gives the defect cells (> 0.5); marks are defect cells whose resized raw map is >= ``major_threshold``.
 
     ``None`` (a sample without the channel's map) is an empty grid, as in the release.
+
+    Examples:
+        Binarised at 0.5 before the resize; a sample without its map is a clean grid:
+
+        >>> import numpy as np
+        >>> heat = np.zeros((8, 8)); heat[:4, :4] = 0.3; heat[4:, 4:] = 0.95
+        >>> grid_from_richhf(heat, n=2).lines(), grid_from_richhf(None, n=2).lines()
+        (['r2: 2'], ['none'])
     """
     if heatmap is None:
         return Grid(n=n)
@@ -172,7 +257,12 @@ def grid_from_richhf(heatmap, n: int = DEFAULT_N, major_threshold: float | None 
 
 
 def boxes_to_mask(boxes: Sequence[Sequence[float]], size: tuple[int, int], normalized: bool = False) -> np.ndarray:
-    """Binary (H, W) mask of the union of (x0, y0, x1, y1) boxes; ``size`` is (width, height)."""
+    """Binary (H, W) mask of the union of (x0, y0, x1, y1) boxes; ``size`` is (width, height).
+
+    Examples:
+        >>> boxes_to_mask([(0, 0, 2, 1)], (4, 2)).astype(int).tolist()
+        [[1, 1, 0, 0], [0, 0, 0, 0]]
+    """
     width, height = (int(v) for v in size)
     if width <= 0 or height <= 0:
         raise ValueError(f"image size must be positive (width, height), got {size}")
@@ -194,14 +284,31 @@ def boxes_to_mask(boxes: Sequence[Sequence[float]], size: tuple[int, int], norma
 def grid_from_boxes(boxes: Sequence[Sequence[float]], size: tuple[int, int], n: int = DEFAULT_N,
                     threshold: float = MASK_THRESHOLD, mark_threshold: float | None = MARK_THRESHOLD,
                     normalized: bool = False, resample: str = RESAMPLE) -> Grid:
-    """Grid from defect boxes on an image of ``size`` (width, height), converted like a mask."""
+    """Grid from defect boxes on an image of ``size`` (width, height), converted like a mask.
+
+    Examples:
+        >>> grid_from_boxes([(0, 0, 0.5, 0.5)], (64, 64), n=2, normalized=True).lines()
+        ['r1: 1']
+    """
     return grid_from_mask(boxes_to_mask(boxes, size, normalized), n, threshold, mark_threshold, resample)
 
 
 def grid_from_heatmaps(heatmaps: Sequence, n: int = DEFAULT_N, threshold: float = DEFAULT_CELL_THRESHOLD,
                        mark_threshold: float | None = None) -> Grid:
     """Another evaluator's heatmaps (e.g. artifact and misalignment): each mean-pooled, combined by max
-    (the paper's rule for other evaluators; ``>= threshold`` on the pooled maximum)."""
+    (the paper's rule for other evaluators; ``>= threshold`` on the pooled maximum).
+
+    Examples:
+        Each map mean-pooled, then the maximum over maps thresholded:
+
+        >>> import numpy as np
+        >>> artifact = np.zeros((8, 8)); artifact[:4, :4] = 0.6
+        >>> misalign = np.zeros((8, 8)); misalign[4:, :4] = 0.4
+        >>> grid_from_heatmaps([artifact, misalign], n=2).lines()
+        ['r1: 1']
+        >>> grid_from_heatmaps([artifact, misalign], n=2, threshold=0.4).lines()
+        ['r1: 1', 'r2: 1']
+    """
     if len(heatmaps) == 0:
         raise ValueError("need at least one heatmap")
     pooled = np.max([pool(as_heatmap(h), n) for h in heatmaps], axis=0)
