@@ -37,15 +37,6 @@ def pipelines(tmp_path_factory):
     return {"t2i": build_tiny_text_to_image(root / "t2i"), "edit": build_tiny_image_edit(root / "edit")}
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    import torch
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def solid(prompts, seeds):
     return [Image.new("RGB", (8, 8), (seed % 256, len(p) % 256, 0)) for p, seed in zip(prompts, seeds)]
 

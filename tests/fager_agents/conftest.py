@@ -16,20 +16,9 @@ def abo_dir() -> Path:
 
 
 @pytest.fixture(scope="module")
-def one_thread():
-    """One torch thread while a module's tiny models run: on 2 shared cores more threads only contend."""
-    import torch
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="module")
-def tiny_vlm_dir(tmp_path_factory, one_thread) -> str:
-    """A tiny random Qwen3-VL checkpoint, built offline (once: only test_tiny.py uses it)."""
-    from vlmjudge.testing.tiny_vlm import build_tiny_vlm
-    return build_tiny_vlm(tmp_path_factory.mktemp("fagent-tiny-vlm") / "qwen3vl", family="qwen3_vl")
+def tiny_vlm_dir(tiny_vlm_path) -> str:
+    """The suite's tiny random Qwen3-VL checkpoint (yes_bias 0)."""
+    return tiny_vlm_path("qwen3_vl")
 
 
 @pytest.fixture(scope="module")

@@ -117,7 +117,7 @@ def test_rounds_are_configurable(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def tiny_diffusers(tmp_path_factory, one_thread):
+def tiny_diffusers(tmp_path_factory):
     from vlmjudge.testing.tiny_diffusers import build_tiny_image_edit, build_tiny_text_to_image
     root = tmp_path_factory.mktemp("fagent-diffusers")
     return build_tiny_text_to_image(root / "t2i"), build_tiny_image_edit(root / "edit")

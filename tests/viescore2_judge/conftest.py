@@ -13,23 +13,11 @@ def noise_images():
             for i in range(10)]
 
 
-@pytest.fixture
-def one_thread():
-    """Run torch on one thread: a 0.2 M-parameter model gains nothing from more, and on a busy
-    2-core machine thread contention makes each decoding step ~20x slower."""
-    import torch
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="session")
-def tiny_qwen_path(tmp_path_factory):
-    """A tiny random Qwen3-VL checkpoint, written once per session."""
+def tiny_qwen_path(tiny_vlm_path):
+    """The suite's tiny random Qwen3-VL checkpoint (yes_bias 0)."""
     pytest.importorskip("xgrammar")
-    from vlmjudge.testing.tiny_vlm import build_tiny_vlm
-    return build_tiny_vlm(tmp_path_factory.mktemp("vs2j") / "qwen3vl", family="qwen3_vl")
+    return tiny_vlm_path("qwen3_vl")
 
 
 @pytest.fixture(scope="session")

@@ -4,8 +4,6 @@ from dataclasses import replace
 
 import pytest
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
 from viescore2 import VIEScore2, all_fields, read_answer, token_budget
 from viescore2.grid import parse_output
 from viescore2.pipeline import make_items
