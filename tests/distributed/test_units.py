@@ -140,3 +140,26 @@ def test_load_evaluate_shard_needs_a_meeting_place():
         load_evaluate_shard(metric_dir, rank=0, world_size=2)
     with pytest.raises(ValueError, match="rank 2"):
         load_evaluate_shard(metric_dir, rank=2, world_size=2, experiment_id="x", cache_dir="unused")
+
+
+def test_gathered_scores_save_in_the_output_layout(tmp_path):
+    """What accelerate and Ray return is written as every command writes: records, manifest beside."""
+    from vlmjudge.distributed import DistributedScores
+    from vlmjudge.outputs import read_run
+
+    scores = DistributedScores([{"image_id": "a/cat.png", "score": 1.0}], [(0, 1)], [{"model_calls": 3}],
+                               {"method": "terravis", "model": "m"})
+    manifest_file = scores.save(tmp_path / "out" / "records.jsonl", input="imgs")
+    assert manifest_file == tmp_path / "out" / "records.manifest.json"
+    records, manifest = read_run(tmp_path / "out" / "records.jsonl")
+    assert records == scores.records
+    assert manifest == {"method": "terravis", "model": "m", "input": "imgs", "n_scored": 1}
+
+
+def test_a_folder_input_is_searched_recursively_with_relative_ids(tmp_path):
+    for name in ("a/cat.png", "b/cat.png", "b/c/dog.jpg"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"")
+    columns = read_columns(str(tmp_path), takes_ids=True)
+    assert columns["id"] == ["a/cat.png", "b/c/dog.jpg", "b/cat.png"]
+    assert columns["image"] == [str(tmp_path / i) for i in columns["id"]]

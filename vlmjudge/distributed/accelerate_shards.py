@@ -6,8 +6,10 @@ then it is one shard and no process group is needed).
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .common import (
@@ -30,6 +32,14 @@ class DistributedScores:
     stats: list[dict[str, Any]] = field(default_factory=list)
     #: What judged (the method's manifest, else its judge's), from the first process that scored.
     manifest: dict[str, Any] = field(default_factory=dict)
+
+    def save(self, out: str | os.PathLike, **manifest: Any) -> Path:
+        """Write the records to `out` and the manifest beside them (`vlmjudge.outputs`: the layout of
+        every scoring command), `manifest` keywords added to what judged; returns the manifest's path."""
+        from ..outputs import write_jsonl, write_manifest
+
+        write_jsonl(out, self.records)
+        return write_manifest(out, {**self.manifest, **manifest, "n_scored": len(self.records)})
 
     @property
     def model_calls(self) -> list[int]:

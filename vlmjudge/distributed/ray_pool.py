@@ -124,8 +124,11 @@ def score_columns_ray(method: str | MethodSpec, batch: Mapping[str, Sequence[Any
         entry = workers.setdefault(row["worker"], {"rows": 0, "model_calls": 0})
         entry["rows"] += 1
         entry["model_calls"] += int(row["judge_calls"])
+    made_by = {"method": spec.name, "model": kwargs.get("model") or spec.default_model,
+               "backend": kwargs.get("backend", "transformers"), "config": dict(kwargs.get("method_config") or {}),
+               "command": "vlmjudge.distributed.score_columns_ray", "actors": num_actors}
     return DistributedScores([json.loads(row[RECORD_COLUMN]) for row in out], [],
-                             [{"worker": name, **entry} for name, entry in sorted(workers.items())])
+                             [{"worker": name, **entry} for name, entry in sorted(workers.items())], made_by)
 
 
 def _portable(value: Any) -> Any:
