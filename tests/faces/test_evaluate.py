@@ -64,12 +64,12 @@ def columns(name, res, start=0, end=N):
         return {"images": images}
     if name in ("viescore2", "fager"):
         return {"images": images, "prompts": PROMPTS[start:end]}
-    return {"predictions": [i.transpose(0) for i in images], "references": images}
+    return {"images": images, "reference_images": [i.transpose(0) for i in images]}
 
 
 def one(batch, k):
     """Example k of a batch, under the single-example names `add` takes."""
-    singular = {"images": "image", "prompts": "prompt", "predictions": "prediction", "references": "reference"}
+    singular = {"images": "image", "prompts": "prompt", "reference_images": "reference_image"}
     return {singular[key]: values[k] for key, values in batch.items()}
 
 
@@ -177,6 +177,7 @@ def test_combine_adds_and_computes_over_the_four_modules(res, model_paths, tmp_p
     alone = [module.compute(**columns(name, res)) for name, module in zip(MODULES, modules)]
     names = [module.name for module in modules]  # the prefixes combine gives shared result keys
     everything = {**columns("terravis", res), **columns("fager", res), **columns("regeneration", res)}
+    assert everything["images"] == columns("terravis", res)["images"]  # one name, the same images, for every module
     combined = evaluate.combine(four())
     combined.add_batch(**{k: v[:2] for k, v in everything.items()})
     combined.add(**{k: v[2] for k, v in everything.items()})

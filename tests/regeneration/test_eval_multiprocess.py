@@ -44,12 +44,21 @@ class CountingScorer:
         self.pairs += len(generated)
         return self.inner.score(references, generated)
 
+    def manifest(self):
+        return self.inner.manifest()
+
 
 def load(encoder_dirs, cache_dir, **kwargs):
     module = evaluate.load(str(METRICS_DIR), clip_model=encoder_dirs["clip"], dino_model=encoder_dirs["dino"],
                            device="cpu", cache_dir=str(cache_dir), **kwargs)
-    module._scorer = CountingScorer(module._scorer)
+    pairs = module.scorer().scorer  # the spec's scorer inside the module's (the ratings are keyed by pair id)
+    pairs.similarity = CountingScorer(pairs.similarity)
     return module
+
+
+def embedded(module) -> int:
+    """How many pairs the module's encoders embedded."""
+    return module.scorer().scorer.similarity.pairs
 
 
 def replay(answers):
@@ -71,12 +80,12 @@ def test_pairs_are_scored_on_add_and_two_processes_equal_one(encoder_dirs, score
 
     single_judge = replay(single_answers)
     single = load(encoder_dirs, tmp_path / "single", judge=single_judge)
-    single.add_batch(predictions=gens[:2], references=refs[:2])
-    single.add_batch(predictions=gens[2:], references=refs[2:])
+    single.add_batch(images=gens[:2], reference_images=refs[:2])
+    single.add_batch(predictions=gens[2:], references=refs[2:])  # the deprecated names still work
     calls = single_judge.stats.model_calls
-    assert calls == 10 and single._scorer.pairs == 5  # scored on add: content and perceptual of 5 pairs
+    assert calls == 10 and embedded(single) == 5  # scored on add: content and perceptual of 5 pairs
     expected = single.compute(per_pair=True)
-    assert single_judge.stats.model_calls == calls and single._scorer.pairs == 5  # compute only aggregates
+    assert single_judge.stats.model_calls == calls and embedded(single) == 5  # compute only aggregates
     sims = scorer.score(refs, gens)
     assert expected["clip_per_pair"] == pytest.approx([s["clip"] for s in sims], abs=1e-5)
     assert expected["dino"] == pytest.approx(sum(s["dino"] for s in sims) / 5, abs=1e-5)
@@ -91,7 +100,7 @@ def test_pairs_are_scored_on_add_and_two_processes_equal_one(encoder_dirs, score
                           experiment_id="regen-mp", timeout=60) for rank in shards}
 
     def step(rank):
-        modules[rank].add_batch(predictions=gens[shards[rank]], references=refs[shards[rank]])
+        modules[rank].add_batch(images=gens[shards[rank]], reference_images=refs[shards[rank]])
         return modules[rank].compute(per_pair=True)
 
     results = run_ranks(shards, step)
@@ -99,18 +108,18 @@ def test_pairs_are_scored_on_add_and_two_processes_equal_one(encoder_dirs, score
     assert_nested_close(results[0], expected, abs_tol=1e-5)
     for rank, shard in shards.items():  # each process scored only its own shard
         n = shard.stop - shard.start
-        assert modules[rank]._scorer.pairs == n and judges[rank].stats.model_calls == 2 * n
+        assert embedded(modules[rank]) == n and judges[rank].stats.model_calls == 2 * n
 
 
 def test_bad_inputs_fail_clearly(encoder_dirs, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     module = load(encoder_dirs, tmp_path / "data")
-    with pytest.raises(ValueError, match="no image pairs"):
+    with pytest.raises(ValueError, match="no images to aggregate"):
         module.compute()
-    with pytest.raises(ValueError, match="2 references but 1 predictions"):
-        module.add_batch(predictions=noise(1, 3), references=noise(2, 4))
+    with pytest.raises(ValueError, match="2 reference images for 1 images"):
+        module.add_batch(images=noise(1, 3), reference_images=noise(2, 4))
     with pytest.raises(TypeError, match="list of images"):
-        module.add_batch(predictions=noise(1, 3)[0], references=noise(1, 4))
+        module.add_batch(images=noise(1, 3)[0], reference_images=noise(1, 4))
     with pytest.raises(ValueError, match="load time"):
         module.compute(judge_model="x")
     with pytest.raises(ValueError, match="either judge"):

@@ -78,6 +78,7 @@ class ScoredModule(ScoredRowsModule):
         ids_with_process: image ids `"<process>:<n>"` even in one process (else `"<n>"`).
         compute_options: the keywords of `compute` that `_compute` takes (return_records, ...).
         load_at_load_time: load the judge in `evaluate.load` (else on the first add).
+        ids_column: give the scorer an "id" column even when the spec does not list one.
     """
 
     spec: ClassVar[Any]
@@ -90,6 +91,7 @@ class ScoredModule(ScoredRowsModule):
     ids_with_process: ClassVar[bool] = False
     compute_options: ClassVar[tuple[str, ...]] = ()
     load_at_load_time: ClassVar[bool] = True
+    ids_column: ClassVar[bool] = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._settings = self._take_settings(kwargs, "load time")
@@ -118,9 +120,10 @@ class ScoredModule(ScoredRowsModule):
     def load_judge(self, settings: Mapping[str, Any]) -> Any:
         """The judge of these settings: `judge=`, or loaded by the faces loader; None for a method
         whose judge is optional when no model is given."""
-        if settings.get("judge") is not None:
+        if settings.get("judge") is not None:  # `device` may also place other parts (encoders), so only
+            # the arguments that load a model conflict with a loaded judge
             return judge_or_load(settings["judge"], where=self.spec.name,
-                                 **{k: settings.get(k) for k in (*JUDGE_ARGUMENTS, "judge_kwargs")})
+                                 **{k: settings.get(k) for k in ("model", "revision", "judge_kwargs")})
         if settings.get("model") is None and self.spec.default_model is None and not self.judge_required:
             return None
         args = {k: settings[k] for k in (*JUDGE_ARGUMENTS, "judge_kwargs") if settings.get(k) is not None}
@@ -221,7 +224,7 @@ class ScoredModule(ScoredRowsModule):
         prefix = f"{self.process_id}:" if self.num_process > 1 or self.ids_with_process else ""
         ids = [str(i) for i in inputs.pop("ids", [f"{prefix}{self._n_added + i}" for i in range(n)])]
         batch = {self.columns[name]: values for name, values in inputs.items() if name in self.columns}
-        if "id" in (*self.spec.inputs, *self.spec.optional_inputs):
+        if self.ids_column or "id" in (*self.spec.inputs, *self.spec.optional_inputs):
             batch["id"] = ids
         records = scorer.score_batch(self.prepare_batch(batch))
         self._n_added += n
