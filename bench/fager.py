@@ -25,7 +25,7 @@ def qa_sets(prompts: Sequence[str]) -> list:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from fager.pipeline import Fager
+    from fager.core import Fager
     args = common_args("python -m bench.fager", __doc__).parse_args(argv)
     model, processor = load_model(build_tiny() if args.model == "tiny" else args.model, args.device, args.dtype)
     images = bench_images(args.images, args.size, seed=2)

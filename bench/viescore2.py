@@ -15,7 +15,7 @@ PROMPTS = ["a red bicycle leaning on a brick wall", "two cats asleep on a sofa",
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from viescore2.pipeline import VIEScore2
+    from viescore2.core import VIEScore2
     args = common_args("python -m bench.viescore2", __doc__).parse_args(argv)
     model, processor = load_model(build_tiny() if args.model == "tiny" else args.model, args.device, args.dtype)
     images = bench_images(args.images, args.size, seed=1)
