@@ -81,15 +81,14 @@ def with_global_ids(spec: MethodSpec, batch: Mapping[str, Sequence[Any]], start:
 
 def build_scorer(spec: MethodSpec, judge: Any = None, *, model: Any = None, backend: str = "transformers",
                  judge_kwargs: Mapping[str, Any] | None = None, method_config: Mapping[str, Any] | None = None):
-    """The method's scorer over `judge`, or over one loaded with `load_judge(model, backend, **judge_kwargs)`
-    (`model` defaults to the method's default model)."""
-    if judge is None:
-        from ..judge import load_judge
+    """The method's scorer over `judge`, or over one loaded by `vlmjudge.faces.loading` from `model`,
+    `backend` and `judge_kwargs` (which may name revision, device, dtype, cache and backend extras;
+    `model` defaults to the method's default model)."""
+    if judge is None:  # the one judge loader of every face (vlmjudge.faces), same no-model rule
+        from ..faces.loading import load_method_judge
 
-        model = model if model is not None else spec.default_model
-        if model is None:
-            raise ValueError(f"{spec.name}: give model= (the method has no default model)")
-        judge = load_judge(model, backend=backend, **dict(judge_kwargs or {}))
+        judge = load_method_judge(spec.default_model, model=model, backend=backend,
+                                  judge_kwargs=judge_kwargs, where=spec.name)
     elif model is not None or judge_kwargs:
         raise ValueError("give either a judge or model=/judge_kwargs=, not both")
     return spec.build(judge, **dict(method_config or {}))
