@@ -29,7 +29,19 @@ def _default_device() -> str:
 
 
 class ImageEncoder(ABC):
-    """A vision model that maps images to one vector each, batched, on its own device."""
+    """A vision model that maps images to one vector each, batched, on its own device.
+
+    Examples:
+        A tiny random DINOv2 built offline stands in for a real encoder:
+
+        >>> import tempfile
+        >>> from PIL import Image
+        >>> from vlmjudge.testing import build_tiny_dinov2
+        >>> encoder = DinoEncoder(build_tiny_dinov2(tempfile.mkdtemp() + "/dino"), device="cpu")
+        >>> features = encoder.embed([Image.new("RGB", (64, 64), "red"), Image.new("RGB", (48, 80), "blue")])
+        >>> tuple(features.shape), features.dtype, features.device.type
+        ((2, 32), torch.float32, 'cpu')
+    """
 
     kind = "encoder"
 
@@ -113,7 +125,20 @@ class ClipEncoder(ImageEncoder):
 
 
 class DinoEncoder(ImageEncoder):
-    """DINOv2 features pooled from the last hidden state: mean over all tokens, or the CLS token."""
+    """DINOv2 features pooled from the last hidden state: mean over all tokens, or the CLS token.
+
+    Examples:
+        >>> import tempfile
+        >>> from PIL import Image
+        >>> from vlmjudge.testing import build_tiny_dinov2
+        >>> encoder = DinoEncoder(build_tiny_dinov2(tempfile.mkdtemp() + "/dino"), pooling="cls", device="cpu")
+        >>> encoder.manifest()["pooling"], tuple(encoder.embed([Image.new("RGB", (64, 64), "red")]).shape)
+        ('cls', (1, 32))
+        >>> DinoEncoder("unused", pooling="max")
+        Traceback (most recent call last):
+        ...
+        ValueError: pooling must be one of ('mean', 'cls'), got 'max'
+    """
 
     kind = "dino"
 
@@ -135,7 +160,17 @@ class DinoEncoder(ImageEncoder):
 @lru_cache(maxsize=8)
 def load_encoder(kind: str, model_id: str, device: str | None = None, dtype: str | None = None,
                  pooling: str = "mean", revision: str | None = None, batch_size: int = 32) -> ImageEncoder:
-    """A shared encoder instance per settings, so apps and repeated calls load weights once."""
+    """A shared encoder instance per settings, so apps and repeated calls load weights once.
+
+    Examples:
+        Encoders are shared per settings, so weights load once:
+
+        >>> import tempfile
+        >>> from vlmjudge.testing import build_tiny_dinov2
+        >>> path = build_tiny_dinov2(tempfile.mkdtemp() + "/dino")
+        >>> load_encoder("dino", path, "cpu") is load_encoder("dino", path, "cpu")
+        True
+    """
     if kind == "clip":
         return ClipEncoder(model_id, device=device, dtype=dtype, revision=revision, batch_size=batch_size)
     if kind == "dino":
@@ -148,6 +183,18 @@ def check_loadable(models: dict[str, Any]) -> None:
     """Raise one ModelUnavailableError naming every encoder id that cannot load, before any loads.
 
     Without this, offline, the default ids retry the Hub for half a minute and end in a raw OSError.
+
+    Examples:
+        Offline, a Hub id that is not in the cache is named before anything loads:
+
+        >>> import os
+        >>> from unittest import mock
+        >>> with mock.patch.dict(os.environ, {"HF_HUB_OFFLINE": "1"}):
+        ...     try:
+        ...         check_loadable({"clip": "nobody/no-such-clip", "dino": None})
+        ...     except Exception as error:
+        ...         print(type(error).__name__, "|", str(error).split(" and ")[0])
+        ModelUnavailableError | clip encoder 'nobody/no-such-clip' is not a local folder
     """
     defaults = {"clip": DEFAULT_CLIP_MODEL, "dino": DEFAULT_DINO_MODEL}
     problems = []
@@ -165,7 +212,18 @@ def check_loadable(models: dict[str, Any]) -> None:
 
 
 class SimilarityScorer:
-    """CLIP % and DINO % of generated images against references (either encoder can be switched off)."""
+    """CLIP % and DINO % of generated images against references (either encoder can be switched off).
+
+    Examples:
+        >>> import tempfile
+        >>> from PIL import Image
+        >>> from vlmjudge.testing import build_tiny_dinov2
+        >>> scorer = SimilarityScorer(clip=None, dino=build_tiny_dinov2(tempfile.mkdtemp() + "/dino"), device="cpu")
+        >>> red, blue = Image.new("RGB", (64, 64), "red"), Image.new("RGB", (64, 64), "blue")
+        >>> same, other = scorer.score([red, red], [red, blue])
+        >>> round(same["dino"], 3), other["dino"] < 100, sorted(scorer.manifest())
+        (100.0, True, ['dino'])
+    """
 
     def __init__(self, clip: str | ClipEncoder | None = DEFAULT_CLIP_MODEL,
                  dino: str | DinoEncoder | None = DEFAULT_DINO_MODEL, *, pooling: str = "mean",
@@ -208,6 +266,17 @@ def regeneration_similarity(references: Sequence[Any], generated: Sequence[Any],
                             clip_model: str | ImageEncoder | None = DEFAULT_CLIP_MODEL,
                             dino_model: str | ImageEncoder | None = DEFAULT_DINO_MODEL, pooling: str = "mean",
                             device: str | None = None) -> dict[str, float]:
-    """Mean CLIP % and DINO % over pairs: the functional form of `RegenerationSimilarity`."""
+    """Mean CLIP % and DINO % over pairs: the functional form of `RegenerationSimilarity`.
+
+    Examples:
+        >>> import tempfile
+        >>> from PIL import Image
+        >>> from vlmjudge.testing import build_tiny_dinov2
+        >>> red = Image.new("RGB", (64, 64), "red")
+        >>> value = regeneration_similarity([red], [red], clip_model=None,
+        ...                                 dino_model=build_tiny_dinov2(tempfile.mkdtemp() + "/dino"), device="cpu")
+        >>> {name: round(v, 3) for name, v in value.items()}
+        {'dino': 100.0}
+    """
     scores = SimilarityScorer(clip_model, dino_model, pooling=pooling, device=device).score(references, generated)
     return {name: sum(s[name] for s in scores) / len(scores) for name in scores[0]}
