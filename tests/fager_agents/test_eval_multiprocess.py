@@ -6,26 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from fager import read_qa_csv
-from fager.replay import rescore_details
-
-from fagent_helpers import keyed_replay, noise, released, released_answers
+from fagent_helpers import keyed_replay, noise
 from ranks import run_ranks
 
 evaluate = pytest.importorskip("evaluate")
 METRIC_DIR = Path(__file__).resolve().parents[2] / "metrics" / "fager"
 SHARDS = {0: slice(0, 2), 1: slice(2, 5)}
-
-
-@pytest.fixture(scope="module")
-def abo_five(abo_dir):
-    """Five released prompts with their QA sets, recorded real-image answers and released scores."""
-    records = released(abo_dir, "real")[:5]
-    qa = {q.index: q for q in read_qa_csv(abo_dir / "QA.csv")}
-    ids = [str(r["index"]) for r in records]
-    return {"records": records, "ids": ids, "prompts": [r["original_prompt"] for r in records],
-            "qa": [qa[i].model_dump_json() for i in ids], "answers": released_answers(records),
-            "scores": [v.overall_score for v in rescore_details(abo_dir / "results" / "real" / "details.jsonl")[:5]]}
 
 
 def asked_items(judge) -> set[str]:
@@ -35,7 +21,8 @@ def asked_items(judge) -> set[str]:
 def test_images_are_scored_on_add_and_two_processes_equal_one(abo_five, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     images = [noise(i) for i in range(5)]
-    columns = {"images": images, "prompts": abo_five["prompts"], "qa_sets": abo_five["qa"], "ids": abo_five["ids"]}
+    columns = {"images": images, "prompts": abo_five["prompts"], "qa_sets": [q.model_dump_json() for q in abo_five["qa"]],
+               "ids": abo_five["ids"]}
 
     judge = keyed_replay(abo_five["answers"])
     single = evaluate.load(str(METRIC_DIR), judge=judge, cache_dir=str(tmp_path / "single"))

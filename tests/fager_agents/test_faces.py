@@ -14,26 +14,14 @@ import torch
 from fager import format_qa_csv, read_qa_csv
 from fager.metric import FagerScore
 from fager.pipeline import Fager
-from fager.replay import rescore_details
 from fager.spec import SPEC, parse_qa_value
 from vlmjudge.registry import get_method
 from vlmjudge.testing.conformance import check_method
 
-from fagent_helpers import keyed_replay, noise, released, released_answers
+from fagent_helpers import keyed_replay, noise
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-
-
-@pytest.fixture(scope="module")
-def abo_five(abo_dir):
-    """Five released prompts with their QA sets and recorded real-image answers."""
-    records = released(abo_dir, "real")[:5]
-    qa = {q.index: q for q in read_qa_csv(abo_dir / "QA.csv")}
-    ids = [str(r["index"]) for r in records]
-    return {"records": records, "ids": ids, "prompts": [r["original_prompt"] for r in records],
-            "qa": [qa[i] for i in ids], "answers": released_answers(records),
-            "scores": [v.overall_score for v in rescore_details(abo_dir / "results" / "real" / "details.jsonl")[:5]]}
 
 
 def test_spec_is_registered_and_passes_conformance(abo_five):
