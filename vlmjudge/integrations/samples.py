@@ -5,7 +5,6 @@ face only decides *when* to score and *where* its logger puts scalars and images
 """
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from PIL import Image
 from vlmjudge.images import to_pil_list
 from vlmjudge.integrations.grid import caption_grid, captions_and_images
 from vlmjudge.integrations.panel import JudgePanel
+from vlmjudge.outputs import write_jsonl
 
 
 @dataclass
@@ -52,9 +52,7 @@ class ScoredSamples:
             grid.save(path)
             paths.append(path)
         path = os.path.join(folder, "samples.jsonl")
-        with open(path, "w", encoding="utf-8") as f:
-            for row in self.rows(panel):
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        write_jsonl(path, self.rows(panel))  # the one JSONL writer (vlmjudge.outputs)
         return paths + [path]
 
 
