@@ -13,7 +13,7 @@ TINY_SCORE = 1.2e-4
 
 
 def terravis_run(folder: Path, scored: bool = True) -> Path:
-    """A `terravis score` JSONL: manifest line, then records (two T2I models by folder)."""
+    """A `terravis score` JSONL of records with its manifest beside it (two T2I models by folder)."""
     from terravis import save_records, score_annotation
 
     images = folder / "imgs"
@@ -89,7 +89,7 @@ def fager_run(folder: Path, scored: bool = True) -> Path:
 
 
 def regeneration_result(folder: Path, scored: bool = True) -> Path:
-    """A `regeneration compare --out` JSON: summary, pairs, unpaired files."""
+    """An older `regeneration compare --out FILE.json` result: summary, pairs, unpaired files."""
     pairs = [{"id": "a", "score": 71.5, "clip": 80.0, "dino": 63.0, "mllm_content_rating": 4,
               "mllm_perceptual_rating": 3, "mllm_content": 0.75, "mllm_perceptual": 0.5},
              {"id": "b", "score": 40.25, "clip": 50.5, "dino": 30.0, "mllm_content_rating": 2,
