@@ -48,7 +48,18 @@ class _Strict(BaseModel):
 
 
 class CategoryFacts(_Strict):
-    """The facts one rubric category requires, with how much they matter."""
+    """The facts one rubric category requires, with how much they matter.
+
+    Examples:
+        >>> CategoryFacts(importance="high", facts=["a red cup"]).facts
+        ['a red cup']
+        >>> from pydantic import ValidationError
+        >>> try:
+        ...     CategoryFacts(importance="high", facts=["  "])
+        ... except ValidationError as error:
+        ...     print(error.errors()[0]["msg"])
+        Value error, a fact must not be blank
+    """
 
     importance: Importance
     facts: list[FactText] = Field(max_length=MAX_FACTS_PER_CATEGORY)
@@ -66,7 +77,13 @@ def _empty_category() -> CategoryFacts:
 
 
 class LevelRubric(_Strict):
-    """One level of the rubric: the nine categories, always all present."""
+    """One level of the rubric: the nine categories, always all present.
+
+    Examples:
+        >>> level = LevelRubric.empty()
+        >>> list(LevelRubric.model_fields) == list(CATEGORIES), level.color.facts
+        (True, [])
+    """
 
     existence: CategoryFacts
     counting: CategoryFacts
@@ -94,7 +111,18 @@ class FactEntry(_Strict):
 
 
 class Rubric(_Strict):
-    """The three-level factual rubric (coarse identity -> key components -> fine details)."""
+    """The three-level factual rubric (coarse identity -> key components -> fine details).
+
+    Examples:
+        Facts come out level by level, in category order:
+
+        >>> rubric = Rubric.empty()
+        >>> rubric.level_1.existence = CategoryFacts(importance="high", facts=["a cup", "a table"])
+        >>> rubric.level_2.color = CategoryFacts(importance="medium", facts=["the cup is red"])
+        >>> [(f.level, f.category, f.fact) for f in rubric.facts()]  # doctest: +NORMALIZE_WHITESPACE
+        [('level_1', 'existence', 'a cup'), ('level_1', 'existence', 'a table'),
+         ('level_2', 'color', 'the cup is red')]
+    """
 
     level_1: LevelRubric
     level_2: LevelRubric
@@ -118,7 +146,13 @@ class Rubric(_Strict):
 
 
 class ReferenceExtraction(_Strict):
-    """What the reference-guided agent saw in reference images: visible evidence only."""
+    """What the reference-guided agent saw in reference images: visible evidence only.
+
+    Examples:
+        >>> ReferenceExtraction(status="partial", summary="A cup on a desk.", visual_elements=["red cup"],
+        ...                     confidence=0.7, notes="").status
+        'partial'
+    """
 
     status: ExtractionStatus
     summary: str = Field(max_length=1000)
@@ -128,7 +162,15 @@ class ReferenceExtraction(_Strict):
 
 
 class FactChange(_Strict):
-    """One fact the verification agent dropped or added, with why."""
+    """One fact the verification agent dropped or added, with why.
+
+    Examples:
+        The release's `short_rationale` is read too, and one string becomes a list:
+
+        >>> FactChange(level="level_3", category="others", fact="the cup smells of coffee",
+        ...            reason="not_visually_verifiable", short_rationale="A smell cannot be seen.").rationale
+        ['A smell cannot be seen.']
+    """
 
     level: Level
     category: Category
@@ -145,7 +187,20 @@ class FactChange(_Strict):
 
 
 class Verification(_Strict):
-    """The verified rubric plus the explicit drop/add decisions that produced it."""
+    """The verified rubric plus the explicit drop/add decisions that produced it.
+
+    Examples:
+        >>> drop = FactChange(level="level_3", category="others", fact="fresh coffee", reason="not_visually_verifiable",
+        ...                   rationale="Not visible.")
+        >>> len(Verification(verified_rubric=Rubric.empty(), dropped=[drop], added=[]).dropped)
+        1
+        >>> from pydantic import ValidationError
+        >>> try:
+        ...     Verification(verified_rubric=Rubric.empty(), dropped=[], added=[drop])
+        ... except ValidationError as error:
+        ...     print(error.errors()[0]["msg"])
+        Value error, added fact has a drop reason 'not_visually_verifiable': 'fresh coffee'
+    """
 
     verified_rubric: Rubric
     dropped: list[FactChange] = Field(max_length=MAX_CHANGES)
@@ -163,7 +218,13 @@ class Verification(_Strict):
 
 
 class QAItem(_Strict):
-    """One yes-expected question generated from exactly one rubric fact."""
+    """One yes-expected question generated from exactly one rubric fact.
+
+    Examples:
+        >>> QAItem(question="Is there a cup?", level="level_1", category="existence", importance="high",
+        ...        source_fact="a cup").question
+        'Is there a cup?'
+    """
 
     question: str = Field(min_length=1, max_length=MAX_QUESTION)
     level: Level
@@ -179,7 +240,22 @@ class QAItems(_Strict):
 
 
 class QASet(_Strict):
-    """A prompt's QA items in evaluation order, with the dataset's id for the prompt if any."""
+    """A prompt's QA items in evaluation order, with the dataset's id for the prompt if any.
+
+    Examples:
+        A question may appear once per level:
+
+        >>> item = QAItem(question="Is there a cup?", level="level_1", category="existence", importance="high",
+        ...               source_fact="a cup")
+        >>> QASet(prompt="a red cup", index="7", items=[item]).index
+        '7'
+        >>> from pydantic import ValidationError
+        >>> try:
+        ...     QASet(prompt="a red cup", items=[item, item])
+        ... except ValidationError as error:
+        ...     print(error.errors()[0]["msg"])
+        Value error, duplicate question in level_1: 'Is there a cup?'
+    """
 
     prompt: str = Field(min_length=1, max_length=MAX_PROMPT)
     index: str | None = Field(default=None, max_length=200)
@@ -197,7 +273,12 @@ class QASet(_Strict):
 
 
 class QuestionAnswer(_Strict):
-    """The evaluation agent's answer to one question: yes/no/unknown and one sentence why."""
+    """The evaluation agent's answer to one question: yes/no/unknown and one sentence why.
+
+    Examples:
+        >>> QuestionAnswer(answer=" Yes ", rationale="A red cup stands on the table.").answer
+        'yes'
+    """
 
     answer: Answer
     rationale: RationaleText
@@ -214,7 +295,14 @@ QuestionStatus = Literal["answered", "failed", "skipped"]
 
 
 class QuestionResult(QAItem):
-    """One question of a verdict: its answer and score, or why it has none."""
+    """One question of a verdict: its answer and score, or why it has none.
+
+    Examples:
+        >>> result = QuestionResult(question="Is the cup red?", level="level_2", category="color", importance="medium",
+        ...                         source_fact="the cup is red", position=2, status="answered", answer="no", score=0.0)
+        >>> result.item().source_fact, result.score
+        ('the cup is red', 0.0)
+    """
 
     position: int = Field(ge=0)
     status: QuestionStatus
@@ -245,7 +333,12 @@ class ParseFailure(_Strict):
 
 
 class LevelScores(_Strict):
-    """Per-level scores in [0, 100]; None for a level with no scored question."""
+    """Per-level scores in [0, 100]; None for a level with no scored question.
+
+    Examples:
+        >>> LevelScores(level_1=100.0, level_2=50.0)
+        LevelScores(level_1=100.0, level_2=50.0, level_3=None)
+    """
 
     level_1: float | None = None
     level_2: float | None = None
@@ -253,7 +346,18 @@ class LevelScores(_Strict):
 
 
 class AnswerCounts(_Strict):
-    """How the evaluated questions were answered; `total` counts scored answers only."""
+    """How the evaluated questions were answered; `total` counts scored answers only.
+
+    Examples:
+        >>> AnswerCounts(yes=2, no=1, unknown=1, total=4, failed=1).total
+        4
+        >>> from pydantic import ValidationError
+        >>> try:
+        ...     AnswerCounts(yes=2, no=1, unknown=0, total=4)
+        ... except ValidationError as error:
+        ...     print(error.errors()[0]["msg"])
+        Value error, total 4 != yes + no + unknown = 3
+    """
 
     yes: int = Field(ge=0)
     no: int = Field(ge=0)
@@ -280,7 +384,19 @@ class Gating(_Strict):
 
 
 class Verdict(_Strict):
-    """Everything FAGER concludes about one image against one QA set."""
+    """Everything FAGER concludes about one image against one QA set.
+
+    Examples:
+        Verdicts come from `fager.scoring.score_answers`; they round-trip through JSON:
+
+        >>> from fager.scoring import score_answers
+        >>> item = QAItem(question="Is there a cup?", level="level_1", category="existence", importance="high",
+        ...               source_fact="a cup")
+        >>> verdict = score_answers([item], ["yes"], prompt="a red cup")
+        >>> again = Verdict.model_validate_json(verdict.model_dump_json())
+        >>> verdict.overall_score, verdict.decision, again.model_dump() == verdict.model_dump()
+        (100.0, 'keep', True)
+    """
 
     prompt: str | None = None
     index: str | None = None
