@@ -24,6 +24,11 @@ class CheckRecord:
     `detected` is None when the judge failed to answer; `parse_ok` is False when its answer
     could not be read (then the check counts as not detected). Severity fields are set only
     for detected violations; an unreadable severity counts as minor.
+
+    Examples:
+        >>> check = CheckRecord("support_stability", detected=True, evidence="It hovers.", severity="major")
+        >>> check.level, check.name, CheckRecord.from_json(check.to_json()) == check
+        ('interaction', 'Support and stability', True)
     """
 
     type_id: str
@@ -65,6 +70,19 @@ class ImageRecord:
     `status` is "scored", "not_applicable" (judged ineligible, or eligibility unreadable
     after retries) or "failed" (a judge response was empty or failed: the image is N/A,
     never "no violation"). `rating` is the 1-5 rating of the holistic and GPTScore variants.
+
+    Examples:
+        A saved record re-scores with other weights or checks, with no judge:
+
+        >>> checks = [CheckRecord("support_stability", detected=True, severity="major"),
+        ...           CheckRecord("optical_effect", detected=True, severity="minor")]
+        >>> record = ImageRecord("cup.png", score=0.2231, eligible=True, checks=checks, n_major=1, n_minor=1)
+        >>> record.valid, record.has_violation, record.detected_types()
+        (True, True, ['support_stability', 'optical_effect'])
+        >>> round(record.rescore(alpha=0.0), 4), round(record.rescore(drop=["support_stability"]), 4)
+        (0.3679, 0.6065)
+        >>> ImageRecord("logo.png", status="not_applicable").has_violation is None
+        True
     """
 
     image_id: str
@@ -140,7 +158,17 @@ class ImageRecord:
 def save_records(path: str | os.PathLike, records: Iterable[ImageRecord],
                  manifest: dict[str, Any] | None = None) -> None:
     """Write a run as JSON lines, one record a line, and its manifest beside them
-    (`results.jsonl` -> `results.manifest.json`, the layout of `vlmjudge.outputs`)."""
+    (`results.jsonl` -> `results.manifest.json`, the layout of `vlmjudge.outputs`).
+
+    Examples:
+        The manifest goes beside the records:
+
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "results.jsonl")
+        >>> save_records(path, [ImageRecord("cup.png", score=1.0, eligible=True)], manifest={"method": "terravis"})
+        >>> sorted(os.listdir(os.path.dirname(path)))
+        ['results.jsonl', 'results.manifest.json']
+    """
     from vlmjudge.outputs import manifest_path, write_jsonl, write_manifest
 
     write_jsonl(path, (record.to_json() for record in records))
@@ -152,7 +180,16 @@ def save_records(path: str | os.PathLike, records: Iterable[ImageRecord],
 
 def load_records(path: str | os.PathLike) -> tuple[list[ImageRecord], dict[str, Any] | None]:
     """Read a run: its records and its manifest (beside them, or the first line of an older
-    file; None if absent). A line that is not a TerraVis record is a ValueError naming it."""
+    file; None if absent). A line that is not a TerraVis record is a ValueError naming it.
+
+    Examples:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "results.jsonl")
+        >>> save_records(path, [ImageRecord("cup.png", score=1.0, eligible=True)], manifest={"method": "terravis"})
+        >>> records, manifest = load_records(path)
+        >>> [(r.image_id, r.score) for r in records], manifest["method"]
+        ([('cup.png', 1.0)], 'terravis')
+    """
     from vlmjudge.outputs import iter_jsonl, is_manifest_line, read_manifest
 
     records = []
