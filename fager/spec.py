@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vlmjudge.registry import MethodSpec
+from vlmjudge.registry import DEFAULT_JUDGE_MODEL, MethodSpec, renders
 
 from .core import Fager
 from .qa_store import QA_COLUMNS, parse_qa_csv
@@ -91,15 +91,9 @@ def build(judge: Any, text_judge: Any = None, regenerate_threshold: float = 20.0
     return FagerScorer(Fager(judge, text_judge, policy=policy, **config))
 
 
-def normalize(score: float) -> float:
-    """FAGER scores lie in [0, 100]."""
-    return score / 100.0
-
-
+@renders("fager", FagerRecord)
 def render(record: FagerRecord) -> dict[str, Any]:
     """Score text and a markdown account: level scores, decision, feedback, every question."""
-    if not isinstance(record, FagerRecord):
-        raise TypeError(f"fager renders FagerRecord objects, got {type(record).__name__}")
     v = record.verdict
     fmt = (lambda s: "-" if s is None else f"{s:.2f}")
     if v.overall_score is None:
@@ -131,17 +125,13 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+#: FAGER scores lie in [0, 100]; `normalize` maps them linearly to [0, 1].
 SPEC = MethodSpec(
-    name="fager",
-    inputs=("image", "prompt"),
-    build=build,
-    score_range=(0.0, 100.0),
-    normalize=normalize,
-    render=render,
+    name="fager", build=build, render=render, inputs=("image", "prompt"),
+    optional_inputs=("references", "qa_set", "id"), score_range=(0.0, 100.0), default_model=DEFAULT_JUDGE_MODEL,
     description="Factuality against a verified three-level rubric: yes/no/unknown questions per fact, "
                 "level-1 gate, keep/edit/regenerate with feedback. Score 0-100.",
-    optional_inputs=("references", "qa_set", "id"),
-    default_model="Qwen/Qwen3-VL-8B-Instruct",
 )
+normalize = SPEC.normalize  # the former module function, kept one release
 
 __all__ = ["FagerRecord", "FagerScorer", "SPEC", "build", "normalize", "parse_qa_value", "render"]

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vlmjudge.registry import MethodSpec
+from vlmjudge.registry import MethodSpec, renders
 
 from .judging import MLLMScores, judge_pairs
 from .scoring import combined_score, normalize
@@ -86,10 +86,9 @@ def build(judge: Any, **config: Any) -> RegenerationScorer:
 
 
 
+@renders("regeneration", PairRecord)
 def render(record: PairRecord) -> dict[str, Any]:
     """Score text and a markdown table of CLIP %, DINO % and the MLLM ratings."""
-    if not isinstance(record, PairRecord):
-        raise TypeError(f"regeneration renders PairRecord objects, got {type(record).__name__}")
     if record.score is None:
         return {"score_text": "N/A", "markdown": "Could not score: " + "; ".join(record.errors)}
     lines = ["| measure | value |", "|---|---|", f"| CLIP image-image cosine | {record.clip:.2f} % |",
@@ -104,14 +103,10 @@ def render(record: PairRecord) -> dict[str, Any]:
     return {"score_text": f"{record.score:.2f}", "markdown": "\n".join(lines)}
 
 
+#: `normalize` clips to the range before scaling (`scoring.normalize`); no judge model by default.
 SPEC = MethodSpec(
-    name="regeneration",
-    inputs=("reference", "generated"),
-    build=build,
-    score_range=(0.0, 100.0),
-    normalize=normalize,
-    render=render,
+    name="regeneration", inputs=RegenerationScorer.inputs, build=build, render=render, normalize=normalize,
+    score_range=(0.0, 100.0), default_model=None,
     description="Image Regeneration: how close a regenerated image is to its reference, as the mean of "
                 "CLIP and DINOv2 image-image cosine (%), with optional MLLM content and perceptual ratings.",
-    default_model=None,
 )

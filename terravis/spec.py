@@ -4,27 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from vlmjudge.registry import MethodSpec
+from vlmjudge.registry import DEFAULT_JUDGE_MODEL, MethodSpec, renders
 
 from .core import TerraVis
 from .records import ImageRecord
 
 
-def build(judge: Any, **config: Any) -> TerraVis:
-    """A scorer over `judge`; config as TerraVis's keywords (variant, lam, alpha, pack, ...)."""
-    return TerraVis(judge, **config)
-
-
-def identity(score: float) -> float:
-    """TerraVis scores already lie in [0, 1]."""
-    return score
-
-
+@renders("terravis", ImageRecord)
 def render(record: ImageRecord) -> dict[str, Any]:
     """Score text and a markdown account: eligibility, then each violation with its evidence
     and severity (or the rating of a single-call variant)."""
-    if not isinstance(record, ImageRecord):
-        raise TypeError(f"terravis renders ImageRecord objects, got {type(record).__name__}")
     lines = [f"**TerraVis** ({record.variant}), image `{record.image_id}`", ""]
     if record.status == "failed":
         score_text = "failed (N/A)"
@@ -50,15 +39,12 @@ def render(record: ImageRecord) -> dict[str, Any]:
     return {"score_text": score_text, "markdown": "\n".join(lines)}
 
 
+#: `build` is TerraVis itself (config: its keywords variant, lam, alpha, pack, ...); scores
+#: already lie in [0, 1], so `normalize` is the identity.
 SPEC = MethodSpec(
-    name="terravis",
-    inputs=("image",),
-    build=build,
-    score_range=(0.0, 1.0),
-    normalize=identity,
-    render=render,
+    name="terravis", inputs=("image",), optional_inputs=("id",), build=TerraVis,
+    score_range=(0.0, 1.0), render=render, default_model=DEFAULT_JUDGE_MODEL,
     description="World-grounded visual consistency: eligibility, 18 violation checks, severity, "
                 "S = exp(-lam (N_major + alpha N_minor)).",
-    optional_inputs=("id",),
-    default_model="Qwen/Qwen3-VL-8B-Instruct",
 )
+build, identity = SPEC.build, SPEC.normalize  # the former module functions, kept one release

@@ -4,30 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from vlmjudge.registry import MethodSpec
+from vlmjudge.registry import DEFAULT_JUDGE_MODEL, MethodSpec, renders
 
 from .core import VIEScore2, VIEScore2Record
-
-
-def build(judge: Any, **config: Any) -> VIEScore2:
-    """A scorer over `judge`; config as VIEScore2's keywords (fields, grid_size, pack, ...)."""
-    return VIEScore2(judge, **config)
-
-
-def normalize(score: float) -> float:
-    """0-10 scores to [0, 1]."""
-    return score / 10.0
 
 
 def _number(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
+@renders("viescore2", VIEScore2Record)
 def render(record: VIEScore2Record) -> dict[str, Any]:
     """Score text, a markdown account (scores, explanation, reading status, raw answer) and the
     overlay of the predicted cells on the generated image when a grid was read."""
-    if not isinstance(record, VIEScore2Record):
-        raise TypeError(f"viescore2 renders VIEScore2Record objects, got {type(record).__name__}")
     overall = record.overall
     score_text = f"{_number(overall)}/10" if overall is not None else f"unscored ({record.status})"
     lines = [f"**VIEScore2** ({record.fields}, {record.grid_size}x{record.grid_size} grid), image `{record.id}`", ""]
@@ -47,15 +36,12 @@ def render(record: VIEScore2Record) -> dict[str, Any]:
     return shown
 
 
+#: `build` is VIEScore2 itself (config: its keywords fields, grid_size, pack, ...); `normalize`
+#: maps 0-10 linearly to [0, 1].
 SPEC = MethodSpec(
-    name="viescore2",
-    inputs=("image", "prompt"),
-    build=build,
-    score_range=(0.0, 10.0),
-    normalize=normalize,
-    render=render,
+    name="viescore2", build=VIEScore2, inputs=("image", "prompt"), optional_inputs=("conditioning", "id"),
+    score_range=(0.0, 10.0), render=render, default_model=DEFAULT_JUDGE_MODEL,
     description="0-10 scores (overall, or PQ and SC with overall sqrt(PQ*SC)) and a 16 x 16 grid of defect "
                 "cells (visual artifacts, semantic misalignments) in one constrained judge pass.",
-    optional_inputs=("conditioning", "id"),
-    default_model="Qwen/Qwen3-VL-8B-Instruct",
 )
+build, normalize = SPEC.build, SPEC.normalize  # the former module functions, kept one release

@@ -6,12 +6,18 @@ package. `register()` adds one at run time (tests, notebooks).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Mapping, Protocol, Sequence, TypeVar, runtime_checkable
 
 ENTRY_POINT_GROUP = "vlmjudge.methods"
 COMMAND_GROUP = "vlmjudge.commands"
+
+#: The judge the VLM methods name as their `default_model` (what runs when no model is given).
+DEFAULT_JUDGE_MODEL = "Qwen/Qwen3-VL-8B-Instruct"
+
+R = TypeVar("R", bound=Callable[[Any], dict[str, Any]])
 
 
 @runtime_checkable
@@ -32,26 +38,83 @@ class Scorer(Protocol):
 
 
 @dataclass(frozen=True)
+class LinearScale:
+    """A score range mapped linearly onto [0, 1]: a spec's `normalize` unless it gives its own
+    (a dataclass, not a closure, so that specs pickle).
+
+    Examples:
+        >>> LinearScale(0.0, 10.0)(7.5), LinearScale(0.0, 1.0)(0.3), LinearScale(-1.0, 1.0)(0.0)
+        (0.75, 0.3, 0.5)
+    """
+
+    low: float
+    high: float
+
+    def __post_init__(self) -> None:
+        if not self.low < self.high:
+            raise ValueError(f"a score range runs from low to high, got ({self.low}, {self.high})")
+
+    def __call__(self, score: float) -> float:
+        return (score - self.low) / (self.high - self.low)
+
+
+def renders(method: str, record_type: type) -> Callable[[R], R]:
+    """Decorates a spec's `render` so that any other record is refused with a TypeError that
+    names the method and the record type it renders.
+
+    Examples:
+        >>> @renders("toy", dict)
+        ... def render(record):
+        ...     return {"score_text": str(record["score"]), "markdown": ""}
+        >>> render({"score": 1})["score_text"]
+        '1'
+        >>> render([1])
+        Traceback (most recent call last):
+        ...
+        TypeError: toy renders dict objects, got list
+    """
+    def wrap(render: R) -> R:
+        @functools.wraps(render)
+        def checked(record: Any) -> dict[str, Any]:
+            if not isinstance(record, record_type):
+                raise TypeError(f"{method} renders {record_type.__name__} objects, got {type(record).__name__}")
+            return render(record)
+        return checked  # type: ignore[return-value]
+    return wrap
+
+
+@dataclass(frozen=True)
 class MethodSpec:
     """Everything the shared faces need to know about a method.
 
     `inputs` are the columns `score_batch` requires ("image", "prompt", "reference", ...);
     `optional_inputs` those it uses when present. `build(judge, **config)` returns a
     `Scorer`. `score_range` is the raw score range and `normalize` maps a score to [0, 1]
-    (rewards, plots). `render(record)` returns a dict for apps and reports: `score_text`
-    (str), `markdown` (str) and optionally `image` (PIL image).
+    (rewards, plots); left out, it is the linear map of `score_range` (`LinearScale`).
+    `render(record)` returns a dict for apps and reports: `score_text` (str), `markdown`
+    (str) and optionally `image` (PIL image).
+
+    Examples:
+        >>> spec = MethodSpec(name="toy", inputs=("image",), build=dict, score_range=(0.0, 10.0),
+        ...                   render=lambda record: {"score_text": "", "markdown": ""})
+        >>> spec.normalize(2.5), spec.check_batch({"image": [1, 2]})
+        (0.25, 2)
     """
 
     name: str
     inputs: tuple[str, ...]
     build: Callable[..., Scorer]
     score_range: tuple[float, float]
-    normalize: Callable[[float], float]
     render: Callable[[ScoreRecord], dict[str, Any]]
+    normalize: Callable[[float], float] = None  # type: ignore[assignment]  # set in __post_init__
     description: str = ""
     optional_inputs: tuple[str, ...] = ()
     default_model: str | None = None
     config: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.normalize is None:
+            object.__setattr__(self, "normalize", LinearScale(*self.score_range))
 
     def check_batch(self, batch: Mapping[str, Sequence[Any]]) -> int:
         """The batch's length, after checking required columns exist and lengths agree."""
