@@ -41,16 +41,24 @@ def exact_prompt(item: str, round: int) -> str:
     return f"EXACT {item} round {round}"
 
 
-def loop_answers(items, rounds: int, n: int, exact_at=lambda item, t: (t - 1) % 3, final: bool = True) -> dict:
-    """Replay answers for a full IUT-mode loop; in round t the prompt at `exact_at(item, t)` is the
-    one the toy generator turns into the reference itself."""
+def iut_answers(items, objects=OBJECTS) -> dict:
+    """Replay answers for the four IUT stages of each item: caption, objects, one attribute answer
+    per object (a cat, then a sofa), relations."""
     ans = {}
     for item in items:
         ans[("iut_caption", item, 0, 0)] = caption_json(item)
-        ans[("iut_objects", item, 0, 0)] = json.dumps(OBJECTS)
+        ans[("iut_objects", item, 0, 0)] = json.dumps(objects)
         ans[("iut_attributes", item, 0, 0)] = json.dumps(CAT)
         ans[("iut_attributes", item, 0, 1)] = json.dumps(SOFA)
         ans[("iut_relations", item, 0, 0)] = json.dumps(RELATIONS)
+    return ans
+
+
+def loop_answers(items, rounds: int, n: int, exact_at=lambda item, t: (t - 1) % 3, final: bool = True) -> dict:
+    """Replay answers for a full IUT-mode loop; in round t the prompt at `exact_at(item, t)` is the
+    one the toy generator turns into the reference itself."""
+    ans = iut_answers(items)
+    for item in items:
         ans[("initial_prompt", item, 0, 0)] = json.dumps({"prompt": f"an orange cat lying on a grey sofa {item}"})
         for t in range(1, rounds + 1):
             prompts = [f"variant {k} of {item} in round {t}" for k in range(n)]

@@ -5,15 +5,7 @@ import json
 import re
 
 import pytest
-from regen_helpers import (
-    CAT,
-    OBJECTS,
-    RELATIONS,
-    SOFA,
-    caption_json,
-    reference_images,
-    replay,
-)
+from regen_helpers import CAT, iut_answers, reference_images, replay
 
 from regeneration.iut import IUTResult, build_iuts, initial_prompts
 from regeneration.parsing import ParseFailure, extract_json, parse_answer, token_budget
@@ -27,17 +19,6 @@ from regeneration.schema import (
     relationships_model,
 )
 from vlmjudge.requests import Answer
-
-
-def full_answers(items, objects=OBJECTS):
-    ans = {}
-    for i in items:
-        ans[("iut_caption", i, 0, 0)] = caption_json(i)
-        ans[("iut_objects", i, 0, 0)] = json.dumps(objects)
-        ans[("iut_attributes", i, 0, 0)] = json.dumps(CAT)
-        ans[("iut_attributes", i, 0, 1)] = json.dumps(SOFA)
-        ans[("iut_relations", i, 0, 0)] = json.dumps(RELATIONS)
-    return ans
 
 
 def test_extract_json_reads_as_the_release_by_default():
@@ -106,7 +87,7 @@ def test_pack_overrides_and_checks():
 
 def test_build_iuts_four_stages_batched():
     refs = reference_images(3)
-    judge = replay(full_answers(refs))
+    judge = replay(iut_answers(refs))
     results = build_iuts(judge, list(refs.values()), list(refs))
     assert [r.item for r in results] == list(refs) and all(r.valid and not r.failures for r in results)
     iut = results[0].iut
@@ -127,7 +108,7 @@ def test_build_iuts_four_stages_batched():
 
 def test_failures_are_counted_not_hidden():
     refs = reference_images(3)
-    ans = full_answers(refs)
+    ans = iut_answers(refs)
     ans[("iut_caption", "ref0", 0, 0)] = "I cannot describe this."
     ans[("iut_attributes", "ref1", 0, 1)] = json.dumps({"color": "grey"})  # misses fields
     ans[("iut_relations", "ref2", 0, 0)] = json.dumps(
@@ -141,7 +122,7 @@ def test_failures_are_counted_not_hidden():
 
 def test_duplicate_names_and_single_object_skip_relations():
     refs = reference_images(1)
-    ans = full_answers(refs, objects={"objects": [{"name": "dog", "type": "animal"}]})
+    ans = iut_answers(refs, objects={"objects": [{"name": "dog", "type": "animal"}]})
     ans[("iut_attributes", "ref0", 0, 0)] = json.dumps(CAT)
     judge = replay(ans)
     (result,) = build_iuts(judge, list(refs.values()), list(refs))
@@ -153,7 +134,7 @@ def test_duplicate_names_and_single_object_skip_relations():
 
 def test_initial_prompts_template_text_judge_and_fallback():
     refs = reference_images(2)
-    results = build_iuts(replay(full_answers(refs)), list(refs.values()), list(refs))
+    results = build_iuts(replay(iut_answers(refs)), list(refs.values()), list(refs))
     templated = initial_prompts(results)
     assert templated[0].source == "template" and templated[0].prompt == results[0].iut.to_prompt()
     text_judge = replay({("initial_prompt", "ref0", 0, 0): json.dumps({"prompt": "an orange cat on a sofa"}),
