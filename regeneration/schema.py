@@ -36,7 +36,12 @@ class _Closed(BaseModel):
 
 
 class GlobalFeatures(_Closed):
-    """Image-wide properties a regeneration must match."""
+    """Image-wide properties a regeneration must match.
+
+    Examples:
+        >>> GlobalFeatures(style="photo", lighting="soft daylight", color_palette="warm", composition="centered").style
+        'photo'
+    """
 
     style: Phrase
     lighting: Phrase
@@ -45,21 +50,37 @@ class GlobalFeatures(_Closed):
 
 
 class CaptionStage(_Closed):
-    """Stage 1: a one-sentence description and the global features."""
+    """Stage 1: a one-sentence description and the global features.
+
+    Examples:
+        >>> features = dict(style="photo", lighting="daylight", color_palette="warm", composition="centered")
+        >>> CaptionStage(description="A cat on a sofa.", global_features=features).global_features.lighting
+        'daylight'
+    """
 
     description: Sentence
     global_features: GlobalFeatures
 
 
 class ObjectStub(_Closed):
-    """An object found in stage 2, before its attributes are asked."""
+    """An object found in stage 2, before its attributes are asked.
+
+    Examples:
+        >>> ObjectStub(name="cat", type="animal").type
+        'animal'
+    """
 
     name: Short
     type: ObjectType
 
 
 class ObjectsStage(_Closed):
-    """Stage 2: the main objects, most important first."""
+    """Stage 2: the main objects, most important first.
+
+    Examples:
+        >>> len(ObjectsStage(objects=[{"name": "cat", "type": "animal"}, {"name": "sofa", "type": "object"}]).objects)
+        2
+    """
 
     objects: list[ObjectStub] = Field(max_length=MAX_OBJECTS)
 
@@ -74,7 +95,12 @@ ATTRIBUTE_MODELS: dict[str, type[BaseModel]] = {kind: _attribute_model(kind) for
 
 
 class Relationship(_Closed):
-    """A directed relation between two named objects ("cat", "sits on", "sofa")."""
+    """A directed relation between two named objects ("cat", "sits on", "sofa").
+
+    Examples:
+        >>> Relationship(subject="cat", relation="sits on", object="sofa").relation
+        'sits on'
+    """
 
     subject: Short
     relation: Short
@@ -82,7 +108,12 @@ class Relationship(_Closed):
 
 
 class IUTObject(_Closed):
-    """One object of the tree with the attributes its type calls for."""
+    """One object of the tree with the attributes its type calls for.
+
+    Examples:
+        >>> IUTObject(name="cat", type="animal", attributes={"color": "black"}).attributes
+        {'color': 'black'}
+    """
 
     name: Short
     type: ObjectType
@@ -90,7 +121,21 @@ class IUTObject(_Closed):
 
 
 class IUT(_Closed):
-    """The Image Understanding Tree: description, global features, objects, relationships."""
+    """The Image Understanding Tree: description, global features, objects, relationships.
+
+    Examples:
+        Without a text judge, the tree itself becomes a prompt (uninformative values left out):
+
+        >>> tree = IUT(description="A cat on a sofa.",
+        ...            global_features={"style": "photo", "lighting": "daylight", "color_palette": "n/a",
+        ...                             "composition": "centered"},
+        ...            objects=[{"name": "cat", "type": "animal", "attributes": {"color": "black", "posture": "none"}}],
+        ...            relationships=[{"subject": "cat", "relation": "sits on", "object": "sofa"}])
+        >>> tree.to_prompt()
+        'A cat on a sofa, cat: black, cat sits on sofa, photo, daylight, centered'
+        >>> IUT.model_validate_json(tree.to_text()) == tree
+        True
+    """
 
     description: Sentence
     global_features: GlobalFeatures
@@ -120,7 +165,15 @@ def _informative(value: str) -> bool:
 
 
 def relationships_model(names: list[str]) -> dict:
-    """Stage 4 JSON schema whose subject and object must be one of this image's object names."""
+    """Stage 4 JSON schema whose subject and object must be one of this image's object names.
+
+    Examples:
+        Subject and object are limited to the names found in this image:
+
+        >>> schema = relationships_model(["cat", "sofa"])
+        >>> schema["properties"]["relationships"]["items"]["properties"]["subject"]
+        {'type': 'string', 'enum': ['cat', 'sofa']}
+    """
     relation = {"type": "object", "additionalProperties": False, "required": ["subject", "relation", "object"],
                 "properties": {"subject": {"type": "string", "enum": list(names)},
                                "relation": {"type": "string", "maxLength": 40},
@@ -130,19 +183,36 @@ def relationships_model(names: list[str]) -> dict:
 
 
 class RelationsStage(_Closed):
-    """Stage 4 answer, validated after decoding against the names (`check_names`)."""
+    """Stage 4 answer, validated after decoding against the names (`check_names`).
+
+    Examples:
+        >>> stage = RelationsStage(relationships=[{"subject": "cat", "relation": "on", "object": "sofa"}])
+        >>> stage.relationships[0].object
+        'sofa'
+    """
 
     relationships: list[Relationship] = Field(max_length=MAX_RELATIONS)
 
 
 class PromptAnswer(_Closed):
-    """One text-to-image prompt."""
+    """One text-to-image prompt.
+
+    Examples:
+        >>> PromptAnswer(prompt="a black cat on a red sofa").prompt
+        'a black cat on a red sofa'
+    """
 
     prompt: PromptText
 
 
 def prompt_list_schema(n: int) -> dict:
-    """JSON schema for exactly `n` prompts (variants or revisions)."""
+    """JSON schema for exactly `n` prompts (variants or revisions).
+
+    Examples:
+        >>> items = prompt_list_schema(3)["properties"]["prompts"]
+        >>> items["minItems"], items["maxItems"]
+        (3, 3)
+    """
     if n < 1:
         raise ValueError(f"need at least one prompt, got n={n}")
     return {"type": "object", "additionalProperties": False, "required": ["prompts"],
@@ -151,26 +221,52 @@ def prompt_list_schema(n: int) -> dict:
 
 
 class PromptList(_Closed):
-    """Prompt variants or revisions."""
+    """Prompt variants or revisions.
+
+    Examples:
+        >>> PromptList(prompts=["a cat", "a black cat"]).prompts[1]
+        'a black cat'
+    """
 
     prompts: list[PromptText] = Field(min_length=1)
 
 
 class Feedback(_Closed):
-    """What differs between the reference and the best regeneration, and how to change the prompt."""
+    """What differs between the reference and the best regeneration, and how to change the prompt.
+
+    Examples:
+        >>> Feedback(differences=["the sofa is blue"], instruction="Make the sofa red.").instruction
+        'Make the sofa red.'
+    """
 
     differences: list[Phrase] = Field(max_length=MAX_DIFFERENCES)
     instruction: Sentence
 
 
 class Rating(_Closed):
-    """A 1-5 judgement with a short reason given first (the reason conditions the score)."""
+    """A 1-5 judgement with a short reason given first (the reason conditions the score).
+
+    Examples:
+        >>> Rating(reason="Same objects, different light.", score=4).score
+        4
+        >>> from pydantic import ValidationError
+        >>> try:
+        ...     Rating(reason="x", score=6)
+        ... except ValidationError as error:
+        ...     print(error.errors()[0]["type"])
+        literal_error
+    """
 
     reason: Sentence
     score: Literal[1, 2, 3, 4, 5]
 
 
 class Caption(_Closed):
-    """A short caption (the CLIP-interrogator-style baseline's base text)."""
+    """A short caption (the CLIP-interrogator-style baseline's base text).
+
+    Examples:
+        >>> Caption(caption="a black cat on a sofa").caption
+        'a black cat on a sofa'
+    """
 
     caption: Phrase
