@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from vlmjudge.grammar import schema_nodes
+
 from .pack import Limits
 from .schema import ADD_REASONS, DROP_REASONS, MAX_QUESTION
 
@@ -39,21 +41,11 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     return resolve(schema)
 
 
-def _nodes(node: Any):
-    if isinstance(node, dict):
-        yield node
-        for value in node.values():
-            yield from _nodes(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _nodes(value)
-
-
 def narrow(schema: dict[str, Any], limits: Limits) -> dict[str, Any]:
     """A copy with every free string at most `limits.string` characters and every list at most
     `limits.items` items (never below a list's own minimum); titles and descriptions dropped."""
     out = inline_refs(schema)
-    for node in _nodes(out):
+    for node in schema_nodes(out):
         node.pop("title", None)
         node.pop("description", None)
         if node.get("type") == "string" and not {"enum", "const", "pattern"} & node.keys():

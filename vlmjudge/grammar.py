@@ -89,7 +89,7 @@ def bounded_schema(schema: dict[str, Any], max_string: int = DEFAULT_MAX_STRING,
     if max_string < 1 or max_items < 1:
         raise ValueError("max_string and max_items must be >= 1")
     out = copy.deepcopy(schema)
-    for node in _schema_nodes(out):
+    for node in schema_nodes(out):
         types = node.get("type")
         types = types if isinstance(types, list) else [types]
         if "string" in types and not {"maxLength", "enum", "const", "pattern", "format"} & node.keys():
@@ -99,15 +99,22 @@ def bounded_schema(schema: dict[str, Any], max_string: int = DEFAULT_MAX_STRING,
     return out
 
 
-def _schema_nodes(node: Any) -> Iterable[dict[str, Any]]:
-    """Every dict in a JSON schema (sub-schemas, $defs, items, anyOf branches...)."""
+def schema_nodes(node: Any) -> Iterable[dict[str, Any]]:
+    """Every dict in a JSON schema (sub-schemas, $defs, items, anyOf branches...), parents
+    first, so a caller may edit each node in place as it comes.
+
+    Examples:
+        >>> schema = {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "null"}]}}
+        >>> [node.get("type") for node in schema_nodes(schema)]
+        ['array', None, 'string', 'null']
+    """
     if isinstance(node, dict):
         yield node
         for value in node.values():
-            yield from _schema_nodes(value)
+            yield from schema_nodes(value)
     elif isinstance(node, list):
         for value in node:
-            yield from _schema_nodes(value)
+            yield from schema_nodes(value)
 
 
 def json_schema_to_ebnf(schema: dict[str, Any], *, bound: bool = True) -> str:
