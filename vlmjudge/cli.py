@@ -24,7 +24,7 @@ def add_judge_flags(parser: argparse.ArgumentParser) -> None:
     """The flags every judging command shares; each help says what happens without the flag."""
     g = parser.add_argument_group("judge")
     g.add_argument("--model", help="the judge: a Hub id, a local checkpoint folder, a server's model name, or a "
-                                   "replay JSONL of recorded answers (required to judge)")
+                                   "replay JSONL of recorded answers (default: the method's default model)")
     g.add_argument("--revision", default=None, help="Hub revision: branch, tag or commit (default: the main branch)")
     g.add_argument("--backend", default="transformers",
                    help="how the judge runs: transformers (in this process), openai (a server, see --base-url), "
@@ -51,9 +51,10 @@ def _first_line(exc: BaseException) -> str:
 
 def judge_from_args(args: argparse.Namespace, default_model: str | None = None) -> Any:
     """A judge from the shared flags, loaded as every face loads one (`vlmjudge.faces`): without
-    --model, the method's `default_model`; a --model that cannot load is one clear line, at once."""
+    --model, the method's default model (`default_model`, else that of the method whose
+    sub-command runs); a --model that cannot load is one clear line, at once."""
     from .faces.loading import judge_recipe
-    model = args.model or default_model
+    model = args.model or default_model or _default_model(args)
     if not model:
         raise CommandError("--model is required (this command has no default model)")
     if args.backend == "transformers" and not getattr(args, "base_url", None) and looks_like_path(model) \
@@ -194,11 +195,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name, hook in sorted(command_hooks().items()):
         method_parser = sub.add_parser(name, help=f"{name} commands")
+        method_parser.set_defaults(judge_method=name)  # whose default model judge_from_args loads without --model
         try:
             hook.load()(method_parser)
         except ImportError as exc:
             method_parser.set_defaults(func=lambda _a, _e=exc, _n=name: _broken(_n, _e))
     return parser
+
+
+def _default_model(args: argparse.Namespace) -> str | None:
+    """The default model of the method whose sub-command runs (None outside one, or without one)."""
+    name = getattr(args, "judge_method", None)
+    if name is None:
+        return None
+    from .registry import get_method
+    return get_method(name).default_model
 
 
 def _broken(name: str, exc: Exception) -> int:
