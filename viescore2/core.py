@@ -247,6 +247,22 @@ class VIEScore2:
         constrain: attach the output grammar (backends that cannot enforce it ignore it).
         max_rows, max_cols: optional grammar bounds on rows per grid and columns per row.
         decoding: decoding parameters; default greedy with the grammar's token budget.
+
+    Examples:
+        A replay judge keyed by image id stands in for a VLM. The first answer reads as PQ 9 and
+        SC 4 (overall sqrt(9 x 4) = 6) with two artifact cells; the second is unreadable, so it
+        has no score and counts its three missing fields as parse failures:
+
+        >>> from PIL import Image
+        >>> from vlmjudge.backends.replay import ReplayJudge
+        >>> judge = ReplayJudge({"cat": "pq: 9/10\\nsc: 4/10\\nartifact:\\nr2: 3,4\\nmisalign:\\nnone",
+        ...                      "dog": "I cannot tell."}, key_fields=["id"])
+        >>> cat, dog = VIEScore2(judge, grid_size=4).score([Image.new("RGB", (64, 64))] * 2, ["a cat", "a dog"],
+        ...                                                ids=["cat", "dog"])
+        >>> cat.score, cat.scores, cat.grid.lines(), cat.status
+        (6.0, {'pq': 9.0, 'sc': 4.0}, ['r2: 3,4'], 'ok')
+        >>> dog.score, dog.status, dog.parse_failures
+        (None, 'failed', 3)
     """
 
     def __init__(self, judge: Judge, fields: FieldsLike = "pq_sc+split", grid_size: int = DEFAULT_N,
