@@ -22,14 +22,33 @@ _SQLITE_MAX_VARS = 900
 
 def cache_key(identity: dict[str, Any], operation: str, request_hash: str,
               options: Sequence[str] | None = None) -> str:
-    """The key of one response: the judge's identity, the operation and the request."""
+    """The key of one response: the judge's identity, the operation and the request.
+
+    Examples:
+        >>> key = cache_key({"backend": "replay", "model": "m"}, "generate", "ab12")
+        >>> len(key), key == cache_key({"model": "m", "backend": "replay"}, "generate", "ab12")
+        (64, True)
+        >>> key == cache_key({"backend": "replay", "model": "m"}, "choice_probs", "ab12", ["Yes", "No"])
+        False
+    """
     payload = {"judge": identity, "op": operation, "options": list(options) if options else None,
                "request": request_hash}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
 class CacheFileError(RuntimeError):
-    """The response cache file exists but cannot be used: named, with how to recover."""
+    """The response cache file exists but cannot be used: named, with how to recover.
+
+    Examples:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "broken.sqlite")
+        >>> _ = open(path, "w").write("not a database" * 100)
+        >>> try:
+        ...     ResponseCache(path)
+        ... except CacheFileError as error:
+        ...     print("cannot be read" in str(error), "mv " in str(error))
+        True True
+    """
 
     def __init__(self, path: str, cause: BaseException) -> None:
         self.path = path
@@ -38,7 +57,16 @@ class CacheFileError(RuntimeError):
 
 
 class ResponseCache:
-    """Key -> JSON value store on one SQLite file; safe across threads and processes."""
+    """Key -> JSON value store on one SQLite file; safe across threads and processes.
+
+    Examples:
+        >>> import os, tempfile
+        >>> cache = ResponseCache(os.path.join(tempfile.mkdtemp(), "answers.sqlite"))
+        >>> cache.put_many([("k1", {"text": "No"})])
+        >>> cache.get_many(["k1", "k2"])
+        {'k1': {'text': 'No'}}
+        >>> cache.close()
+    """
 
     def __init__(self, path: str | os.PathLike, timeout_s: float = 60.0) -> None:
         self.path = os.fspath(path)

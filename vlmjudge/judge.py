@@ -35,7 +35,16 @@ class JudgeStats:
     `cache_hits` counts every answer served by the response cache; it is the sum of
     `resumed_from_cache` (answers stored before this judge was made: an earlier or killed run)
     and `reused_within_run` (answers this judge itself stored earlier, e.g. a later stage
-    asking a question an earlier stage asked)."""
+    asking a question an earlier stage asked).
+
+    Examples:
+        >>> from vlmjudge.backends.replay import ReplayJudge
+        >>> from vlmjudge.requests import Request
+        >>> judge = ReplayJudge({"sky": "No"}, key_fields=["id"])
+        >>> _ = judge.generate([Request(text="Is the sky green?", meta={"id": "sky"})] * 2)
+        >>> judge.stats.model_calls, judge.stats.deduplicated, judge.stats.as_dict()["cache_hits"]
+        (1, 1, 0)
+    """
 
     model_calls: int = 0
     forward_batches: int = 0
@@ -60,11 +69,37 @@ class JudgeStats:
 
 
 class JudgeError(RuntimeError):
-    """A judge could not answer (a missing replay answer, a broken backend)."""
+    """A judge could not answer (a missing replay answer, a broken backend).
+
+    Examples:
+        >>> from vlmjudge.backends.replay import ReplayJudge
+        >>> from vlmjudge.requests import Request
+        >>> try:
+        ...     ReplayJudge({}, key_fields=["id"]).generate([Request(text="?", meta={"id": "x"})])
+        ... except JudgeError as error:
+        ...     print(error)
+        no recorded answer for key 'x' (meta={'id': 'x'})
+    """
 
 
 class Judge(ABC):
-    """Batched `generate` and `choice_probs` over many requests, cached and counted."""
+    """Batched `generate` and `choice_probs` over many requests, cached and counted.
+
+    Examples:
+        Every backend shares the cache: a second judge over the same cache file answers from it
+        without a model call (its own recorded answers are empty here):
+
+        >>> import os, tempfile
+        >>> from vlmjudge.backends.replay import ReplayJudge
+        >>> from vlmjudge.requests import Request
+        >>> cache = os.path.join(tempfile.mkdtemp(), "answers.sqlite")
+        >>> ask = [Request(text="Is the sky green?", meta={"id": "sky"})]
+        >>> ReplayJudge({"sky": "No"}, key_fields=["id"], cache=cache).generate(ask)[0].text
+        'No'
+        >>> rerun = ReplayJudge({}, key_fields=["id"], cache=cache)
+        >>> rerun.generate(ask)[0].text, rerun.stats.model_calls, rerun.stats.resumed_from_cache
+        ('No', 0, 1)
+    """
 
     backend: str = "abstract"
 
@@ -240,6 +275,16 @@ def load_judge(model: Any = None, backend: str = "transformers", **kwargs: Any) 
     `backend` is "transformers" (in-process, the default), "openai" (any OpenAI-compatible
     server) or "replay" (recorded answers); "module:Class" loads a third-party backend.
     Keyword arguments go to the backend (revision, dtype, device, batch_size, cache, ...).
+
+    Examples:
+        >>> from vlmjudge.requests import Request
+        >>> judge = load_judge({"q": "Yes"}, backend="replay", key_fields=["id"])
+        >>> judge.backend, judge.choice_probs([Request(text="?", meta={"id": "q"})], ["Yes", "No"])
+        ('replay', [{'Yes': 1.0, 'No': 0.0}])
+        >>> load_judge("m", backend="tea-leaves")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: unknown backend 'tea-leaves'; choose from [...] or 'module:Class'
     """
     target = BACKENDS.get(backend, backend)
     if ":" not in target:
