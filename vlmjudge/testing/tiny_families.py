@@ -23,14 +23,20 @@ def _ids(tok) -> Callable[[str], int]:
 
 
 # -- Qwen-VL family: patch 16, merge 2, one visual token per 32x32 pixels ---------------------
+def _merge2_processor(processor_cls: Any, image_cls: Any, video_cls: Any, tok: Any, template: str):
+    """The processor of a patch-16, merge-2 family (Qwen-VL, GLM-4.1V): images and videos of
+    32x32 to 64x64 pixels."""
+    sizes = dict(patch_size=16, temporal_patch_size=2, merge_size=2,
+                 size={"shortest_edge": 32 * 32, "longest_edge": 64 * 64}, **parts.UNIT_NORM)
+    return processor_cls(image_processor=image_cls(**sizes), tokenizer=tok, video_processor=video_cls(**sizes),
+                         chat_template=template)
+
+
 def _qwen_processor(processor_cls: Any, video_cls: Any):
     from transformers import Qwen2VLImageProcessor
     tok = parts.train_tokenizer(SPECIAL_QWEN, "<|im_end|>")
     tok.chat_template = QWEN_TEMPLATE
-    sizes = dict(patch_size=16, temporal_patch_size=2, merge_size=2,
-                 size={"shortest_edge": 32 * 32, "longest_edge": 64 * 64}, **parts.UNIT_NORM)
-    processor = processor_cls(image_processor=Qwen2VLImageProcessor(**sizes), tokenizer=tok,
-                              video_processor=video_cls(**sizes), chat_template=QWEN_TEMPLATE)
+    processor = _merge2_processor(processor_cls, Qwen2VLImageProcessor, video_cls, tok, QWEN_TEMPLATE)
     ids = _ids(tok)
     markers = dict(image_token_id=ids("<|image_pad|>"), video_token_id=ids("<|video_pad|>"),
                    vision_start_token_id=ids("<|vision_start|>"), vision_end_token_id=ids("<|vision_end|>"))
@@ -41,6 +47,22 @@ def _mrope(sections: list[int], **extra: Any) -> dict[str, Any]:
     return {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": sections, **extra}
 
 
+def _qwen_family(classes: str, vision: dict[str, Any], rope: dict[str, Any], *, head_dim: bool = True,
+                 **text_extra: Any):
+    """A Qwen-VL family model and processor: `classes` names the transformers config, model,
+    processor and video processor classes; `head_dim=False` for text towers that derive it
+    from the width. Built in one order (tokenizer, configs, then the model), so a seed fixes it."""
+    import transformers
+    config_cls, model_cls, processor_cls, video_cls = (getattr(transformers, name) for name in classes.split())
+    processor, tok, markers = _qwen_processor(processor_cls, video_cls)
+    text = parts.text_config(tok, rope_parameters=rope, **text_extra)
+    if not head_dim:
+        del text["head_dim"]
+    config = config_cls(text_config=text, vision_config=vision, tie_word_embeddings=False,
+                        initializer_range=INIT_RANGE, **markers)
+    return model_cls(config), processor
+
+
 #: Qwen3-VL's tower: a square number of position embeddings, a deepstack index below the depth.
 _QWEN3_VISION = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, patch_size=16, spatial_merge_size=2,
                      temporal_patch_size=2, out_hidden_size=64, num_position_embeddings=64,
@@ -48,55 +70,34 @@ _QWEN3_VISION = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2,
 
 
 def qwen2_vl():
-    from transformers import (Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLProcessor,
-                              Qwen2VLVideoProcessor)
-    processor, tok, markers = _qwen_processor(Qwen2VLProcessor, Qwen2VLVideoProcessor)
-    text = parts.text_config(tok, rope_parameters=_mrope([4, 2, 2]))
-    del text["head_dim"]  # Qwen2-VL derives it from the width
     vision = dict(depth=2, embed_dim=32, hidden_size=64, mlp_ratio=2, num_heads=2, patch_size=16,
                   spatial_merge_size=2, temporal_patch_size=2, initializer_range=INIT_RANGE)
-    config = Qwen2VLConfig(text_config=text, vision_config=vision, tie_word_embeddings=False,
-                           initializer_range=INIT_RANGE, **markers)
-    return Qwen2VLForConditionalGeneration(config), processor
+    return _qwen_family("Qwen2VLConfig Qwen2VLForConditionalGeneration Qwen2VLProcessor Qwen2VLVideoProcessor",
+                        vision, _mrope([4, 2, 2]), head_dim=False)
 
 
 def qwen2_5_vl():
-    from transformers import (Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor,
-                              Qwen2VLVideoProcessor)
-    processor, tok, markers = _qwen_processor(Qwen2_5_VLProcessor, Qwen2VLVideoProcessor)
-    text = parts.text_config(tok, rope_parameters=_mrope([4, 2, 2]))
-    del text["head_dim"]
     vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, patch_size=16, spatial_merge_size=2,
                   temporal_patch_size=2, out_hidden_size=64, window_size=64, fullatt_block_indexes=[1],
                   initializer_range=INIT_RANGE)
-    config = Qwen2_5_VLConfig(text_config=text, vision_config=vision, tie_word_embeddings=False,
-                              initializer_range=INIT_RANGE, **markers)
-    return Qwen2_5_VLForConditionalGeneration(config), processor
+    return _qwen_family("Qwen2_5_VLConfig Qwen2_5_VLForConditionalGeneration Qwen2_5_VLProcessor "
+                        "Qwen2VLVideoProcessor", vision, _mrope([4, 2, 2]), head_dim=False)
 
 
 def qwen3_vl_moe():
-    from transformers import (Qwen3VLMoeConfig, Qwen3VLMoeForConditionalGeneration, Qwen3VLProcessor,
-                              Qwen3VLVideoProcessor)
-    processor, tok, markers = _qwen_processor(Qwen3VLProcessor, Qwen3VLVideoProcessor)
-    text = parts.text_config(tok, rope_parameters=_mrope([4, 2, 2], mrope_interleaved=True),
-                             moe_intermediate_size=32, num_experts=4, num_experts_per_tok=2, decoder_sparse_step=1)
-    config = Qwen3VLMoeConfig(text_config=text, vision_config=_QWEN3_VISION, tie_word_embeddings=False,
-                              initializer_range=INIT_RANGE, **markers)
-    return Qwen3VLMoeForConditionalGeneration(config), processor
+    return _qwen_family("Qwen3VLMoeConfig Qwen3VLMoeForConditionalGeneration Qwen3VLProcessor Qwen3VLVideoProcessor",
+                        _QWEN3_VISION, _mrope([4, 2, 2], mrope_interleaved=True), moe_intermediate_size=32,
+                        num_experts=4, num_experts_per_tok=2, decoder_sparse_step=1)
 
 
 def qwen3_5():
     """Hybrid: one linear-attention (recurrent) layer, one full-attention layer."""
-    from transformers import Qwen3_5Config, Qwen3_5ForConditionalGeneration, Qwen3VLProcessor, Qwen3VLVideoProcessor
-    processor, tok, markers = _qwen_processor(Qwen3VLProcessor, Qwen3VLVideoProcessor)
-    rope = _mrope([2, 1, 1], mrope_interleaved=True, partial_rotary_factor=0.5)
-    text = parts.text_config(tok, rope_parameters=rope, layer_types=["linear_attention", "full_attention"],
-                             linear_conv_kernel_dim=4, linear_key_head_dim=16, linear_value_head_dim=16,
-                             linear_num_key_heads=2, linear_num_value_heads=4)
     vision = {k: v for k, v in _QWEN3_VISION.items() if k != "deepstack_visual_indexes"}
-    config = Qwen3_5Config(text_config=text, vision_config=vision, tie_word_embeddings=False,
-                           initializer_range=INIT_RANGE, **markers)
-    return Qwen3_5ForConditionalGeneration(config), processor
+    return _qwen_family("Qwen3_5Config Qwen3_5ForConditionalGeneration Qwen3VLProcessor Qwen3VLVideoProcessor",
+                        vision, _mrope([2, 1, 1], mrope_interleaved=True, partial_rotary_factor=0.5),
+                        layer_types=["linear_attention", "full_attention"], linear_conv_kernel_dim=4,
+                        linear_key_head_dim=16, linear_value_head_dim=16, linear_num_key_heads=2,
+                        linear_num_value_heads=4)
 
 
 def glm4v():
@@ -110,10 +111,7 @@ def glm4v():
     template = parts.chat_template(start="[gMASK]<sop>", opens=opens, closes=closes,
                                    image="<|begin_of_image|><|image|><|end_of_image|>", generation="<|assistant|>\n")
     tok.chat_template = template
-    sizes = dict(patch_size=16, temporal_patch_size=2, merge_size=2,
-                 size={"shortest_edge": 32 * 32, "longest_edge": 64 * 64}, **parts.UNIT_NORM)
-    processor = Glm4vProcessor(image_processor=Glm4vImageProcessor(**sizes), tokenizer=tok,
-                               video_processor=Glm4vVideoProcessor(**sizes), chat_template=template)
+    processor = _merge2_processor(Glm4vProcessor, Glm4vImageProcessor, Glm4vVideoProcessor, tok, template)
     ids = _ids(tok)
     text = parts.text_config(tok, rope_parameters=_mrope([2, 1, 1], partial_rotary_factor=0.5),
                              eos_token_id=tok.eos_token_id)
