@@ -15,20 +15,18 @@ def shipped_pack(package: str, name: str, label: str) -> dict[str, Any]:
     """The JSON of `<package>/packs/<name>.json`.
 
     Examples:
-        >>> import json, sys, tempfile, pathlib
-        >>> root = pathlib.Path(tempfile.mkdtemp())
-        >>> (root / "example_pack_a" / "packs").mkdir(parents=True)
-        >>> _ = (root / "example_pack_a" / "__init__.py").write_text("")
-        >>> pack = {"version": "toy-1", "ask": "Is it red?"}
-        >>> _ = (root / "example_pack_a" / "packs" / "default.json").write_text(json.dumps(pack))
-        >>> sys.path.insert(0, str(root))
-        >>> shipped_pack("example_pack_a", "default", "toy")
+        A package shipping `packs/default.json` (a throwaway one here):
+
+        >>> from vlmjudge.testing.examples import ExamplePackage
+        >>> package = ExamplePackage("example_pack_a", default={"version": "toy-1", "ask": "Is it red?"})
+        >>> with package as name:
+        ...     shipped_pack(name, "default", "toy")
         {'version': 'toy-1', 'ask': 'Is it red?'}
-        >>> shipped_pack("example_pack_a", "other", "toy")
+        >>> with package as name:
+        ...     shipped_pack(name, "other", "toy")
         Traceback (most recent call last):
         ...
         FileNotFoundError: no shipped toy pack 'other'
-        >>> sys.path.remove(str(root))
     """
     path = resources.files(package).joinpath("packs", f"{name}.json")
     if not path.is_file():
@@ -46,28 +44,22 @@ def resolve_pack(pack: Any, model: type[P], *, package: str, default: str, label
         A dict override without its own version is recorded as the default's version plus a
         digest of the changes:
 
-        >>> import json, sys, tempfile, pathlib
         >>> from pydantic import BaseModel
-        >>> root = pathlib.Path(tempfile.mkdtemp())
-        >>> (root / "example_pack_b" / "packs").mkdir(parents=True)
-        >>> _ = (root / "example_pack_b" / "__init__.py").write_text("")
-        >>> pack = {"version": "toy-1", "ask": "Is it red?"}
-        >>> _ = (root / "example_pack_b" / "packs" / "default.json").write_text(json.dumps(pack))
-        >>> sys.path.insert(0, str(root))
+        >>> from vlmjudge.testing.examples import ExamplePackage
         >>> class Pack(BaseModel):
         ...     version: str
         ...     ask: str
         >>> def merge(base, override):
         ...     return {**base, **override}
         >>> options = dict(package="example_pack_b", default="default", label="toy", merge=merge)
-        >>> resolve_pack(None, Pack, **options)
+        >>> with ExamplePackage("example_pack_b", default={"version": "toy-1", "ask": "Is it red?"}):
+        ...     default = resolve_pack(None, Pack, **options)
+        ...     custom = resolve_pack({"ask": "Is it blue?"}, Pack, **options)
+        ...     again = resolve_pack({"ask": "Is it blue?"}, Pack, **options)
+        >>> default
         Pack(version='toy-1', ask='Is it red?')
-        >>> custom = resolve_pack({"ask": "Is it blue?"}, Pack, **options)
-        >>> custom.ask, custom.version.startswith("toy-1+"), len(custom.version)
-        ('Is it blue?', True, 14)
-        >>> resolve_pack({"ask": "Is it blue?"}, Pack, **options) == custom
-        True
-        >>> sys.path.remove(str(root))
+        >>> custom.ask, custom.version.startswith("toy-1+"), len(custom.version), again == custom
+        ('Is it blue?', True, 14, True)
     """
     if pack is None:
         return model.model_validate(shipped_pack(package, default, label))
