@@ -42,7 +42,12 @@ REQUIRED_PLACEHOLDERS: dict[str, tuple[str, ...]] = {
 
 
 class Limits(BaseModel):
-    """Bounds the decoder enforces: characters per string, items per list."""
+    """Bounds the decoder enforces: characters per string, items per list.
+
+    Examples:
+        >>> load_pack().agent("evaluation").limits.string > 0
+        True
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     string: int = Field(ge=1)
@@ -50,7 +55,13 @@ class Limits(BaseModel):
 
 
 class AgentPrompt(BaseModel):
-    """One agent's templates and decoding budget."""
+    """One agent's templates and decoding budget.
+
+    Examples:
+        >>> agent = load_pack().agent("evaluation")
+        >>> agent.max_new_tokens, sorted(AgentPrompt.model_fields)
+        (256, ['limits', 'max_new_tokens', 'system', 'user'])
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     system: str = ""
@@ -60,7 +71,17 @@ class AgentPrompt(BaseModel):
 
 
 class BaselinePrompt(BaseModel):
-    """The VQAScore-style baseline: the whole prompt as one yes/no question."""
+    """The VQAScore-style baseline: the whole prompt as one yes/no question.
+
+    Examples:
+        >>> BaselinePrompt(user="Does this image show {prompt}?").options
+        ('Yes', 'No')
+        >>> BaselinePrompt(user="Does this image match?")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        pydantic_core._pydantic_core.ValidationError: 1 validation error for BaselinePrompt
+        ...
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     system: str = ""
@@ -78,7 +99,20 @@ class BaselinePrompt(BaseModel):
 
 
 class PromptPack(BaseModel):
-    """Every template FAGER asks with, versioned so stored QA sets know what built them."""
+    """Every template FAGER asks with, versioned so stored QA sets know what built them.
+
+    Examples:
+        The key names the pack in QA-store keys; an override changes only what it names:
+
+        >>> pack = load_pack({"agents": {"evaluation": {"system": "Answer strictly from the image."}}})
+        >>> evaluation = pack.agent("evaluation")
+        >>> pack.version.startswith("default-v1+"), evaluation.system, evaluation.max_new_tokens
+        (True, 'Answer strictly from the image.', 256)
+        >>> load_pack().key.startswith("default-v1#"), pack.key == load_pack().key
+        (True, False)
+        >>> load_pack().user_text("proposal", prompt="a red cup").startswith("Prompt: a red cup")
+        True
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     version: str = Field(min_length=1)
@@ -121,7 +155,12 @@ class PromptPack(BaseModel):
 
 
 def fill(template: str, **values: str) -> str:
-    """Fill `{name}` placeholders, leaving other braces alone (templates may show JSON)."""
+    """Fill `{name}` placeholders, leaving other braces alone (templates may show JSON).
+
+    Examples:
+        >>> fill('Prompt: {prompt} as {"json": true}', prompt="a red cup")
+        'Prompt: a red cup as {"json": true}'
+    """
     return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), template)
 
 
@@ -138,7 +177,12 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 
 def load_pack(pack: PromptPack | Mapping[str, Any] | str | os.PathLike | None = None) -> PromptPack:
     """The pack to ask with: None (default), a shipped name, a JSON path, a dict laid over the
-    default (its version gets a digest suffix unless it names one), or a PromptPack as is."""
+    default (its version gets a digest suffix unless it names one), or a PromptPack as is.
+
+    Examples:
+        >>> load_pack().version, sorted(load_pack().agents)[:3]
+        ('default-v1', ['edit', 'evaluation', 'extraction'])
+    """
     return resolve_pack(pack, PromptPack, package="fager", default=DEFAULT_PACK, label="FAGER", merge=_merge)
 
 

@@ -34,7 +34,19 @@ _FIELD = re.compile(r"\{([a-z_]+)\}")
 
 
 class PromptPack(BaseModel):
-    """Templates (str.format placeholders), aspect descriptions and word limits."""
+    """Templates (str.format placeholders), aspect descriptions and word limits.
+
+    Examples:
+        >>> pack = load_pack()
+        >>> pack.render("caption", max_words=20).startswith("Write a short caption of this image")
+        True
+        >>> pack.render("caption")
+        Traceback (most recent call last):
+        ...
+        KeyError: 'max_words'
+        >>> sorted(pack.aspects)[:3], pack.aspect("color") == pack.aspects["color"]
+        (['color', 'detail', 'overall'], True)
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     version: str = Field(min_length=1)
@@ -99,6 +111,16 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 
 def load_pack(pack: PromptPack | Mapping[str, Any] | str | os.PathLike | None = None) -> PromptPack:
     """The pack to ask with: None (the default), a shipped name, a JSON path, a dict laid over the
-    default (its version gets a digest of the overrides unless it names one), or a PromptPack as is."""
+    default (its version gets a digest of the overrides unless it names one), or a PromptPack as is.
+
+    Examples:
+        Limits and aspects are merged key by key; the version and fingerprint show the change:
+
+        >>> shorter = load_pack({"limits": {"max_words": 30}})
+        >>> shorter.limits, shorter.version.startswith("default-v1+")
+        ({'max_words': 30, 'caption_words': 20}, True)
+        >>> shorter.fingerprint() != load_pack().fingerprint()
+        True
+    """
     return resolve_pack(pack, PromptPack, package="regeneration", default=DEFAULT_PACK, label="Regeneration",
                         merge=_merge)

@@ -27,7 +27,12 @@ _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 
 
 class Example(BaseModel):
-    """An in-context example for one check: a described situation and the right answer."""
+    """An in-context example for one check: a described situation and the right answer.
+
+    Examples:
+        >>> Example(description="A glass floats above a table with nothing under it.", answer="Yes").answer
+        'Yes'
+    """
 
     model_config = ConfigDict(extra="forbid")
     description: str = Field(min_length=1)
@@ -36,7 +41,13 @@ class Example(BaseModel):
 
 class Options(BaseModel):
     """Single-token answer words per stage; the first word of a binary stage is the positive
-    one (eligible, violation present, major); the holistic list ends with the N/A word."""
+    one (eligible, violation present, major); the holistic list ends with the N/A word.
+
+    Examples:
+        >>> options = load_pack().options
+        >>> options.detection[0], len(options.holistic)
+        ('Yes', 6)
+    """
 
     model_config = ConfigDict(extra="forbid")
     eligibility: tuple[str, str]
@@ -55,7 +66,18 @@ class Options(BaseModel):
 
 
 class PromptPack(BaseModel):
-    """Every text TerraVis sends to a judge, with the limits on what comes back."""
+    """Every text TerraVis sends to a judge, with the limits on what comes back.
+
+    Examples:
+        A dict laid over the default is versioned by a digest of what it changes:
+
+        >>> from terravis.taxonomy import get_type
+        >>> pack = load_pack({"questions": {"contact_state": "Do any two things pass through each other?"}})
+        >>> pack.version.startswith(DEFAULT_PACK + "+"), pack.question_for(get_type("contact_state"))
+        (True, 'Do any two things pass through each other?')
+        >>> pack.sha256 == load_pack().sha256
+        False
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     version: str = Field(min_length=1)
@@ -136,7 +158,14 @@ class PromptPack(BaseModel):
 
 def fill(template: str, **values: str) -> str:
     """Put values into `{name}` placeholders, leaving every other brace alone (templates show
-    JSON examples, which str.format would choke on)."""
+    JSON examples, which str.format would choke on).
+
+    Examples:
+        Only `{name}` placeholders are filled; JSON braces stay:
+
+        >>> fill('Is {thing} red? Answer {"answer": "Yes"}.', thing="the cup")
+        'Is the cup red? Answer {"answer": "Yes"}.'
+    """
     return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
 
 
@@ -161,6 +190,11 @@ def _overlay(base: dict[str, Any], pack: Mapping[str, Any]) -> dict[str, Any]:
 
 def load_pack(pack: PromptPack | Mapping[str, Any] | str | os.PathLike | None = None) -> PromptPack:
     """The pack to ask with: None for the default, a shipped pack name, a JSON path, a dict
-    laid over the default, or a PromptPack as is."""
+    laid over the default, or a PromptPack as is.
+
+    Examples:
+        >>> load_pack().version, load_pack(DEFAULT_PACK) == load_pack()
+        ('default-v1', True)
+    """
     return resolve_pack(pack, PromptPack, package="terravis", default=DEFAULT_PACK, label="TerraVis",
                         merge=_overlay)

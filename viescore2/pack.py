@@ -33,7 +33,19 @@ _PLACEHOLDER_RE = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 
 @dataclass(frozen=True)
 class Fields:
-    """Which output fields a judge is asked for: score mode, grid mode, coverage marks."""
+    """Which output fields a judge is asked for: score mode, grid mode, coverage marks.
+
+    Examples:
+        >>> fields = Fields.parse("pq_sc+split+marks")
+        >>> fields, fields.score_keys
+        (Fields(scores='pq_sc', grid='split', marks=True), ('pq', 'sc'))
+        >>> Fields.parse({"scores": "overall", "grid": "single"}).key
+        'overall+grid'
+        >>> Fields.parse("overall+marks")
+        Traceback (most recent call last):
+        ...
+        ValueError: coverage marks need a grid
+    """
 
     scores: str = "pq_sc"
     grid: str = "split"
@@ -88,7 +100,12 @@ FieldsLike = Union[Fields, str, Mapping[str, Any]]
 
 
 def all_fields() -> list[Fields]:
-    """Every valid configuration (14): scores x grid x marks."""
+    """Every valid configuration (14): scores x grid x marks.
+
+    Examples:
+        >>> [f.key for f in all_fields()][:4], len(all_fields())
+        (['grid', 'grid+marks', 'split', 'split+marks'], 14)
+    """
     out = []
     for scores, grid, marks in product(SCORE_MODES, GRID_MODES, (False, True)):
         try:
@@ -148,7 +165,13 @@ def _example(fields: Fields) -> str:
 
 
 def default_template(fields: FieldsLike) -> str:
-    """The built-in instruction template for one configuration (placeholders unfilled)."""
+    """The built-in instruction template for one configuration (placeholders unfilled).
+
+    Examples:
+        >>> template = default_template("overall")
+        >>> "{prompt}" in template and "{images}" in template
+        True
+    """
     fields = Fields.parse(fields)
     parts = [_INTRO]
     if fields.scores != "none":
@@ -163,7 +186,14 @@ def default_template(fields: FieldsLike) -> str:
 
 
 def images_sentence(num_conditioning: int) -> str:
-    """How the request's images are ordered: conditioning images first, the generated image last."""
+    """How the request's images are ordered: conditioning images first, the generated image last.
+
+    Examples:
+        >>> images_sentence(0)
+        'The image is the generated image to evaluate.'
+        >>> images_sentence(2).startswith("The first 2 images are conditioning inputs")
+        True
+    """
     if num_conditioning < 0:
         raise ValueError(f"num_conditioning must be >= 0, got {num_conditioning}")
     if num_conditioning == 0:
@@ -185,6 +215,17 @@ class InstructionPack:
 
     ``templates=None`` means the built-in text. A callable template is called with
     ``fields=, prompt=, n=, num_conditioning=`` and returns the whole instruction.
+
+    Examples:
+        A pack holds templates by configuration key ("*" for any):
+
+        >>> pack = InstructionPack(version="mine-1", templates={"overall": "Rate this image of {prompt} from 0 to 10."})
+        >>> pack.render("overall", "a red cup")
+        'Rate this image of a red cup from 0 to 10.'
+        >>> pack.render("pq_sc", "a red cup")
+        Traceback (most recent call last):
+        ...
+        KeyError: "instruction pack 'mine-1' has no template for 'pq_sc'; it has ['overall']"
     """
 
     # -2: the release's reading, ground-truth rasterisation and evaluation rules became the defaults (issue 18)
@@ -252,7 +293,12 @@ PackLike = Union[InstructionPack, str, os.PathLike, Mapping[str, Any], TemplateF
 
 def load_pack(pack: PackLike = None) -> InstructionPack:
     """An InstructionPack from: None (built-in), a pack, a template string (any configuration),
-    a JSON file ``{"version", "templates": {key: text}, "system"}``, such a mapping, or a callable."""
+    a JSON file ``{"version", "templates": {key: text}, "system"}``, such a mapping, or a callable.
+
+    Examples:
+        >>> load_pack().version, load_pack("Judge {prompt} on a {n} x {n} grid.").render("grid", "a cup", n=8)
+        ('viescore2-default-2', 'Judge a cup on a 8 x 8 grid.')
+    """
     if pack is None:
         return InstructionPack()
     if isinstance(pack, InstructionPack):
@@ -284,12 +330,26 @@ def load_pack(pack: PackLike = None) -> InstructionPack:
 
 def build_instruction(prompt: str, fields: FieldsLike = "pq_sc+split", n: int = DEFAULT_N,
                       num_conditioning: int = 0, pack: PackLike = None) -> str:
-    """The instruction text for one item (the one entry point every face uses)."""
+    """The instruction text for one item (the one entry point every face uses).
+
+    Examples:
+        >>> text = build_instruction("a red cup", "overall", n=8)
+        >>> 'Prompt: "a red cup"' in text, text.startswith("You are an expert evaluator")
+        (True, True)
+    """
     return load_pack(pack).render(fields, prompt, n, num_conditioning)
 
 
 def fields_for_supervision(scores: Mapping[str, Any], localization: Any, marks: bool = True) -> Fields:
-    """The configuration matching an example's supervision: training requests only what it has."""
+    """The configuration matching an example's supervision: training requests only what it has.
+
+    Examples:
+        Training asks only for what an example supervises:
+
+        >>> from viescore2.grid import Grid
+        >>> fields_for_supervision({"pq": 7, "sc": 5}, None).key, fields_for_supervision({"score": 7}, Grid(n=4)).key
+        ('pq_sc', 'overall+grid+marks')
+    """
     from .grid import CategoryGrids, Grid
     keys = {k for k, v in scores.items() if v is not None}
     if keys == {"score"}:
@@ -307,7 +367,16 @@ def fields_for_supervision(scores: Mapping[str, Any], localization: Any, marks: 
 
 def training_instruction(n: int = DEFAULT_N, pack: PackLike = None, marks: bool = True) -> Callable[[Any], str]:
     """An ``instruction`` for `viescore2.data.build_sft`/`build_grpo`: each annotation gets the
-    instruction for exactly its supervision; pass the same ``marks`` to the builder."""
+    instruction for exactly its supervision; pass the same ``marks`` to the builder.
+
+    Examples:
+        >>> from types import SimpleNamespace
+        >>> from viescore2.grid import Grid
+        >>> annotation = SimpleNamespace(scores={"score": 6.0}, localization=Grid(n=8), prompt="a red cup",
+        ...                              conditioning=[])
+        >>> 'Prompt: "a red cup"' in training_instruction(n=8)(annotation)
+        True
+    """
     resolved = load_pack(pack)
 
     def instruction(annotation: Any) -> str:
