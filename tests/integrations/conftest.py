@@ -7,27 +7,21 @@ pytest.importorskip("xgrammar")
 
 
 @pytest.fixture(scope="session")
-def vlm_dir(tmp_path_factory) -> str:
+def vlm_dir(tiny_vlm_path) -> str:
     """Biased towards " Yes", so TerraVis finds images eligible and its short-pack answers are mixed."""
-    from vlmjudge.testing import build_tiny_vlm
-
-    return build_tiny_vlm(tmp_path_factory.mktemp("integ_vlm") / "qwen3_vl", yes_bias=8.0)
+    return tiny_vlm_path(yes_bias=8.0)
 
 
 @pytest.fixture(scope="session")
-def neutral_vlm_dir(tmp_path_factory) -> str:
+def neutral_vlm_dir(tiny_vlm_path) -> str:
     """No bias: TerraVis's default pack finds every image N/A after the eligibility stage (cheap)."""
-    from vlmjudge.testing import build_tiny_vlm
-
-    return build_tiny_vlm(tmp_path_factory.mktemp("integ_vlm0") / "qwen3_vl")
+    return tiny_vlm_path()
 
 
 @pytest.fixture(scope="session")
-def encoders(tmp_path_factory) -> dict[str, str]:
-    from vlmjudge.testing import build_tiny_clip, build_tiny_dinov2
-
-    root = tmp_path_factory.mktemp("integ_encoders")
-    return {"clip": build_tiny_clip(root / "clip"), "dino": build_tiny_dinov2(root / "dino")}
+def encoders(tiny_encoder_dirs) -> dict[str, str]:
+    """{"clip": folder, "dino": folder}, the name these tests use for the shared pair."""
+    return tiny_encoder_dirs
 
 
 @pytest.fixture
@@ -38,16 +32,11 @@ def judge_kwargs(vlm_dir, tmp_path) -> dict:
 
 
 @pytest.fixture(autouse=True)
-def one_torch_thread_and_fresh_judges():
-    """One intra-op thread (tiny models on a shared 2-core machine), and no judge kept between tests."""
-    import torch
-
+def fresh_judges():
+    """No judge kept between tests."""
     from vlmjudge.integrations import release_judges
 
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
     yield
-    torch.set_num_threads(before)
     release_judges()
 
 

@@ -9,11 +9,11 @@ from tvf_helpers import TEST_PACK, make_images
 
 
 @pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory):
+def tiny_model(tiny_vlm_path):
+    """The suite's tiny random Qwen3-VL biased towards "Yes" (8 nats)."""
     pytest.importorskip("xgrammar")
     pytest.importorskip("vlmjudge.backends.transformers")
-    from vlmjudge.testing import build_tiny_vlm
-    return build_tiny_vlm(tmp_path_factory.mktemp("tiny") / "qwen3vl", family="qwen3_vl", yes_bias=8.0)
+    return tiny_vlm_path("qwen3_vl", yes_bias=8.0)
 
 
 @pytest.fixture(scope="session")
