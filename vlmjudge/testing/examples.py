@@ -55,3 +55,18 @@ class ExamplePackage:
         sys.modules.pop(self.name, None)
         importlib.invalidate_caches()
         shutil.rmtree(root)
+
+
+def tiny_judge(*, yes_bias: float = 0.0, seed: int = 0, **load_kwargs: Any) -> Any:
+    """A CPU judge over a fresh tiny random VLM (`build_tiny_vlm` in a new temporary folder),
+    for examples that run a real model; `load_kwargs` go to `load_judge` (cache, batch_size, ...).
+
+    Examples:
+        >>> judge = tiny_judge()
+        >>> judge.device, judge.stats.model_calls
+        ('cpu', 0)
+    """
+    from ..judge import load_judge
+    from .tiny_vlm import build_tiny_vlm
+    folder = Path(tempfile.mkdtemp(prefix="vlmjudge-example-"), "vlm")
+    return load_judge(build_tiny_vlm(folder, yes_bias=yes_bias, seed=seed), **{"device": "cpu", **load_kwargs})
