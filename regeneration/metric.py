@@ -1,7 +1,7 @@
 """`RegenerationSimilarity`: CLIP % and DINO % of regenerations against references as a torchmetrics
 Metric, for validation loops (sum-reduced tensor states sync across processes).
 
-The encoders live outside the module tree (in a `vlmjudge.metric_support.ScorerHandle`, not
+The encoders live outside the module tree (in a `vlmjudge.faces.ScorerHandle`, not
 submodules), so they never enter `state_dict` or a checkpoint; copies (`clone()`,
 `MetricTracker`) share them, and pickling leaves them out: unpickled in the same process the
 metric shares the original's encoders, elsewhere it loads them again from their ids (or, if

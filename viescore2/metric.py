@@ -13,7 +13,7 @@ torchmetrics' warning), as for every metric of the suite. The judge is held in a
 attribute, never a child module: it stays out of `state_dict`, `.to()` and the optimizer,
 and copies of the metric share it. A pickled metric carries no judge: unpickled in the same
 process it shares the original's, elsewhere it loads one again from `model=` (or needs
-`attach_judge`; see `vlmjudge.metric_support.ScorerHandle`).
+`attach_judge`; see `vlmjudge.faces.ScorerHandle`).
 """
 from __future__ import annotations
 
