@@ -84,6 +84,8 @@ def prepare(processor: Any, prompts: Sequence[prefixes.Prompt], pil_lists: Seque
     for unit, digests, found in planned:
         if found is not None:
             entry, cut = found
+            if len(unit.rows) == 1:  # a lone request's tokens after the cut run as its suffix: one forward
+                unit = prefixes.Unit(unit.rows, cut)
             ids = tuple(prompts[unit.rows[0]].ids[:unit.split])
             hits.append(Hit(entry, cut, entry.kv.length - (len(entry.ids) - cut), list(ids[cut:])))
             served.append(unit)
