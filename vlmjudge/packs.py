@@ -5,10 +5,42 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from functools import cached_property
 from importlib import resources
 from typing import Any, Callable, Mapping, TypeVar
 
+from pydantic import BaseModel, ConfigDict, Field
+
 P = TypeVar("P")
+
+
+class PackModel(BaseModel):
+    """The part every method's prompt pack shares: frozen, no unknown keys, a `version` and a
+    `description` first, and `sha256`, the digest of the whole pack (equal digests asked
+    exactly the same things), which results record beside the version.
+
+    Examples:
+        >>> class Pack(PackModel):
+        ...     ask: str
+        >>> pack = Pack(version="toy-1", ask="Is it red?")
+        >>> pack.sha256 == hashlib.sha256(b'{"ask": "Is it red?", "description": "", "version": "toy-1"}').hexdigest()
+        True
+        >>> from pydantic import ValidationError
+        >>> try:
+        ...     Pack(version="toy-1", ask="Is it red?", colour="red")
+        ... except ValidationError as error:
+        ...     print(error.errors()[0]["type"], error.errors()[0]["loc"])
+        extra_forbidden ('colour',)
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    version: str = Field(min_length=1)
+    description: str = ""
+
+    @cached_property
+    def sha256(self) -> str:
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def shipped_pack(package: str, name: str, label: str) -> dict[str, Any]:
