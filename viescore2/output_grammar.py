@@ -28,7 +28,17 @@ LONGEST_NUMBER = "9.99"
 
 @dataclass(frozen=True)
 class GridBounds:
-    """At most ``max_rows`` rows per grid and ``max_cols`` columns per row (None: N, no extra bound)."""
+    """At most ``max_rows`` rows per grid and ``max_cols`` columns per row (None: N, no extra bound).
+
+    Examples:
+        >>> bounds = GridBounds(4, max_rows=2)
+        >>> bounds.rows, bounds.cols
+        (2, 4)
+        >>> GridBounds(4, max_rows=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: max_rows must be a positive integer or None, got 0
+    """
 
     n: int = DEFAULT_N
     max_rows: int | None = None
@@ -88,7 +98,13 @@ def _natural(rule: str) -> tuple:
 
 
 def grid_rules(bounds: GridBounds, marks: bool) -> tuple[str, list[str]]:
-    """The ``vs_grid`` rule (``none`` or ordered rows) and every rule it uses."""
+    """The ``vs_grid`` rule (``none`` or ordered rows) and every rule it uses.
+
+    Examples:
+        >>> start, rules = grid_rules(GridBounds(2), marks=False)
+        >>> start, rules[0]
+        ('vs_grid', 'vs_grid ::= "none" | vs_rows_1_2')
+    """
     n = bounds.n
     mark = ' "!"?' if marks else ""
     cols_start, col_rules = _index_rules("cols", n, bounds.cols, lambda c: f'"{c}"{mark}', ",")
@@ -98,7 +114,12 @@ def grid_rules(bounds: GridBounds, marks: bool) -> tuple[str, list[str]]:
 
 def output_grammar(fields: FieldsLike, n: int = DEFAULT_N, max_rows: int | None = None,
                    max_cols: int | None = None) -> str:
-    """The EBNF grammar (root rule ``root``) of one configuration's output."""
+    """The EBNF grammar (root rule ``root``) of one configuration's output.
+
+    Examples:
+        >>> output_grammar("overall").splitlines()[0]
+        'root ::= "score: " vs_num "/10"'
+    """
     fields = Fields.parse(fields)
     bounds = GridBounds(n, max_rows, max_cols)
     parts = [f'"{key}: " vs_num "/10"' for key in fields.score_keys]
@@ -116,7 +137,19 @@ def output_grammar(fields: FieldsLike, n: int = DEFAULT_N, max_rows: int | None 
 
 def longest_output(fields: FieldsLike, n: int = DEFAULT_N, max_rows: int | None = None,
                    max_cols: int | None = None) -> str:
-    """The longest text the grammar accepts: every score 9.99, every grid the last rows x last columns, marked."""
+    """The longest text the grammar accepts: every score 9.99, every grid the last rows x last columns, marked.
+
+    Examples:
+        Every score 9.99, every grid the last rows by the last columns, marked when marks are asked:
+
+        >>> print(longest_output("pq_sc+split+marks", n=2, max_rows=1, max_cols=1))
+        pq: 9.99/10
+        sc: 9.99/10
+        artifact:
+        r2: 2!
+        misalign:
+        r2: 2!
+    """
     fields = Fields.parse(fields)
     bounds = GridBounds(n, max_rows, max_cols)
     lines = [f"{key}: {LONGEST_NUMBER}/10" for key in fields.score_keys]
@@ -132,17 +165,35 @@ def longest_output(fields: FieldsLike, n: int = DEFAULT_N, max_rows: int | None 
 
 def max_output_chars(fields: FieldsLike, n: int = DEFAULT_N, max_rows: int | None = None,
                      max_cols: int | None = None) -> int:
-    """Characters in the longest accepted output."""
+    """Characters in the longest accepted output.
+
+    Examples:
+        >>> max_output_chars("overall"), len("score: 9.99/10")
+        (14, 14)
+    """
     return len(longest_output(fields, n, max_rows, max_cols))
 
 
 def token_budget(fields: FieldsLike, n: int = DEFAULT_N, max_rows: int | None = None,
                  max_cols: int | None = None) -> int:
-    """New tokens that always suffice under the grammar: one per character, plus end-of-sequence."""
+    """New tokens that always suffice under the grammar: one per character, plus end-of-sequence.
+
+    Examples:
+        One token per character, plus the end of the sequence:
+
+        >>> token_budget("overall"), token_budget("pq_sc+split", n=16) > token_budget("pq_sc+split", n=16, max_rows=4)
+        (15, True)
+    """
     return max_output_chars(fields, n, max_rows, max_cols) + 1
 
 
 def output_constraint(fields: FieldsLike, n: int = DEFAULT_N, max_rows: int | None = None,
                       max_cols: int | None = None) -> Constraint:
-    """The grammar as a request constraint for backends that enforce EBNF."""
+    """The grammar as a request constraint for backends that enforce EBNF.
+
+    Examples:
+        >>> constraint = output_constraint("overall+grid", n=4)
+        >>> constraint.kind, constraint.spec == output_grammar("overall+grid", n=4)
+        ('ebnf', True)
+    """
     return Constraint.ebnf(output_grammar(fields, n, max_rows, max_cols))
