@@ -240,3 +240,25 @@ def test_every_family_answers_the_same_from_the_cache(family_judges, noise, fami
     greedy = stage(images[:2], "Check", 1, decoding=Decoding(max_new_tokens=6))
     assert [x.text for x in cached.generate(greedy)] == [x.text for x in plain.generate(greedy)]
     assert cached.stats.prefill_tokens < plain.stats.prefill_tokens
+
+
+def test_out_of_memory_empties_the_store_before_the_retry(loaded, noise):
+    base = loaded["qwen3_vl"]
+    judge = TransformersJudge(base.model, base.processor, prefetch=False)
+    first, second = noise(2, seed=21), noise(2, seed=22)
+    judge.choice_probs(stage(first, "Check", 2), OPTIONS)
+    assert len(judge.kv_cache) > 0
+    real, failed = judge._forward_batch, []
+
+    def flaky(op, batch, options):
+        if not failed:
+            failed.append(len(batch))
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real(op, batch, options)
+    judge._forward_batch = flaky
+    judge.choice_probs(stage(second, "Check", 2), OPTIONS)  # fails once, retried as two halves
+    assert failed == [4] and judge.stats.prefix_cache_hits == 0
+    judge.choice_probs(stage(first, "Check", 2), OPTIONS)   # the first call's prefixes were dropped
+    assert judge.stats.prefix_cache_hits == 0
+    judge.choice_probs(stage(second, "Check", 2), OPTIONS)  # the retry's were kept
+    assert judge.stats.prefix_cache_hits >= 2

@@ -14,6 +14,13 @@ API (for method code and benchmarks):
   pixel digest, same token ids, all image placeholders inside the reused part): it runs only the
   tokens after it, and no vision tower. Stages that ask about one image should therefore start
   their prompts alike (system, image, shared instructions), and put what differs last.
+- Kept: each unit's prefix, and each request's whole prompt as a child of it (its own columns
+  only), so a continuation (evidence after a check: the check's prompt, its answer, more text)
+  runs only its new tokens; such a request is served as a unit of its own. An out-of-memory
+  error empties the store before the halved retry.
+- Not shared: text before the first image across different images (entries are per image set),
+  and prefixes between batches of one call prepared while the earlier batch runs (the prefetch
+  thread plans batch k+1 before batch k has kept its prefixes).
 
 What an entry is: the KV row of one unit prefix (`_hf_prefix`) after its forward, keyed by the
 pixel digests of its images and its tokenizer ids (image placeholders unexpanded), with its

@@ -255,7 +255,8 @@ class TransformersJudge(Judge):
             if not batching.is_out_of_memory(exc):
                 raise
             message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        # handled outside the except block so the traceback's tensors can be freed first
+        # handled outside the except block so the traceback's tensors can be freed first; kept prefix KV goes too
+        self.kv_cache.clear()
         batching.release_cuda_memory()
         if len(batch) == 1:
             logger.warning("out of memory on a single request; returning an error result: %s", message)
