@@ -57,19 +57,20 @@ class FagerScore(JudgeMetric):
         kwargs: torchmetrics options (`sync_on_compute`, `compute_on_cpu`, ...).
 
     Examples:
-        A tiny random judge built offline stands in for a real one; a given QA set means that
-        no rubric is built:
+        A replay judge (recorded answers, keyed by item and question) stands in for a real one;
+        a given QA set means that no rubric is built:
 
-        >>> import tempfile
         >>> from PIL import Image
-        >>> from vlmjudge.testing import build_tiny_vlm
+        >>> from vlmjudge.backends.replay import ReplayJudge
         >>> qa = {"prompt": "a red apple", "items": [
         ...     {"question": "Is there an apple?", "level": "level_1", "category": "existence",
         ...      "importance": "high", "source_fact": "an apple"}]}
-        >>> metric = FagerScore(model=build_tiny_vlm(tempfile.mkdtemp() + "/vlm"), device="cpu", qa_sets=[qa])
-        >>> metric.update([Image.new("RGB", (32, 32), "red")], ["a red apple"])
-        >>> 0.0 <= float(metric.compute()) <= 100.0, int(metric.scored)
-        (True, 1)
+        >>> judge = ReplayJudge({("apple", 0): '{"answer": "yes", "rationale": "a red apple"}'},
+        ...                     key_fields=("item_id", "question_id"))
+        >>> metric = FagerScore(judge, qa_sets=[qa])
+        >>> metric.update([Image.new("RGB", (32, 32), "red")], ["a red apple"], ids=["apple"])
+        >>> float(metric.compute()), int(metric.scored), metric.last_verdicts[0].decision
+        (100.0, 1, 'keep')
         >>> metric.clone().fager is metric.fager   # copies share the pipeline and its judge
         True
     """
@@ -153,17 +154,16 @@ def fager_score(images: Any, prompts: Sequence[str], judge: Any, qa_sets: Any = 
     scored), through `FagerScore`'s own update path.
 
     Examples:
-        >>> import tempfile
         >>> from PIL import Image
-        >>> from vlmjudge import load_judge
-        >>> from vlmjudge.testing import build_tiny_vlm
-        >>> judge = load_judge(build_tiny_vlm(tempfile.mkdtemp() + "/vlm"), device="cpu")
+        >>> from vlmjudge.backends.replay import ReplayJudge
         >>> qa = {"prompt": "a red apple", "items": [
         ...     {"question": "Is there an apple?", "level": "level_1", "category": "existence",
         ...      "importance": "high", "source_fact": "an apple"}]}
-        >>> value = fager_score([Image.new("RGB", (32, 32), "red")], ["a red apple"], judge, qa_sets=[qa])
-        >>> 0.0 <= float(value) <= 100.0
-        True
+        >>> judge = ReplayJudge({("0", 0): '{"answer": "no", "rationale": "a pear"}',
+        ...                      ("0", "feedback"): '{"instruction": "paint a red apple"}'},
+        ...                     key_fields=("item_id", "question_id"))
+        >>> fager_score([Image.new("RGB", (32, 32), "green")], ["a red apple"], judge, qa_sets=[qa])
+        tensor(0., dtype=torch.float64)
     """
     metric = FagerScore(judge, text_judge, qa_sets=qa_sets, pipeline_kwargs=pipeline_kwargs)
     return batch_value(metric, images, prompts)
