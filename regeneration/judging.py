@@ -22,7 +22,13 @@ from .scoring import normalize_rating, summarize_ratings  # noqa: F401  (re-expo
 
 @dataclass
 class MLLMScores:
-    """Content consistency and perceptual quality of one regeneration (ratings 1-5 and normalised)."""
+    """Content consistency and perceptual quality of one regeneration (ratings 1-5 and normalised).
+
+    Examples:
+        >>> scores = MLLMScores(content=4, perceptual=5, content_reason="Same cat, other pose.")
+        >>> scores.content_norm, scores.perceptual_norm, MLLMScores.from_json(scores.to_json()) == scores
+        (0.75, 1.0, True)
+    """
 
     content: int | None = None
     perceptual: int | None = None
@@ -56,7 +62,21 @@ def judge_pairs(judge: Any, references: Sequence[Any], generated: Sequence[Any],
                 round: int = 0, indices: Sequence[int] | None = None, reading: str = "release") -> list[MLLMScores]:
     """Content consistency (reference first, regeneration second) and perceptual quality (the
     regeneration alone: it is a property of that image, and hiding the reference keeps content
-    out of it) for many pairs, each criterion one batched stage."""
+    out of it) for many pairs, each criterion one batched stage.
+
+    Examples:
+        A replay judge keyed by (stage, item): content reads as 4 (0.75 on [0, 1]); the
+        perceptual answer is no JSON, so it is a counted parse failure, never a score:
+
+        >>> from PIL import Image
+        >>> from vlmjudge.backends.replay import ReplayJudge
+        >>> judge = ReplayJudge({("content", "cat"): '{"reason": "Same cat, other pose.", "score": 4}',
+        ...                      ("perceptual", "cat"): "five stars"}, key_fields=("stage", "item"))
+        >>> image = Image.new("RGB", (32, 32), "red")
+        >>> [scores] = judge_pairs(judge, [image], [image], items=["cat"])
+        >>> scores.content, scores.content_norm, scores.perceptual, [f.stage for f in scores.failures]
+        (4, 0.75, None, ['perceptual'])
+    """
     pack = load_pack(pack)
     if len(references) != len(generated):
         raise ValueError(f"{len(references)} references but {len(generated)} generated images")
@@ -96,6 +116,14 @@ def judge_text_image(judge: Any, images: Sequence[Any], prompts: Sequence[str], 
     """Baseline (c): rate each image against its text prompt directly, with no regeneration.
 
     Returns (rating 1-5 or None, the parse failure or None) per image.
+
+    Examples:
+        >>> from PIL import Image
+        >>> from vlmjudge.backends.replay import ReplayJudge
+        >>> judge = ReplayJudge({("text_image", "0"): '{"reason": "A red square, not a cat.", "score": 1}'},
+        ...                     key_fields=("stage", "item"))
+        >>> judge_text_image(judge, [Image.new("RGB", (32, 32), "red")], ["a cat"])
+        [(1, None)]
     """
     pack = load_pack(pack)
     if len(images) != len(prompts):
