@@ -202,6 +202,9 @@ def test_where_an_entry_may_be_cut():
     assert row.length == 36 and row.next == 36 and row.layers[0][0].shape[-2] == 36
     with pytest.raises(ValueError):
         windowed.kv.crop(30)
+    long = tuple(range(200))
+    assert kv_store._lcp(long, long[:130] + (-1,)) == 130 and kv_store._lcp(long, long) == 200
+    assert kv_store._lcp(long[:64], long) == 64 and kv_store._lcp((), long) == 0
 
 
 @pytest.fixture(scope="module")

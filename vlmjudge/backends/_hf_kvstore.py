@@ -179,6 +179,7 @@ class PrefixKVStore:
         bucket = self._bucket(digests, ids)
         if bucket is None:
             return None
+        ids = tuple(ids)
         best: tuple[Entry, int] | None = None
         with self._lock:
             for entry in self._buckets.get(bucket, {}).values():
@@ -253,9 +254,12 @@ class PrefixKVStore:
             self._bytes = 0
 
 
-def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
+def _lcp(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    """Length of the common start of two id tuples (compared 64 at a time, then one by one)."""
     n = min(len(a), len(b))
     i = 0
+    while i + 64 <= n and a[i:i + 64] == b[i:i + 64]:
+        i += 64
     while i < n and a[i] == b[i]:
         i += 1
     return i
