@@ -14,16 +14,13 @@ grammar-constrained decoder, so an output always closes within the token budget.
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 import os
 import re
-from functools import cached_property
 from typing import Any, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from vlmjudge.packs import resolve_pack
+from vlmjudge.packs import PackModel, resolve_pack
 
 DEFAULT_PACK = "default-v1"
 AGENTS: tuple[str, ...] = ("proposal", "extraction", "verification", "qa", "evaluation", "regenerate", "edit")
@@ -98,7 +95,7 @@ class BaselinePrompt(BaseModel):
         return self
 
 
-class PromptPack(BaseModel):
+class PromptPack(PackModel):
     """Every template FAGER asks with, versioned so stored QA sets know what built them.
 
     Examples:
@@ -114,9 +111,6 @@ class PromptPack(BaseModel):
         True
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    version: str = Field(min_length=1)
-    description: str = ""
     agents: dict[str, AgentPrompt]
     baseline: BaselinePrompt
 
@@ -131,12 +125,6 @@ class PromptPack(BaseModel):
             if lacking:
                 raise ValueError(f"pack template {name!r} lacks placeholders {lacking}")
         return self
-
-    @cached_property
-    def sha256(self) -> str:
-        """Digest of the whole pack: equal digests asked exactly the same things."""
-        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(blob.encode()).hexdigest()
 
     @property
     def key(self) -> str:

@@ -8,16 +8,14 @@ are recorded with every run.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import model_validator
 
-from vlmjudge.packs import resolve_pack
+from vlmjudge.packs import PackModel, resolve_pack
 
 DEFAULT_PACK = "default-v1"
 
@@ -33,7 +31,7 @@ PLACEHOLDERS: dict[str, set[str]] = {
 _FIELD = re.compile(r"\{([a-z_]+)\}")
 
 
-class PromptPack(BaseModel):
+class PromptPack(PackModel):
     """Templates (str.format placeholders), aspect descriptions and word limits.
 
     Examples:
@@ -48,9 +46,6 @@ class PromptPack(BaseModel):
         (['color', 'detail', 'overall'], True)
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    version: str = Field(min_length=1)
-    description: str = ""
     system: str = ""
     iut_caption: str
     iut_objects: str
@@ -95,9 +90,9 @@ class PromptPack(BaseModel):
         return self.aspects[key]
 
     def fingerprint(self) -> str:
-        """A short hash of the whole pack, recorded with runs so a changed prompt is visible."""
-        blob = json.dumps(self.model_dump(), sort_keys=True, ensure_ascii=False).encode()
-        return hashlib.sha256(blob).hexdigest()[:12]
+        """A short hash of the whole pack (the first 12 hex digits of `sha256`), recorded with
+        runs so a changed prompt is visible."""
+        return self.sha256[:12]
 
 
 def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

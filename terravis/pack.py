@@ -9,16 +9,13 @@ prefix across the 18 questions.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
-from functools import cached_property
 from typing import Any, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from vlmjudge.packs import resolve_pack
+from vlmjudge.packs import PackModel, resolve_pack
 
 from .taxonomy import TAXONOMY, TYPE_IDS, ViolationType, get_type
 
@@ -65,7 +62,7 @@ class Options(BaseModel):
         return self
 
 
-class PromptPack(BaseModel):
+class PromptPack(PackModel):
     """Every text TerraVis sends to a judge, with the limits on what comes back.
 
     Examples:
@@ -79,9 +76,6 @@ class PromptPack(BaseModel):
         False
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    version: str = Field(min_length=1)
-    description: str = ""
     answer_prefix: str
     options: Options
     system: str
@@ -128,12 +122,6 @@ class PromptPack(BaseModel):
         return self
 
     # -- derived texts -----------------------------------------------------------------
-    @cached_property
-    def sha256(self) -> str:
-        """A digest of the whole pack: two runs with equal digests asked the same questions."""
-        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(blob.encode()).hexdigest()
-
     def question_for(self, vtype: ViolationType) -> str:
         """The visual question for one type: the pack's override or the taxonomy default."""
         return self.questions.get(vtype.id, vtype.question)

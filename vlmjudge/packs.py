@@ -39,6 +39,7 @@ class PackModel(BaseModel):
 
     @cached_property
     def sha256(self) -> str:
+        """The digest of the pack's JSON, keys sorted: equal digests asked the same things."""
         blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode()).hexdigest()
 
