@@ -2,8 +2,8 @@
 
 Every corpus line is `{"id", "input", "expected"[, "release_bug", "note"]}` (tests/data/golden/README.md).
 A test file per method parametrizes one pytest case per line with `cases(corpus)` and hands each case to
-`replay(corpus, case, compute)`, where `compute(input)` runs the project's own public function(s) and
-returns the release's schema. The verdict:
+`replay(corpus, case, compute)` (`golden_test(corpus, compute, doc)` writes that test), where
+`compute(input)` runs the project's own public function(s) and returns the release's schema. The verdict:
 
 - equal to `expected` (floats within 1e-9): pass;
 - different, and the line carries `release_bug`: xfail with the line's note (the project follows the paper);
@@ -120,3 +120,13 @@ def replay(corpus: str, case: dict, compute) -> None:
     if deviation is not None:
         pytest.xfail(f"documented deviation: {deviation.reason}")
     pytest.fail(f"{case['id']} differs from the release: {difference}", pytrace=False)
+
+
+def golden_test(corpus: str, compute, doc: str):
+    """The test of one corpus: a pytest case per line, each replayed through `compute`. Assign it
+    to a `test_...` name in a test module; `doc` says what the corpus checks."""
+    @pytest.mark.parametrize("case", cases(corpus))
+    def test(case):
+        replay(corpus, case, compute)
+    test.__doc__ = doc
+    return test

@@ -11,7 +11,7 @@ import pytest
 from fager import abtest, parsing, replay as fager_replay, scoring
 from fager.schema import QAItem, QuestionAnswer
 
-from .replay import cases, number, replay
+from .replay import cases, golden_test, number, replay
 
 
 def _items(levels: list[str]) -> list[QAItem]:
@@ -47,10 +47,9 @@ def _score_image(inp: dict) -> dict:
                              if q["answer"] is not None]}
 
 
-@pytest.mark.parametrize("case", cases("fager/score_image"))
-def test_score_image(case):
-    """Level scores, overall score, the level-1 gate and the answer counts of one image."""
-    replay("fager/score_image", case, _score_image)
+test_score_image = golden_test(
+    "fager/score_image", _score_image,
+    "Level scores, overall score, the level-1 gate and the answer counts of one image.")
 
 
 def _score_answer(inp: dict) -> dict:
@@ -66,10 +65,7 @@ def _score_answer(inp: dict) -> dict:
     return {"normalized": normalized, "score": scoring.answer_points(normalized), "score_answer_on_raw": on_raw}
 
 
-@pytest.mark.parametrize("case", cases("fager/score_answer"))
-def test_score_answer(case):
-    """One answer value normalised and scored."""
-    replay("fager/score_answer", case, _score_answer)
+test_score_answer = golden_test("fager/score_answer", _score_answer, "One answer value normalised and scored.")
 
 
 def _read_reply(content: str, strip_thinking: bool) -> dict:
@@ -106,7 +102,6 @@ def _ab_test(inp: dict) -> dict:
     return out
 
 
-@pytest.mark.parametrize("case", cases("fager/ab_test"))
-def test_ab_test(case):
-    """The Factual A/B test: counts, accuracy per tie mode and margin statistics."""
-    replay("fager/ab_test", case, _ab_test)
+test_ab_test = golden_test(
+    "fager/ab_test", _ab_test,
+    "The Factual A/B test: counts, accuracy per tie mode and margin statistics.")

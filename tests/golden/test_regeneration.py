@@ -1,12 +1,10 @@
 """Image Regeneration against its release (SPEEDSRER/Image-Regeneration): one test per corpus line of
 tests/data/golden/regeneration, each through this project's public functions."""
-import pytest
-
 from regeneration.benchmark import release_summary
 from regeneration.config import LoopConfig, final_pick, select
 from regeneration.parsing import JSONReadError, extract_json, prompt_variants
 
-from .replay import cases, number, replay
+from .replay import golden_test, number
 
 
 def _iut_step(inp: dict) -> dict:
@@ -48,25 +46,18 @@ def _aggregate(inp: dict) -> dict:
         return {"error": type(exc).__name__}
 
 
-@pytest.mark.parametrize("case", cases("regeneration/parse_iut_json"))
-def test_parse_iut_json(case):
-    """Every JSON step of the IUT: first `{` to last `}`, strict JSON; no object is the documented error."""
-    replay("regeneration/parse_iut_json", case, _iut_step)
+test_parse_iut_json = golden_test(
+    "regeneration/parse_iut_json", _iut_step,
+    "Every JSON step of the IUT: first `{` to last `}`, strict JSON; no object is the documented error.")
 
+test_parse_prompt_variants = golden_test(
+    "regeneration/parse_prompt_variants", _variants,
+    "The `prompts` value of a variants answer, as written.")
 
-@pytest.mark.parametrize("case", cases("regeneration/parse_prompt_variants"))
-def test_parse_prompt_variants(case):
-    """The `prompts` value of a variants answer, as written."""
-    replay("regeneration/parse_prompt_variants", case, _variants)
+test_select_candidate = golden_test(
+    "regeneration/select_candidate", _selection,
+    "0.5 CLIP + 0.5 DINOv2 picks each round's winner (first on ties); the last round's is final.")
 
-
-@pytest.mark.parametrize("case", cases("regeneration/select_candidate"))
-def test_select_candidate(case):
-    """0.5 CLIP + 0.5 DINOv2 picks each round's winner (first on ties); the last round's is final."""
-    replay("regeneration/select_candidate", case, _selection)
-
-
-@pytest.mark.parametrize("case", cases("regeneration/aggregate_metrics"))
-def test_aggregate_metrics(case):
-    """Means over images of the release's per-image records."""
-    replay("regeneration/aggregate_metrics", case, _aggregate)
+test_aggregate_metrics = golden_test(
+    "regeneration/aggregate_metrics", _aggregate,
+    "Means over images of the release's per-image records.")

@@ -10,7 +10,7 @@ from viescore2.grid import Grid
 from viescore2.raster import grid_from_richhf
 from viescore2.suite_report import correlation_block, development_report, reference_from_release, suite_report
 
-from .replay import cases, decode_array, number, replay
+from .replay import cases, decode_array, golden_test, number, replay
 
 
 def cell_set(pairs):
@@ -56,10 +56,9 @@ def heatmap_grids(inp):
     return {"problem": cell_list(grid.cells), "major": cell_list(grid.marks)}
 
 
-@pytest.mark.parametrize("case", cases("viescore2/heatmap_grids"))
-def test_heatmap_grids(case):
-    """RichHF maps binarised at 0.5 before the resize; marks where the resized raw map is >= the threshold."""
-    replay("viescore2/heatmap_grids", case, heatmap_grids)
+test_heatmap_grids = golden_test(
+    "viescore2/heatmap_grids", heatmap_grids,
+    "RichHF maps binarised at 0.5 before the resize; marks where the resized raw map is >= the threshold.")
 
 
 def srcc_block(inp):
@@ -72,10 +71,9 @@ def srcc_block(inp):
             "score_spearman_unrounded": exact["score_spearman"]}
 
 
-@pytest.mark.parametrize("case", cases("viescore2/srcc"))
-def test_srcc(case):
-    """At least 3 valid pairs with spread; COCO-real left out; average ranks for ties."""
-    replay("viescore2/srcc", case, srcc_block)
+test_srcc = golden_test(
+    "viescore2/srcc", srcc_block,
+    "At least 3 valid pairs with spread; COCO-real left out; average ranks for ties.")
 
 
 def preference(inp):
@@ -87,10 +85,9 @@ def preference(inp):
             "accuracy_unrounded": result.accuracy, "score_ties": result.ties, "unparsed_pairs": result.unparseable}
 
 
-@pytest.mark.parametrize("case", cases("viescore2/preference"))
-def test_preference(case):
-    """Higher score wins; ties and unparsed sides 0.5 (NaN is unparsed: the paper, release bug 7)."""
-    replay("viescore2/preference", case, preference)
+test_preference = golden_test(
+    "viescore2/preference", preference,
+    "Higher score wins; ties and unparsed sides 0.5 (NaN is unparsed: the paper, release bug 7).")
 
 
 def evaluation(inp):
@@ -99,10 +96,9 @@ def evaluation(inp):
     return suite_report([r["pred_text"] for r in rows], [reference_from_release(r) for r in rows])
 
 
-@pytest.mark.parametrize("case", cases("viescore2/evaluation"))
-def test_evaluation(case):
-    """Per-row confusion counts and the summary of the release's run_eval, key for key."""
-    replay("viescore2/evaluation", case, evaluation)
+test_evaluation = golden_test(
+    "viescore2/evaluation", evaluation,
+    "Per-row confusion counts and the summary of the release's run_eval, key for key.")
 
 
 def dev_eval(inp):
@@ -112,8 +108,7 @@ def dev_eval(inp):
                               [r["source"] for r in rows], [r["clean"] for r in rows])
 
 
-@pytest.mark.parametrize("case", cases("viescore2/dev_eval"))
-def test_dev_eval(case):
-    """False alarms on clean images, per-source F1 and micro P/R/F1 (0.0 when undefined) of dev_eval."""
-    replay("viescore2/dev_eval", case, dev_eval)
+test_dev_eval = golden_test(
+    "viescore2/dev_eval", dev_eval,
+    "False alarms on clean images, per-source F1 and micro P/R/F1 (0.0 when undefined) of dev_eval.")
 

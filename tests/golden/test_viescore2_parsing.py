@@ -3,13 +3,11 @@
 Each adapter calls the project's public functions and writes the release's schema
 (tests/data/golden/README.md): grids as sorted 1-based ``[row, col]`` lists, scores as floats or null.
 """
-import pytest
-
 from viescore2 import data
 from viescore2.rewards import Target, dice_reward, fbeta_reward, rewards
 from viescore2.grid import CategoryGrids, Grid, GridStatus, parse_output
 
-from .replay import cases, replay
+from .replay import golden_test
 
 STATUS = {GridStatus.OK: "ok", GridStatus.NONE: "clean", GridStatus.FAILED: "failed"}
 
@@ -93,31 +91,22 @@ def grpo_rewards(inp: dict) -> dict:
             "format": terms["format"], "score": terms["score"], "total": terms["total"]}
 
 
-@pytest.mark.parametrize("case", cases("viescore2/parse_grid"))
-def test_parse_grid(case):
-    """Union grid, status and category sections as run_eval reads a model output."""
-    replay("viescore2/parse_grid", case, read_grid)
+test_parse_grid = golden_test(
+    "viescore2/parse_grid", read_grid,
+    "Union grid, status and category sections as run_eval reads a model output.")
 
+test_parse_scores = golden_test(
+    "viescore2/parse_scores", read_scores,
+    "Score, PQ, SC and the overall score as run_eval reads them.")
 
-@pytest.mark.parametrize("case", cases("viescore2/parse_scores"))
-def test_parse_scores(case):
-    """Score, PQ, SC and the overall score as run_eval reads them."""
-    replay("viescore2/parse_scores", case, read_scores)
+test_make_target = golden_test(
+    "viescore2/make_target", make_target,
+    "The SFT target text of build_sft_data.make_sample.")
 
+test_rewards = golden_test(
+    "viescore2/rewards", grpo_rewards,
+    "The GRPO rewards of train_grpo.py, target parsing included.")
 
-@pytest.mark.parametrize("case", cases("viescore2/make_target"))
-def test_make_target(case):
-    """The SFT target text of build_sft_data.make_sample."""
-    replay("viescore2/make_target", case, make_target)
-
-
-@pytest.mark.parametrize("case", cases("viescore2/rewards"))
-def test_rewards(case):
-    """The GRPO rewards of train_grpo.py, target parsing included."""
-    replay("viescore2/rewards", case, grpo_rewards)
-
-
-@pytest.mark.parametrize("case", cases("viescore2/weighted_fbeta"))
-def test_weighted_fbeta(case):
-    """Coverage-weighted F-beta and Dice on grids."""
-    replay("viescore2/weighted_fbeta", case, weighted_fbeta)
+test_weighted_fbeta = golden_test(
+    "viescore2/weighted_fbeta", weighted_fbeta,
+    "Coverage-weighted F-beta and Dice on grids.")
