@@ -23,6 +23,8 @@ import json
 import re
 from typing import Any
 
+from vlmjudge.text import remove_spans
+
 from .schema import ANSWERS, MAX_RATIONALE, QuestionAnswer
 
 #: Runs skipped around a leading answer word. Each is one character class under `*`, matched at
@@ -169,15 +171,7 @@ def remove_thinking(text: str) -> str:
         >>> remove_thinking("<think>The cup looks blue.</think>no")
         'no'
     """
-    parts, at = [], 0
-    while True:
-        start = text.find("<think>", at)
-        end = text.find("</think>", start + 7) if start != -1 else -1
-        if end == -1:
-            parts.append(text[at:])
-            return "".join(parts)
-        parts.append(text[at:start])
-        at = end + len("</think>")
+    return remove_spans(text, "<think>", "</think>")
 
 
 def read_answer_list(text: str, *, strip_thinking: bool = False) -> list[dict[str, Any]]:

@@ -27,6 +27,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from vlmjudge.text import remove_spans
+
 from .grid import CATEGORIES, DEFAULT_N, SCORE_KEYS, CategoryGrids, Grid, GridStatus, Localization, ParsedOutput
 
 __all__ = ["parse_output", "parse_grid", "read_text", "Reading", "Section", "read_rows", "read_scores",
@@ -62,18 +64,7 @@ def strip_groups(text: str) -> str:
         >>> strip_groups("r1: 2 [3,4] r2: 5")
         'r1: 2  r2: 5'
     """
-    parts, start = [], 0
-    while True:
-        opening = text.find("[", start)
-        if opening < 0:
-            break
-        closing = text.find("]", opening + 1)
-        if closing < 0:
-            break  # no later group can close either
-        parts.append(text[start:opening])
-        start = closing + 1
-    parts.append(text[start:])
-    return "".join(parts)
+    return remove_spans(text, "[", "]")
 
 
 def read_rows(text: str, n: int, marked: bool) -> set[tuple[int, int, bool]]:
