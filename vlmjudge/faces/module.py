@@ -79,6 +79,36 @@ class ScoredModule(ScoredRowsModule):
         compute_options: the keywords of `compute` that `_compute` takes (return_records, ...).
         load_at_load_time: load the judge in `evaluate.load` (else on the first add).
         ids_column: give the scorer an "id" column even when the spec does not list one.
+
+    Examples:
+        A toy method whose score is an image's width, as a complete module:
+
+        >>> import tempfile
+        >>> import datasets, evaluate
+        >>> from PIL import Image
+        >>> from vlmjudge.registry import MethodSpec
+        >>> class Width:
+        ...     def __init__(self, score):
+        ...         self.score, self.valid = score, True
+        ...     def to_json(self):
+        ...         return {"score": self.score}
+        >>> class WidthScorer:
+        ...     def score_batch(self, batch):
+        ...         return [Width(float(image.width)) for image in batch["image"]]
+        >>> spec = MethodSpec(name="width", inputs=("image",), build=lambda judge, **config: WidthScorer(),
+        ...                   score_range=(0.0, 1000.0), render=lambda record: {})
+        >>> class WidthModule(ScoredModule, evaluate.Metric):
+        ...     spec, columns, judge_required = spec, {"images": "image"}, False
+        ...     def _info(self):
+        ...         return evaluate.MetricInfo(description="widths", citation="", inputs_description="",
+        ...                                    features=datasets.Features({"images": datasets.Image()}))
+        ...     def _compute(self, record):
+        ...         return self.shared_result([r["score"] for r in self.read_records(record)])
+        >>> module = WidthModule(cache_dir=tempfile.mkdtemp())
+        >>> module.add_batch(images=[Image.new("RGB", (8, 4))])
+        >>> module.add(image=Image.new("RGB", (4, 4)))
+        >>> module.compute()
+        {'width': 6.0, 'scores': [8.0, 4.0], 'n_items': 2, 'n_scored': 2}
     """
 
     spec: ClassVar[Any]
