@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from vlmjudge.images import image_bytes_digest, to_pil
-
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif")
+from vlmjudge.intake import is_image_file
 
 
 @runtime_checkable
@@ -51,10 +50,10 @@ class FolderReferences:
         if not name or name in (".", "..") or "/" in name or "\\" in name:
             raise ValueError(f"prompt id {prompt_id!r} cannot name a reference folder")
         found = sorted(p for p in self.root.glob(f"{glob_escape(name)}.*")
-                       if p.stem == name and p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
+                       if p.stem == name and is_image_file(p))
         folder = self.root / name
         if folder.is_dir():
-            found += sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
+            found += sorted(p for p in folder.iterdir() if is_image_file(p))
         return found[:self.max_images] if self.max_images is not None else found
 
 

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict
 
 from vlmjudge.generators import load_editor, load_generator
 from vlmjudge.images import image_bytes_digest, to_pil
+from vlmjudge.outputs import iter_jsonl
 
 from .core import Fager
 from .replay import write_summary, write_verdicts
@@ -244,13 +245,9 @@ def _read_manifest(path: Path) -> dict[str, dict[str, Any]]:
     """The last manifest entry per id (a later line supersedes an earlier one)."""
     entries: dict[str, dict[str, Any]] = {}
     if path.is_file():
-        for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                raise ValueError(f"{path}:{line_no}: manifest line is not JSON") from None
+        for line_no, entry in iter_jsonl(path):  # a line that is not a JSON object names file and line
+            if "id" not in entry:
+                raise ValueError(f"{path}:{line_no}: manifest line has no 'id'")
             entries[str(entry["id"])] = entry
     return entries
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+from vlmjudge.outputs import JsonlError, iter_jsonl
 
 from .schema import (
     ANSWERS, LEVELS, AnswerCounts, Category, Decision, Gating, Importance, Level, LevelScores,
@@ -87,23 +88,27 @@ def read_details(path: str | os.PathLike) -> list[Verdict]:
     top-level `resolution_note`; it moves into the provenance, where `fager score` keeps it.
     """
     verdicts = []
-    with open(path, encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                note = record.pop("resolution_note", None) if isinstance(record, dict) else None
-                if isinstance(record, dict) and "per_question" not in record and "questions" in record:
-                    verdict = Verdict.model_validate(record)
-                else:
-                    verdict = record_to_verdict(record)
-            except (json.JSONDecodeError, ValidationError, ValueError, TypeError, RecursionError) as error:
-                raise ReplayFormatError(f"{path}:{line_no}: {type(error).__name__}: {str(error)[:200]}") from None
-            if note:
-                verdict = verdict.model_copy(update={"provenance": {**verdict.provenance, "resolution_note": note}})
-            verdicts.append(verdict)
+    try:
+        for line_no, record in iter_jsonl(path):
+            verdicts.append(_details_verdict(record, f"{path}:{line_no}"))
+    except JsonlError as error:  # not JSON, or not an object: already named by file and line
+        raise ReplayFormatError(str(error)) from None
     return verdicts
+
+
+def _details_verdict(record: dict, where: str) -> Verdict:
+    """One details.jsonl object as a Verdict, its top-level resolution_note moved into the provenance."""
+    try:
+        note = record.pop("resolution_note", None)
+        if "per_question" not in record and "questions" in record:
+            verdict = Verdict.model_validate(record)
+        else:
+            verdict = record_to_verdict(record)
+    except (ValidationError, ValueError, TypeError, RecursionError) as error:
+        raise ReplayFormatError(f"{where}: {type(error).__name__}: {str(error)[:200]}") from None
+    if note:
+        verdict = verdict.model_copy(update={"provenance": {**verdict.provenance, "resolution_note": note}})
+    return verdict
 
 
 def write_verdicts(verdicts: Iterable[Verdict], path: str | os.PathLike) -> None:

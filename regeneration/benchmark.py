@@ -9,7 +9,6 @@ the references come with their original prompts (`direct_judging=True`).
 from __future__ import annotations
 
 import csv
-import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -19,6 +18,8 @@ from typing import Any
 
 from vlmjudge.generators import load_generator
 from vlmjudge.images import to_pil
+from vlmjudge.intake import IMAGE_SUFFIXES, is_image_file
+from vlmjudge.outputs import iter_jsonl
 
 from .judging import judge_text_image, normalize_rating
 from .core import ItemResult, LoopConfig, RegenerationLoop
@@ -26,7 +27,6 @@ from .plots import image_grid, progress_figure, save_figure
 from .runfolder import RunFolder, check_item_id
 from .similarity import SimilarityScorer
 
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
 TABLE_COLUMNS = ("model", "items", "scored", "clip", "dino", "mllm_content", "mllm_perceptual",
                  "direct_text_image", "parse_failures")
 
@@ -40,7 +40,7 @@ def load_references(folder: str | os.PathLike) -> dict[str, Any]:
     root = Path(folder)
     if not root.is_dir():
         raise FileNotFoundError(f"no reference folder {root}")
-    files = sorted(p for p in root.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    files = sorted(p for p in root.iterdir() if is_image_file(p))
     if not files:
         raise ValueError(f"{root} holds no images ({', '.join(IMAGE_SUFFIXES)})")
     refs: dict[str, Any] = {}
@@ -55,16 +55,16 @@ def load_references(folder: str | os.PathLike) -> dict[str, Any]:
 def load_prompts(path: str | os.PathLike) -> dict[str, str]:
     """Original prompts per item from a CSV (columns id, prompt) or JSONL ({"id", "prompt"})."""
     path = Path(path)
-    rows: list[dict[str, Any]]
+    rows: list[tuple[str, dict[str, Any]]]  # (where, row)
     if path.suffix.lower() == ".csv":
         with open(path, newline="", encoding="utf-8") as fh:
-            rows = list(csv.DictReader(fh))
-    else:
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+            rows = [(f"row {n}", row) for n, row in enumerate(csv.DictReader(fh), 1)]
+    else:  # JSON lines: a broken line is a JsonlError (a ValueError) naming file and line
+        rows = [(f"line {n}", row) for n, row in iter_jsonl(path)]
     out = {}
-    for n, row in enumerate(rows, 1):
+    for where, row in rows:
         if not row.get("id") or not row.get("prompt"):
-            raise ValueError(f"{path}: row {n} needs 'id' and 'prompt'")
+            raise ValueError(f"{path}: {where} needs 'id' and 'prompt'")
         out[_item_id(str(row["id"]))] = str(row["prompt"])
     return out
 

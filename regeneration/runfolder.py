@@ -23,6 +23,8 @@ from typing import Any
 
 from PIL import Image
 
+from vlmjudge.outputs import iter_jsonl
+
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -86,10 +88,7 @@ class RunFolder:
         if not self.log_path.is_file():
             return []
         rows: dict[tuple, dict[str, Any]] = {}
-        for line in self.log_path.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            row = json.loads(line)
+        for _, row in iter_jsonl(self.log_path):  # a broken line is named by file and line
             if event is not None and row.get("event") != event:
                 continue
             rows[(row.get("event"), row.get("item"), row.get("round"), row.get("index"))] = row

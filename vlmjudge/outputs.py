@@ -60,20 +60,41 @@ def iter_jsonl(path: str | os.PathLike, *, skip_broken: bool = False) -> Iterato
     if not file.is_file():
         raise JsonlError(file, None, "no such file")
     with open(file, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
+        yield from parse_jsonl_lines(handle, file, skip_broken=skip_broken)
+
+
+def parse_jsonl_lines(lines: Iterable[str], source: str | os.PathLike, *,
+                      skip_broken: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+    """`iter_jsonl` over lines already in memory (a download, a log read whole); `source` names them
+    in a `JsonlError`.
+
+    Examples:
+        >>> list(parse_jsonl_lines(['{"a": 1}', "", "[2]"], "batch-output", skip_broken=True))
+        [(1, {'a': 1})]
+        >>> try:
+        ...     list(parse_jsonl_lines(['{"a": 1}', "[2]"], "batch-output"))
+        ... except JsonlError as error:
+        ...     print(error)
+        batch-output:2: expected a JSON object, got list
+    """
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as error:
+            if skip_broken:
                 continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as error:
-                if skip_broken:
-                    continue
-                raise JsonlError(file, number, f"not valid JSON ({error.msg}, column {error.colno})") from None
-            if not isinstance(value, dict):
-                if skip_broken:
-                    continue
-                raise JsonlError(file, number, f"expected a JSON object, got {type(value).__name__}")
-            yield number, value
+            raise JsonlError(source, number, f"not valid JSON ({error.msg}, column {error.colno})") from None
+        except RecursionError:  # json.loads gives up on very deep nesting
+            if skip_broken:
+                continue
+            raise JsonlError(source, number, "not readable JSON (nested too deeply)") from None
+        if not isinstance(value, dict):
+            if skip_broken:
+                continue
+            raise JsonlError(source, number, f"expected a JSON object, got {type(value).__name__}")
+        yield number, value
 
 
 def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..judge import JudgeError
+from ..outputs import JsonlError, parse_jsonl_lines
 from ..wire import WireBody
 
 log = logging.getLogger("vlmjudge.openai")
@@ -80,13 +81,12 @@ class BatchRunner:
     def _results(self, client: Any, file_id: str) -> dict[str, dict[str, Any] | None]:
         content = self._call(lambda: client.files.content(file_id))
         out: dict[str, dict[str, Any] | None] = {}
-        for lineno, line in enumerate(content.content.decode("utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise JudgeError(f"batch result file {file_id} line {lineno} is not JSON: {exc}") from exc
+        lines = content.content.decode("utf-8").splitlines()
+        try:
+            rows = [row for _, row in parse_jsonl_lines(lines, f"batch result file {file_id}")]
+        except JsonlError as exc:
+            raise JudgeError(str(exc)) from exc
+        for row in rows:
             cid = row.get("custom_id")
             response = row.get("response") or {}
             ok = row.get("error") is None and response.get("status_code") == 200

@@ -14,6 +14,7 @@ from collections import defaultdict
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..judge import Judge, JudgeError
+from ..outputs import iter_jsonl
 from ..requests import Answer, Request
 
 
@@ -160,16 +161,9 @@ def load_jsonl_answers(path: str | os.PathLike, key_fields: Sequence[str] | None
         {'q1': {'text': 'No'}, 'q2': None}
     """
     answers: dict[Any, Any] = {}
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not JSON ({exc})") from exc
-            where = f"{path}:{lineno}"
-            answers[_row_key(row, key_fields, where)] = _row_value(row, where)
+    for lineno, row in iter_jsonl(path):  # a broken line is a JsonlError (a ValueError) naming file and line
+        where = f"{path}:{lineno}"
+        answers[_row_key(row, key_fields, where)] = _row_value(row, where)
     return answers
 
 
