@@ -17,6 +17,20 @@ Status = Literal["scored", "not_applicable", "failed"]
 Variant = Literal["workflow", "holistic", "gptscore", "human", "reference"]
 
 
+def _known_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """The values in `data` of the dataclass `cls`'s fields (saved keys it does not declare,
+    such as the derived `level` or `valid`, are left out)."""
+    return {f.name: data[f.name] for f in fields(cls) if f.name in data}
+
+
+def _without_probs(out: dict[str, Any], probs: bool, *keys: str) -> dict[str, Any]:
+    """`out` as is, or without the probability `keys` when `probs` is False."""
+    if not probs:
+        for key in keys:
+            out.pop(key)
+    return out
+
+
 @dataclass
 class CheckRecord:
     """The outcome of one violation check on one image.
@@ -53,14 +67,11 @@ class CheckRecord:
 
     def to_json(self, probs: bool = True) -> dict[str, Any]:
         out = {"type_id": self.type_id, "level": self.level, "name": self.name, **asdict(self)}
-        if not probs:
-            out.pop("prob")
-            out.pop("severity_prob")
-        return out
+        return _without_probs(out, probs, "prob", "severity_prob")
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "CheckRecord":
-        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
+        return cls(**_known_fields(cls, data))
 
 
 @dataclass
@@ -143,14 +154,11 @@ class ImageRecord:
         out = asdict(self)
         out["checks"] = [c.to_json(probs) for c in self.checks]
         out["valid"] = self.valid
-        if not probs:
-            out.pop("eligibility_prob")
-            out.pop("rating_probs")
-        return out
+        return _without_probs(out, probs, "eligibility_prob", "rating_probs")
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "ImageRecord":
-        kwargs = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+        kwargs = _known_fields(cls, data)
         kwargs["checks"] = [CheckRecord.from_json(c) for c in data.get("checks", [])]
         return cls(**kwargs)
 
