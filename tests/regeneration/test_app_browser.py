@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from browser import api_names, drive_app, looks_blank, serve_app
 from vlmjudge.demo import card_header
+
+from browser import api_names, drive_app, looks_blank, serve_app
 
 APP = Path(__file__).resolve().parents[2] / "metrics" / "regeneration" / "app.py"
 EXAMPLES = APP.parent / "examples"
