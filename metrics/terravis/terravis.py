@@ -7,6 +7,7 @@ records are stored, so in evaluate's multi-process mode each process scores its 
 its own judge and `compute()` only aggregates.
 """
 import math
+import warnings
 
 import datasets
 import evaluate
@@ -97,7 +98,9 @@ class Terravis(ScoredModule, evaluate.Metric):
     compute_options = ("return_records",)
 
     def __init__(self, *args, **kwargs):
-        if "batch_size" in kwargs:  # kept for callers of the first release: a backend option
+        if "batch_size" in kwargs:  # kept one release for callers of the first: a backend option
+            warnings.warn("terravis: batch_size= at load time is deprecated; use judge_kwargs={'batch_size': ...}",
+                          DeprecationWarning, stacklevel=2)
             kwargs["judge_kwargs"] = {**dict(kwargs.get("judge_kwargs") or {}), "batch_size": kwargs.pop("batch_size")}
         super().__init__(*args, **kwargs)
 
