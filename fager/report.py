@@ -14,9 +14,9 @@ from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
-from vlmjudge.report_page import (add_report_command, 
-    NOTHING_SCORED, ReportInputError, empty_state, figures_section, fmt_number, low_res_mark, mean, page, section,
-    summary_table, table, write_page,
+from vlmjudge.report_page import (
+    NOTHING_SCORED, ReportInputError, add_report_command, figures_section, fmt_number, low_res_mark, mean, page,
+    summary_table, worst_section, write_page,
 )
 
 from .replay import ReplayFormatError, read_details
@@ -61,23 +61,19 @@ def _name(v: Verdict, position: int) -> str:
     return str(v.index if v.index is not None else v.image or position)
 
 
+def _row(v: Verdict, position: int) -> list[str]:
+    return [escape(_name(v, position)) + low_res_mark(v.provenance.get("resolution_note")),
+            escape(v.prompt or ""), fmt_number(v.overall_score),
+            *(fmt_number(getattr(v.level_scores, k)) for k in ("level_1", "level_2", "level_3")),
+            f"{v.counts.yes} / {v.counts.no} / {v.counts.unknown}", escape(v.decision or "undecided"),
+            escape(v.feedback or "")]
+
+
 def _lowest(verdicts: Sequence[Verdict], worst: int) -> str:
     scored = sorted((v for v in verdicts if v.overall_score is not None), key=lambda v: v.overall_score)
-    if scored and worst <= 0:  # --worst 0: no list asked for
-        return ""
-    if not scored:
-        return section("Lowest-scored images", empty_state(
-            f"None of the {len(verdicts)} images got an overall score, so there are no lowest-scored images to show."))
-    rows = []
-    for position, v in enumerate(scored[:max(worst, 0)], 1):
-        rows.append([escape(_name(v, position)) + low_res_mark(v.provenance.get("resolution_note")),
-                     escape(v.prompt or ""), fmt_number(v.overall_score),
-                     *(fmt_number(getattr(v.level_scores, k)) for k in ("level_1", "level_2", "level_3")),
-                     f"{v.counts.yes} / {v.counts.no} / {v.counts.unknown}", escape(v.decision or "undecided"),
-                     escape(v.feedback or "")])
-    return section(f"The {len(rows)} lowest-scored images",
-                   table(["image", "prompt", "overall", "level 1", "level 2", "level 3", "yes / no / unknown",
-                          "decision", "feedback"], rows, raw=True), "lowest")
+    header = ["image", "prompt", "overall", "level 1", "level 2", "level 3", "yes / no / unknown", "decision",
+              "feedback"]
+    return worst_section(scored, worst, len(verdicts), header, _row, scored_as="an overall score")
 
 
 def write_report(run: str | os.PathLike, out_dir: str | os.PathLike, worst: int = 20) -> list[Path]:

@@ -16,9 +16,9 @@ from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
-from vlmjudge.report_page import (add_report_command, 
-    NOTHING_SCORED, ReportInputError, empty_state, figures_section, fmt_number, low_res_mark, low_res_note, mean,
-    page, read_run, section, summary_table, table, write_page,
+from vlmjudge.report_page import (
+    NOTHING_SCORED, ReportInputError, add_report_command, figures_section, fmt_number, low_res_mark, low_res_note,
+    mean, page, read_run, section, summary_table, table, worst_section, write_page,
 )
 
 #: CLIP %, DINO % and the combined score are on 0..100.
@@ -88,17 +88,14 @@ def _rank_key(pair: dict[str, Any]) -> float:
 
 def _lowest(pairs: Sequence[dict[str, Any]], worst: int) -> str:
     scored = sorted((p for p in pairs if p.get("score") is not None or p.get("clip") is not None), key=_rank_key)
-    if scored and worst <= 0:  # --worst 0: no list asked for
-        return ""
-    if not scored:
-        return section("Lowest-scored pairs", empty_state(
-            f"None of the {len(pairs)} pairs got a score, so there are no lowest-scored pairs to show."))
-    rows = [[escape(str(p.get("id"))) + low_res_mark(low_res_note(p)), fmt_number(p.get("score")),
-             fmt_number(p.get("clip")), fmt_number(p.get("dino")), fmt_number(p.get("mllm_content_rating")),
-             fmt_number(p.get("mllm_perceptual_rating"))] for p in scored[:max(worst, 0)]]
-    return section(f"The {len(rows)} lowest-scored pairs",
-                   table(["pair", "score", "CLIP %", "DINO %", "MLLM content (1-5)", "MLLM perceptual (1-5)"], rows,
-                         raw=True), "lowest")
+    header = ["pair", "score", "CLIP %", "DINO %", "MLLM content (1-5)", "MLLM perceptual (1-5)"]
+    return worst_section(scored, worst, len(pairs), header, _row, noun="pairs")
+
+
+def _row(p: dict[str, Any], position: int) -> list[str]:
+    return [escape(str(p.get("id"))) + low_res_mark(low_res_note(p)), fmt_number(p.get("score")),
+            fmt_number(p.get("clip")), fmt_number(p.get("dino")), fmt_number(p.get("mllm_content_rating")),
+            fmt_number(p.get("mllm_perceptual_rating"))]
 
 
 def _unpaired(unpaired: dict[str, list[str]]) -> str:

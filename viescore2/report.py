@@ -15,9 +15,9 @@ from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
-from vlmjudge.report_page import (add_report_command, 
-    NOTHING_SCORED, ReportInputError, empty_state, figures_section, fmt_number, low_res_mark, low_res_note, mean,
-    page, read_run, section, summary_table, table, write_page,
+from vlmjudge.report_page import (
+    NOTHING_SCORED, ReportInputError, add_report_command, figures_section, fmt_number, low_res_mark, low_res_note,
+    mean, page, read_run, summary_table, worst_section, write_page,
 )
 
 from .grid import DEFAULT_N, parse_grid
@@ -82,24 +82,18 @@ def plot_cell_shares(shares: Any, path: str | os.PathLike, label: str) -> None:
     save_figure(fig, path)
 
 
+def _row(r: dict[str, Any], position: int) -> list[str]:
+    scores = ", ".join(f"{k} {fmt_number(v)}" for k, v in (r.get("scores") or {}).items())
+    text = str(r.get("explanation") or "")
+    text = text if len(text) <= EXPLANATION_CHARS else text[:EXPLANATION_CHARS] + "…"
+    return [escape(str(r["id"])) + low_res_mark(low_res_note(r)), escape(str(r.get("prompt") or "")),
+            fmt_number(r["score"]), escape(scores), escape(str(r.get("grid_status") or "n/a")), escape(text)]
+
+
 def _lowest(records: Sequence[dict[str, Any]], worst: int) -> str:
     scored = sorted((r for r in records if r.get("score") is not None), key=lambda r: (r["score"], str(r["id"])))
-    if scored and worst <= 0:  # --worst 0: no list asked for
-        return ""
-    if not scored:
-        return section("Lowest-scored images", empty_state(
-            f"None of the {len(records)} images got a score, so there are no lowest-scored images to show."))
-    rows = []
-    for r in scored[:max(worst, 0)]:
-        scores = ", ".join(f"{k} {fmt_number(v)}" for k, v in (r.get("scores") or {}).items())
-        text = str(r.get("explanation") or "")
-        text = text if len(text) <= EXPLANATION_CHARS else text[:EXPLANATION_CHARS] + "…"
-        rows.append([escape(str(r["id"])) + low_res_mark(low_res_note(r)), escape(str(r.get("prompt") or "")),
-                     fmt_number(r["score"]), escape(scores), escape(str(r.get("grid_status") or "n/a")),
-                     escape(text)])
-    title = f"The {len(rows)} lowest-scored images"
-    return section(title, table(["image", "prompt", "score", "scores", "grid", "explanation"], rows, raw=True),
-                   "lowest")
+    return worst_section(scored, worst, len(records), ["image", "prompt", "score", "scores", "grid", "explanation"],
+                         _row)
 
 
 def write_report(results: str | os.PathLike, out_dir: str | os.PathLike, worst: int = 20) -> list[Path]:

@@ -21,7 +21,7 @@ import math
 import os
 from html import escape
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 #: Significant digits of the scores and means a report shows.
 DIGITS = 3
@@ -142,6 +142,32 @@ def section(title: str, body: str, section_id: str = "") -> str:
     """A titled part of the page; `body` is HTML."""
     ident = f' id="{escape(section_id)}"' if section_id else ""
     return f"<section{ident}><h2>{escape(title)}</h2>{body}</section>"
+
+
+def worst_section(scored: Sequence[Any], worst: int, total: int, header: Sequence[str],
+                  row: Callable[[Any, int], Sequence[Any]], noun: str = "images", scored_as: str = "a score") -> str:
+    """The lowest-scored part of a report: the first `worst` of `scored` (ranked lowest first),
+    one `row(item, position)` each (position counts from 1; text cells are HTML, escaped by the
+    caller) under `header`. With nothing scored out of `total` it is an empty-state note; with
+    `worst` 0 or less (no list asked for) it is "", so a scored run claims nothing.
+
+    Examples:
+        >>> rows = lambda item, position: [item["id"], item["score"]]
+        >>> html = worst_section([{"id": "b", "score": 0.1}, {"id": "a", "score": 0.4}], 1, 3, ["image", "score"], rows)
+        >>> "The 1 lowest-scored images" in html, "<td>b</td>" in html, "<td>a</td>" in html
+        (True, True, False)
+        >>> "None of the 3 pairs got a score" in worst_section([], 5, 3, ["pair"], rows, noun="pairs")
+        True
+        >>> worst_section([{"id": "b", "score": 0.1}], 0, 1, ["image", "score"], rows)
+        ''
+    """
+    if scored and worst <= 0:  # --worst 0: no list asked for
+        return ""
+    if not scored:
+        return section(f"Lowest-scored {noun}", empty_state(
+            f"None of the {total} {noun} got {scored_as}, so there are no lowest-scored {noun} to show."))
+    rows = [row(item, position) for position, item in enumerate(scored[:worst], 1)]
+    return section(f"The {len(rows)} lowest-scored {noun}", table(header, rows, raw=True), "lowest")
 
 
 def page(title: str, summary: str, parts: Sequence[str], subtitle: str = "") -> str:
