@@ -27,14 +27,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fager.abtest import TIE_MODES, ab_test
-from fager.parsing import AnswerParseError
-from fager.qa_store import QAFormatError, read_qa_csv
-from fager.replay import (
+from .abtest import TIE_MODES, ab_test
+from .parsing import AnswerParseError
+from .qa_store import QAFormatError, read_qa_csv
+from .replay import (
     ReplayFormatError, details_scores, format_summary, read_details, rescore, summary_row, summary_scores,
     write_verdicts,
 )
-from fager.scoring import GatingPolicy
+from .scoring import GatingPolicy
 
 _INPUT_ERRORS = (ReplayFormatError, QAFormatError, AnswerParseError, OSError, ValueError)
 
@@ -66,7 +66,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     _add_policy_flags(rescore_cmd)
     rescore_cmd.set_defaults(func=run_rescore)
 
-    from fager.report import configure_report  # the report of a score run
+    from .report import configure_report  # the report of a score run
     configure_report(commands)
 
 
@@ -216,7 +216,7 @@ def _add_pipeline_flags(parser: argparse.ArgumentParser) -> None:
 def _pipeline(args: argparse.Namespace, policy: GatingPolicy | None = None):
     from vlmjudge.cli import judge_from_args
 
-    from fager.pipeline import Fager
+    from .core import Fager
     judge = judge_from_args(args)
     text_judge = None
     if args.text_model:
@@ -260,7 +260,7 @@ def _items(path: Path, require_files: bool = True) -> tuple[list[str], list[str]
 
 def run_rubric(args: argparse.Namespace) -> int:
     """Build QA sets and write QA.csv; 1 if any prompt failed (the others are written), 2 on bad input."""
-    from fager.qa_store import write_qa_csv
+    from .qa_store import write_qa_csv
     try:
         rows = read_table(args.prompts, ("index", "prompt"))
         fager = _pipeline(args)
@@ -384,7 +384,7 @@ def _no_result(verdict) -> str | None:
 
 def run_refine(args: argparse.Namespace) -> int:
     """Refine the items and write the round folders and the before/after report into --out."""
-    from fager.refine import refine
+    from .refine import refine
     try:
         ids, prompts, images = _items(args.items)
         qa_sets = read_qa_csv(args.qa) if args.qa else None

@@ -22,7 +22,7 @@ from vlmjudge.cli_text import DefaultsHelpFormatter, describe
 
 from .benchmark import load_prompts, load_references, run_benchmark
 from .config import DEFAULT_SELECTION, INTERROGATOR_RUNS, SELECTION_PRESETS
-from .loop import DEFAULT_ASPECTS, PROMPT_MODES, LoopConfig, RegenerationLoop
+from .core import DEFAULT_ASPECTS, PROMPT_MODES, LoopConfig, RegenerationLoop
 from .parsing import READINGS
 from .similarity import (
     DEFAULT_CLIP_MODEL,

@@ -286,7 +286,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     from vlmjudge.intake import RUN, Failure
     from vlmjudge.outputs import write_manifest
 
-    from .pipeline import VIEScore2
+    from .core import VIEScore2
     if not args.out:
         print("vlmjudge viescore2 score: --out results.jsonl is required", file=sys.stderr)
         return 2

@@ -6,6 +6,7 @@ to a role name is still importable under its old name as the very same module ob
 """
 from __future__ import annotations
 
+import ast
 import importlib
 import re
 import subprocess
@@ -133,18 +134,69 @@ def test_importing_a_package_loads_no_torch():
     assert out.stdout.strip() == "False"
 
 
-# fager/cli.py is reworked by the output-conventions part of this change; it drops out of this set
-# (and the test says so) once it imports relatively like the rest of the package.
-ABSOLUTE_PENDING = {"cli.py"}
-
-
 def test_fager_imports_itself_by_relative_names():
     offenders: dict[str, list[int]] = {}
     for path in sorted((REPO / "fager").glob("*.py")):
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if re.match(r"\s*(from fager(\.\w+)* import|import fager\b)", line):
                 offenders.setdefault(path.name, []).append(number)
-    unexpected = {name: lines for name, lines in offenders.items() if name not in ABSOLUTE_PENDING}
-    assert not unexpected, f"fager modules import fager by absolute name: {unexpected}"
-    cleaned = ABSOLUTE_PENDING - set(offenders)
-    assert not cleaned, f"{sorted(cleaned)} now import relatively: remove them from ABSOLUTE_PENDING"
+    assert not offenders, f"fager modules import fager by absolute name: {offenders}"
+
+
+# Every non-test source tree of the project: the four method packages, the core, the evaluate
+# modules and the benchmarks.
+SOURCE_ROOTS = (*PACKAGES, "vlmjudge", "metrics", "bench")
+_MODULE_PATH = re.compile(r"^\.*\w+(\.\w+)*$")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported_names(path: Path) -> list[tuple[int, str]]:
+    """(line, absolute module name) for each import of a module file, and for each string that
+    names a module (a lazy `_EXPORTS` entry, an `import_module` argument), relative ones resolved."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+    def absolute(relative: str, level: int) -> str:
+        anchor = package.split(".")[: len(package.split(".")) - level + 1]
+        return ".".join(anchor + ([relative] if relative else []))
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = absolute(node.module or "", node.level) if node.level else node.module or ""
+            found += [(node.lineno, base)] + [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _MODULE_PATH.match(node.value):
+            dots = len(node.value) - len(node.value.lstrip("."))
+            found.append((node.lineno, absolute(node.value[dots:], dots) if dots else node.value))
+    return found
+
+
+def test_the_alias_scanner_resolves_relative_and_lazy_names(tmp_path, monkeypatch):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text('_EXPORTS = {"Old": ".old"}\n')
+    (package / "user.py").write_text("from .old import x\nfrom . import old\nimport pkg.old\n")
+    monkeypatch.setitem(globals(), "REPO", tmp_path)
+    assert (1, "pkg.old") in _imported_names(package / "__init__.py")
+    names = _imported_names(package / "user.py")
+    assert (1, "pkg.old") in names and (2, "pkg.old") in names and (3, "pkg.old") in names
+    assert (1, "pkg.old.x") in names and not any(module == "pkg.x" for _, module in names)
+
+
+def test_no_project_module_imports_a_deprecated_alias():
+    """Inside the project only the new module names are used; the aliases (files that call
+    `alias_module(`) are for callers outside it, and warn."""
+    sources = [path for root in SOURCE_ROOTS for path in sorted((REPO / root).rglob("*.py"))]
+    aliases = {_module_name(path) for path in sources
+               if path.name != "_moved.py" and "alias_module(" in path.read_text(encoding="utf-8")}
+    assert set(MOVED) <= aliases, "every moved method module is an alias file"
+    offenders = [f"{path.relative_to(REPO)}:{line} imports {module}"
+                 for path in sources if _module_name(path) not in aliases
+                 for line, module in _imported_names(path) if module in aliases]
+    assert not offenders, "project modules import deprecated aliases (import the new names):\n" + "\n".join(offenders)
