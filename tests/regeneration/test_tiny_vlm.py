@@ -11,7 +11,6 @@ from regen_helpers import reference_images
 from regeneration.iut import build_iuts, initial_prompts
 from regeneration.schema import IUT
 from vlmjudge.judge import load_judge
-from vlmjudge.testing.tiny_vlm import build_tiny_vlm
 
 #: Short templates keep the prefill of a random model cheap; the schemas stay the real ones.
 SHORT = {"system": "Describe.", "iut_caption": "Scene?", "iut_objects": "Objects (at most {max_objects})?",
@@ -19,8 +18,8 @@ SHORT = {"system": "Describe.", "iut_caption": "Scene?", "iut_objects": "Objects
          "initial_prompt": "Prompt from {iut}"}
 
 
-def test_constrained_iuts_are_schema_valid(tmp_path):
-    path = build_tiny_vlm(tmp_path / "qwen3vl", family="qwen3_vl")
+def test_constrained_iuts_are_schema_valid(tiny_vlm_path):
+    path = tiny_vlm_path("qwen3_vl")
     judge = load_judge(path, backend="transformers", device="cpu", batch_size=10)
     refs = reference_images(10)
     results = build_iuts(judge, list(refs.values()), list(refs), pack=SHORT)
