@@ -1,5 +1,5 @@
-"""Shared helpers of the TerraVis faces tests (a uniquely named module: test folders are not
-packages, so a bare `conftest` or `helpers` import could pick another folder's)."""
+"""Shared helpers of the TerraVis faces tests (a uniquely named module: the helper folders share one
+pythonpath, so a bare `helpers` import could pick another folder's)."""
 import os
 import sys
 from pathlib import Path
