@@ -23,14 +23,13 @@ try:
 except ImportError:  # the standalone `pytorch_lightning` distribution
     from pytorch_lightning.callbacks import Callback
 
-from vlmjudge.integrations.panel import JudgePanel
-from vlmjudge.integrations.samples import (ScoredSamples, check_inputs, sample_images, score_samples,
-                                           send_image)
+from vlmjudge.integrations.callbacks import PromptJudging
+from vlmjudge.integrations.samples import ScoredSamples, send_image
 
 DISTRIBUTED_MODES = ("rank_zero", "shard")
 
 
-class JudgeCallback(Callback):
+class JudgeCallback(PromptJudging, Callback):
     """Score samples for fixed prompts at validation end and log the scores (and image grids)."""
 
     def __init__(self, methods: Any, prompts: Sequence[str], sample_fn: Callable[[Any, list[str]], Any],
@@ -41,17 +40,12 @@ class JudgeCallback(Callback):
             raise ValueError(f"every_n_epochs must be >= 1, got {every_n_epochs}")
         if distributed not in DISTRIBUTED_MODES:
             raise ValueError(f"distributed must be one of {DISTRIBUTED_MODES}, got {distributed!r}")
-        self.panel = JudgePanel(methods, judge, column_names)
-        self.prompts = list(prompts)
-        self.inputs = check_inputs(self.prompts, inputs)
-        self.sample_fn = sample_fn
+        super().__init__(methods, judge, column_names, prompts, inputs, sample_fn, prefix)
         self.every_n_epochs = every_n_epochs
-        self.prefix = prefix
         self.log_images = log_images
         self.distributed = distributed
         self.grid_options = dict(grid_options or {})
         self.history: list[dict[str, Any]] = []
-        self.last: ScoredSamples | None = None
 
     # -- Lightning hooks ---------------------------------------------------------------
     def on_validation_epoch_end(self, trainer: Any, pl_module: Any) -> None:
@@ -61,8 +55,8 @@ class JudgeCallback(Callback):
         scalars = scored.scalars if scored is not None else None
         if self.distributed == "rank_zero":
             scalars = trainer.strategy.broadcast(scalars, src=0)
-        for key, value in scalars.items():
-            pl_module.log(f"{self.prefix}/{key}", float(value), on_step=False, on_epoch=True, sync_dist=False)
+        for key, value in self.log_keys(scalars).items():
+            pl_module.log(key, value, on_step=False, on_epoch=True, sync_dist=False)
         self.history.append({"epoch": trainer.current_epoch, "step": trainer.global_step, **scalars})
         if scored is not None and trainer.is_global_zero and self.log_images:
             for label, grid in scored.grids(self.panel, **self.grid_options).items():
@@ -88,20 +82,12 @@ class JudgeCallback(Callback):
         if self.distributed == "rank_zero":
             if not trainer.is_global_zero:
                 return None
-            return self._score(pl_module, list(range(len(self.prompts))))
+            return self.sample_and_score(pl_module)
         rank, world = trainer.global_rank, trainer.world_size
         mine = list(range(rank, len(self.prompts), world))
-        local = self._score(pl_module, mine) if mine else None
+        local = self.sample_and_score(pl_module, mine) if mine else None
         parts = _all_gather_objects((mine, local), world)
         return self._merge(parts)
-
-    def _score(self, pl_module: Any, indices: list[int]) -> ScoredSamples:
-        prompts = [self.prompts[i] for i in indices]
-        inputs = {k: [v[i] for i in indices] for k, v in self.inputs.items()}
-        images = sample_images(self.sample_fn, pl_module, prompts)
-        scored = score_samples(self.panel, images, prompts, inputs)
-        self.last = scored
-        return scored
 
     def _merge(self, parts: list[tuple[list[int], ScoredSamples | None]]) -> ScoredSamples:
         order = sorted((i, k, part) for indices, part in parts if part is not None

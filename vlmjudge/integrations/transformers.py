@@ -23,11 +23,12 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from vlmjudge.integrations.callbacks import PromptJudging
 from vlmjudge.integrations.panel import JudgePanel
-from vlmjudge.integrations.samples import check_inputs, sample_images, score_samples, send_image
+from vlmjudge.integrations.samples import check_inputs, score_samples, send_image
 
 
-class JudgeTrainerCallback(TrainerCallback):
+class JudgeTrainerCallback(PromptJudging, TrainerCallback):
     """Score samples for fixed prompts after evaluation and log them in a `Trainer` run."""
 
     def __init__(self, methods: Any, prompts: Sequence[str], sample_fn: Callable[[Any, list[str]], Any],
@@ -36,16 +37,11 @@ class JudgeTrainerCallback(TrainerCallback):
                  save_samples: bool = True) -> None:
         if every_n_evals < 1:
             raise ValueError(f"every_n_evals must be >= 1, got {every_n_evals}")
-        self.panel = JudgePanel(methods, judge, column_names)
-        self.prompts = list(prompts)
-        self.inputs = check_inputs(self.prompts, inputs)
-        self.sample_fn = sample_fn
+        super().__init__(methods, judge, column_names, prompts, inputs, sample_fn, prefix)
         self.every_n_evals = every_n_evals
-        self.prefix = prefix
         self.save_samples = save_samples
         self.trainer: Any = None
         self.evaluations = 0
-        self.last = None
 
     def attach(self, trainer: Any) -> "JudgeTrainerCallback":
         """Register with `trainer` (if not yet) and log through `trainer.log`, reaching every `report_to`."""
@@ -61,10 +57,8 @@ class JudgeTrainerCallback(TrainerCallback):
             return
         if model is None:
             raise RuntimeError("JudgeTrainerCallback.on_evaluate got no model to sample from")
-        images = sample_images(self.sample_fn, model, self.prompts)
-        scored = score_samples(self.panel, images, self.prompts, self.inputs)
-        self.last = scored
-        logs = {f"{self.prefix}/{k}": float(v) for k, v in scored.scalars.items()}
+        scored = self.sample_and_score(model)
+        logs = self.log_keys(scored.scalars)
         if metrics is not None:
             metrics.update(logs)
         if self.trainer is not None:
