@@ -13,6 +13,7 @@ are not.
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Hashable, Iterable, Sequence
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -46,16 +47,17 @@ def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 
 class Recorder:
     """The requests one judge was asked for, in call order, and per call the prefill tokens the
-    judge counted while answering it (`calls`: (stage of the first request, requests, tokens))."""
+    judge counted while answering it and its wall time (`calls`: (stage of the first request,
+    requests, tokens, seconds))."""
 
     def __init__(self) -> None:
         self.requests: list[Request] = []
-        self.calls: list[tuple[str, list[Request], int]] = []
+        self.calls: list[tuple[str, list[Request], int, float]] = []
 
-    def add(self, requests: Sequence[Request], prefill: int = 0) -> None:
+    def add(self, requests: Sequence[Request], prefill: int = 0, seconds: float = 0.0) -> None:
         self.requests.extend(requests)
         stage = str(requests[0].meta.get("stage", "")) if requests else ""
-        self.calls.append((stage, list(requests), prefill))
+        self.calls.append((stage, list(requests), prefill, seconds))
 
 
 @contextmanager
@@ -70,15 +72,15 @@ def record(judge: Any) -> Iterator[Recorder]:
         return int(judge.stats.prefill_tokens)
 
     def recorded_generate(requests: Sequence[Request], **kw: Any) -> Any:
-        requests, before = list(requests), prefill()
+        requests, before, start = list(requests), prefill(), time.perf_counter()
         out = generate(requests, **kw)
-        recorder.add(requests, prefill() - before)
+        recorder.add(requests, prefill() - before, time.perf_counter() - start)
         return out
 
     def recorded_choice_probs(requests: Sequence[Request], options: Sequence[str], **kw: Any) -> Any:
-        requests, before = list(requests), prefill()
+        requests, before, start = list(requests), prefill(), time.perf_counter()
         out = choice_probs(requests, options, **kw)
-        recorder.add(requests, prefill() - before)
+        recorder.add(requests, prefill() - before, time.perf_counter() - start)
         return out
 
     judge.generate, judge.choice_probs = recorded_generate, recorded_choice_probs
@@ -99,20 +101,21 @@ def ideal_prefill(judge: Any, requests: Sequence[Request]) -> int:
     return trie_nodes(prompt_token_keys(judge, r, digests) for r in requests)
 
 
-def stage_breakdown(judge: Any, calls: Sequence[tuple[str, list[Request], int]]) -> dict[str, tuple[int, int]]:
+def stage_breakdown(judge: Any, calls: Sequence[tuple]) -> dict[str, tuple[int, int, float]]:
     """Per stage (the meta "stage" of a call's first request), in order of first call: the prefill
-    tokens the judge counted, and the ideal's share: the trie nodes its prompts add to those of
-    every earlier call. The shares add up to the run's ideal, so a stage whose prefill is far
-    above its share runs again what an earlier stage already ran (evidence: the detection prompt)."""
+    tokens the judge counted, the ideal's share: the trie nodes its prompts add to those of every
+    earlier call, and the stage's seconds. The shares add up to the run's ideal, so a stage whose
+    prefill is far above its share runs again what an earlier stage already ran."""
     from vlmjudge.backends._hf_prompt_ids import prompt_token_keys
     digests: dict = {}
-    out: dict[str, list[int]] = {}
+    out: dict[str, list] = {}
     trie = Trie()
-    for stage, requests, tokens in calls:
-        row = out.setdefault(stage, [0, 0])
+    for stage, requests, tokens, *seconds in calls:
+        row = out.setdefault(stage, [0, 0, 0.0])
         row[0] += tokens
         row[1] += sum(trie.add(prompt_token_keys(judge, r, digests)) for r in requests)
-    return {stage: (a, b) for stage, (a, b) in out.items()}
+        row[2] += seconds[0] if seconds else 0.0
+    return {stage: (a, b, t) for stage, (a, b, t) in out.items()}
 
 
 class Trie:
@@ -135,10 +138,10 @@ class Trie:
         return added
 
 
-def breakdown_line(name: str, stages: dict[str, tuple[int, int]]) -> str:
-    """`<name> by stage (prefill / ideal share): eligibility 32,560 / 25,795; ...`"""
-    parts = "; ".join(f"{stage or '-'} {a:,} / {b:,}" for stage, (a, b) in stages.items())
-    return f"{name} by stage (prefill / its share of the ideal): {parts}"
+def breakdown_line(name: str, stages: dict[str, tuple]) -> str:
+    """`<name> by stage (prefill / its share of the ideal, seconds): eligibility 32,560 / 25,795, 3.1 s; ...`"""
+    parts = "; ".join(f"{stage or '-'} {a:,} / {b:,}, {t:.1f} s" for stage, (a, b, t) in stages.items())
+    return f"{name} by stage (prefill / its share of the ideal, seconds): {parts}"
 
 
 def measure_with_ideal(name: str, n_images: int, judges: Sequence[Any], fn: Any,

@@ -49,17 +49,18 @@ def test_later_stages_run_only_what_earlier_ones_did_not(shifted):
     assert [record_view(r) for r in records] == [record_view(r) for r in plain_records]
     assert list(stages) == ["eligibility", "detection", "evidence", "severity"]
     # the shares add up to the run's ideal, and no stage prefills less than its share
-    assert sum(b for _, b in stages.values()) == trie_nodes([prompt_token_keys(judge, r) for r in rec.requests])
-    assert all(a >= b for a, b in stages.values())
-    assert sum(a for a, _ in stages.values()) == judge.stats.prefill_tokens
+    assert sum(b for _, b, _ in stages.values()) == trie_nodes([prompt_token_keys(judge, r) for r in rec.requests])
+    assert all(a >= b for a, b, _ in stages.values())
+    assert sum(a for a, _, _ in stages.values()) == judge.stats.prefill_tokens
+    assert all(t > 0 for _, _, t in stages.values())
     # detection starts from eligibility's image prefix: about its own share, where without the
     # store it runs the system prompt and the image again for every image
-    det, det_share = stages["detection"]
+    det, det_share, _ = stages["detection"]
     assert det <= 1.1 * det_share < plain_stages["detection"][0]
     # evidence continues the detection prompts: only what follows the image's shared detection
     # prefix (its question, then the option word) runs, never the system prompt and image again
     keys = {}
-    for stage, reqs, _ in rec.calls:
+    for stage, reqs, *_ in rec.calls:
         for r in reqs:
             keys.setdefault((stage, r.meta["item"]), []).append(prompt_token_keys(judge, r))
     after_shared = sum(len(k) - _common(keys[("detection", item)])
@@ -72,14 +73,14 @@ def test_later_stages_run_only_what_earlier_ones_did_not(shifted):
 def test_severities_of_one_check_type_run_in_one_call(shifted):
     model, processor, images = shifted
     _, rec, records, stages = _run(model, processor, images)
-    calls = [reqs for stage, reqs, _ in rec.calls if stage == "severity"]
+    calls = [reqs for stage, reqs, *_ in rec.calls if stage == "severity"]
     types = [{r.meta["check"] for r in reqs} for reqs in calls]
     assert all(len(t) == 1 for t in types)
     positive_types = {c.type_id for r in records for c in r.checks if c.detected}
     assert set().union(*types) == positive_types and len(calls) == len(positive_types) > 1
     # one call per type: the type's text (name, checks, question) runs once per type, so the
     # stage prefills within 15% of its share of the ideal
-    sev, share = stages["severity"]
+    sev, share, _ = stages["severity"]
     assert sev <= 1.15 * share
 
 
