@@ -190,12 +190,9 @@ def terravis_score(images: Any, judge: Judge, variant: str = "workflow", lam: fl
     through `TerraVisScore`'s own update path.
 
     Examples:
-        >>> import tempfile
         >>> from PIL import Image
-        >>> from vlmjudge import load_judge
-        >>> from vlmjudge.testing import build_tiny_vlm
-        >>> judge = load_judge(build_tiny_vlm(tempfile.mkdtemp() + "/vlm"), device="cpu")
-        >>> value = terravis_score([Image.new("RGB", (32, 32), "red")], judge)
+        >>> from vlmjudge.testing.examples import tiny_judge
+        >>> value = terravis_score([Image.new("RGB", (32, 32), "red")], tiny_judge())
         >>> value.dtype, bool(value.isnan()) or 0.0 <= float(value) <= 1.0
         (torch.float64, True)
     """

@@ -178,12 +178,10 @@ def viescore2_score(images: Any, prompts: Sequence[str], judge: Judge, condition
     `VIEScore2Score`'s own update path; `config` as its scorer options (fields, grid_size, pack).
 
     Examples:
-        >>> import tempfile
         >>> from PIL import Image
-        >>> from vlmjudge import load_judge
-        >>> from vlmjudge.testing import build_tiny_vlm
-        >>> judge = load_judge(build_tiny_vlm(tempfile.mkdtemp() + "/vlm"), device="cpu")
-        >>> value = viescore2_score([Image.new("RGB", (32, 32), "red")], ["a red square"], judge, fields="overall")
+        >>> from vlmjudge.testing.examples import tiny_judge
+        >>> value = viescore2_score([Image.new("RGB", (32, 32), "red")], ["a red square"], tiny_judge(),
+        ...                         fields="overall")
         >>> 0.0 <= float(value) <= 10.0
         True
     """
