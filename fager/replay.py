@@ -84,8 +84,9 @@ def read_details(path: str | os.PathLike) -> list[Verdict]:
     """Load a details.jsonl as Verdicts holding the scores and decisions as recorded.
 
     Each line is either a released record (it has `per_question`) or a Verdict as
-    written by `write_verdicts`. The distributed runner writes a Verdict's low-resolution flag as a
-    top-level `resolution_note`; it moves into the provenance, where `fager score` keeps it.
+    written by `write_verdicts`. A top-level `resolution_note` (how older distributed-runner files
+    carry a Verdict's low-resolution flag) moves into the provenance, where `fager score` and the
+    runner now keep it (`vlmjudge.outputs.with_resolution_note`).
     """
     verdicts = []
     try:

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 from vlmjudge.cli_text import done_in_records
 from vlmjudge.intake import IMAGE_SUFFIXES
+from vlmjudge.outputs import with_resolution_note
 
 from .judging import summarize_ratings
 
@@ -74,9 +75,7 @@ def pair_row(stem: str, record: Any, resolution_note: str | None = None) -> dict
     row = {"id": stem, **{k: getattr(record, k) for k in SIMILARITY_COLUMNS},
            "mllm_content_rating": m.content if m else None, "mllm_perceptual_rating": m.perceptual if m else None,
            "mllm_content": m.content_norm if m else None, "mllm_perceptual": m.perceptual_norm if m else None}
-    if resolution_note is not None:
-        row["resolution_note"] = resolution_note
-    return row
+    return with_resolution_note(row, resolution_note)
 
 
 def _mean(values: Sequence[float | None]) -> float | None:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from vlmjudge.intake import IMAGE_SUFFIXES, image_items
-from vlmjudge.outputs import iter_jsonl
+from vlmjudge.outputs import iter_jsonl, with_resolution_note
 
 from .evaluation import Reference, evaluate_suite, grid_iou
 from .grid import DEFAULT_N, parse_output, union_of
@@ -326,9 +326,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
             counts.update(result.counts)
             manifest = result.manifest
             for index, record in zip(chunk, result.records):
-                line = record.to_json()
-                if index in screened.notes:
-                    line["resolution_note"] = screened.notes[index]
+                line = with_resolution_note(record.to_json(), screened.notes.get(index))
                 fh.write(json.dumps(line, ensure_ascii=False) + "\n")
                 RUN.saved += 1
                 if record.status == "error":  # the judge gave no answer: no result for this image

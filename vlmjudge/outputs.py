@@ -97,6 +97,40 @@ def parse_jsonl_lines(lines: Iterable[str], source: str | os.PathLike, *,
         yield number, value
 
 
+#: Where a record keeps its annotations: a low-resolution flag goes into the first of these the record
+#: has (FAGER's Verdicts: `provenance`; TerraVis's records: `meta`), else at its top level
+#: (VIEScore2's and Regeneration's rows). Every writer places it with `with_resolution_note`.
+NOTE_HOLDERS = ("provenance", "meta")
+
+
+def with_resolution_note(record: dict[str, Any], note: str | None) -> dict[str, Any]:
+    """`record` with its low-resolution flag where that method's records keep it (see `NOTE_HOLDERS`);
+    the record itself is left as it was. No note, no change.
+
+    Examples:
+        >>> with_resolution_note({"score": 1.0, "meta": {"path": "a.png"}}, "low resolution: 32x32")
+        {'score': 1.0, 'meta': {'path': 'a.png', 'resolution_note': 'low resolution: 32x32'}}
+        >>> with_resolution_note({"score": 7.0}, "low resolution: 32x32")
+        {'score': 7.0, 'resolution_note': 'low resolution: 32x32'}
+        >>> resolution_note_of({"provenance": {"resolution_note": "small"}})
+        'small'
+    """
+    if not note:
+        return record
+    for holder in NOTE_HOLDERS:
+        if isinstance(record.get(holder), dict):
+            return {**record, holder: {**record[holder], "resolution_note": note}}
+    return {**record, "resolution_note": note}
+
+
+def resolution_note_of(record: dict[str, Any]) -> str | None:
+    """A record's low-resolution flag, wherever it sits (older runner files carry it at the top level)."""
+    for holder in (record, *(record.get(name) for name in NOTE_HOLDERS)):
+        if isinstance(holder, dict) and holder.get("resolution_note"):
+            return str(holder["resolution_note"])
+    return None
+
+
 def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
     """Every object of a JSON-lines file, in order (blank lines skipped)."""
     return [value for _, value in iter_jsonl(path)]

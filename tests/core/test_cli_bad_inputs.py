@@ -250,7 +250,9 @@ def test_distributed_runner_applies_the_same_policy(tmp_path):
     assert_lists_bad_files(done.stderr, bad)
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["image_id"] for r in records] == ["a_good.png", "b_small.png"]  # the file names, as unfiltered
-    assert "resolution_note" not in records[0] and "40x40" in records[1]["resolution_note"]
+    # where terravis score puts it: in the record's meta
+    assert "resolution_note" not in records[1] and "resolution_note" not in records[0]["meta"]
+    assert "40x40" in records[1]["meta"]["resolution_note"]
     assert failure_file_paths(out) == [str(p) for p in bad]
     assert (tmp_path / "loads.log").read_text().split() == ["ConstantJudge"]
 

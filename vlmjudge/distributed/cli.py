@@ -18,7 +18,7 @@ from typing import Any
 
 from .common import ID_COLUMN, resolve_method
 from ..cli_intake import EXIT_EPILOG, add_on_error_flag
-from ..outputs import default_cache_path, write_jsonl, write_manifest
+from ..outputs import default_cache_path, with_resolution_note, write_jsonl, write_manifest
 from ..intake import EXIT_NONE_SCORED, RUN, CommandError, exit_status, image_items, looks_like_path
 
 
@@ -30,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Example: accelerate launch --num_processes 4 -m vlmjudge.distributed terravis "
                "--input images/ --output records.jsonl --model Qwen/Qwen3-VL-8B-Instruct. "
                f"Images are checked before the judge loads (columns {', '.join(IMAGE_COLUMNS)}); a record of an "
-               "image under the recommended 64 px gets a 'resolution_note' field. " + EXIT_EPILOG)
+               "image under the recommended 64 px gets a 'resolution_note', where the method's own command puts it "
+               "(terravis: in meta, fager: in provenance, else at the top level). " + EXIT_EPILOG)
     parser.add_argument("method", help="a registered method name (terravis, viescore2, ...) or module:SPEC")
     parser.add_argument("--input", required=True,
                         help="a JSONL file (one object of columns per row; images as paths) or a folder of images "
@@ -157,8 +158,7 @@ def _run(args: argparse.Namespace) -> int:
     result = score_dataset_accelerate(spec, kept, model=args.model, backend=args.backend,
                                       judge_kwargs=judge_kwargs, method_config=args.config,
                                       chunk_size=args.chunk_size)
-    records = [record if i not in screened.notes else {**record, "resolution_note": screened.notes[i]}
-               for i, record in zip(screened.kept, result.records)]
+    records = [with_resolution_note(record, screened.notes.get(i)) for i, record in zip(screened.kept, result.records)]
     status = exit_status(n, len(records))
     if state.is_main_process:
         write_jsonl(args.output, records)
