@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from vlmjudge.cli_text import done_in_records
-from vlmjudge.intake import IMAGE_SUFFIXES
+from vlmjudge.intake import is_image_file
 from vlmjudge.outputs import with_resolution_note
 
 from .judging import summarize_ratings
@@ -55,7 +55,7 @@ class Pairing:
 def _images_by_stem(folder: Path) -> dict[str, Path]:
     if not folder.is_dir():
         raise FileNotFoundError(f"no folder {folder}")
-    return {p.stem: p for p in sorted(folder.iterdir()) if p.suffix.lower() in IMAGE_SUFFIXES}
+    return {p.stem: p for p in sorted(folder.iterdir()) if is_image_file(p)}
 
 
 def pair_folders(refs: Path, gens: Path) -> Pairing:
