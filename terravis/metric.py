@@ -45,7 +45,14 @@ def make_scorer(judge: Judge | None = None, *, variant: str = "workflow", lam: f
                 pack: Any = None, scorer_kwargs: Mapping[str, Any] | None = None, **judge_args: Any) -> TerraVis:
     """A TerraVis scorer over a given judge, or over one loaded from the judge arguments
     (`model`, `backend`, `revision`, `device`, `dtype`, `cache`, `judge_kwargs`; no model: the
-    method's default model)."""
+    method's default model).
+
+    Examples:
+        >>> from vlmjudge.backends.replay import ReplayJudge
+        >>> scorer = make_scorer(ReplayJudge({}), alpha=0.25)
+        >>> type(scorer).__name__, scorer.alpha, scorer.variant
+        ('TerraVis', 0.25, 'workflow')
+    """
     judge = judge_or_load(judge, DEFAULT_MODEL, where="TerraVis", **judge_args)
     return TerraVis(judge, variant=variant, lam=lam, alpha=alpha, pack=pack, **dict(scorer_kwargs or {}))
 

@@ -44,7 +44,14 @@ DEFAULT_MODEL = SPEC.default_model
 def make_scorer(judge: Judge | None = None, **config: Any) -> VIEScore2:
     """A VIEScore2 scorer over a given judge, or over one loaded from the judge arguments in
     `config` (`model`, `backend`, `revision`, `device`, `dtype`, `cache`, `judge_kwargs`; no
-    model: the method's default model); the rest of `config` goes to `VIEScore2`."""
+    model: the method's default model); the rest of `config` goes to `VIEScore2`.
+
+    Examples:
+        >>> from vlmjudge.backends.replay import ReplayJudge
+        >>> scorer = make_scorer(ReplayJudge({}), fields="overall+grid", grid_size=8)
+        >>> type(scorer).__name__, scorer.fields.key, scorer.grid_size
+        ('VIEScore2', 'overall+grid', 8)
+    """
     names = ("model", "backend", "revision", "device", "dtype", "cache", "judge_kwargs")
     judge_args = {k: config.pop(k) for k in names if k in config}
     judge = judge_or_load(judge, DEFAULT_MODEL, where="VIEScore2", **judge_args)
@@ -208,7 +215,13 @@ def _grid(item: Any, n: int, prediction: bool) -> Grid | None:
 
 
 def to_tensors(grids: GridInput, n: int, prediction: bool) -> tuple[Tensor, Tensor]:
-    """(cells (B, n, n) bool, parsed (B,) bool) from grids, texts or a boolean tensor."""
+    """(cells (B, n, n) bool, parsed (B,) bool) from grids, texts or a boolean tensor.
+
+    Examples:
+        >>> cells, parsed = to_tensors(["r1: 1,2", "garbled"], 4, prediction=True)
+        >>> tuple(cells.shape), int(cells[0].sum()), parsed.tolist()
+        ((2, 4, 4), 2, [True, False])
+    """
     if isinstance(grids, Tensor):
         if grids.ndim != 3 or grids.shape[1:] != (n, n):
             raise ValueError(f"expected a (B, {n}, {n}) tensor, got {tuple(grids.shape)}")
