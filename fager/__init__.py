@@ -33,7 +33,7 @@ _EXPORTS = {
     **dict.fromkeys(("ANSWER_POINTS", "DEFAULT_POLICY", "SCORING_VERSION", "GatingPolicy", "answer_points",
                      "decide", "mean_score", "score_answer", "score_answers", "should_keep",
                      "should_regenerate"), ".scoring"),
-    "FagerScore": ".metric",
+    **dict.fromkeys(("FagerScore", "fager_score"), ".metric"),
 }
 
 __all__ = list(_EXPORTS)
