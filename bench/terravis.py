@@ -48,7 +48,7 @@ def bench_pack() -> Any:
     every other text, option and budget is the default one."""
     import re
 
-    from terravis.prompts import load_pack
+    from terravis.pack import load_pack
     data = load_pack(None).model_dump()
     yes, no = ELIGIBILITY_OPTIONS
     data["eligibility"] = re.sub(r"\bNo\b", no, re.sub(r"\bYes\b", yes, data["eligibility"]))

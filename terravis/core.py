@@ -14,7 +14,7 @@ from typing import Any, Literal, Mapping, Sequence
 
 from vlmjudge.judge import Judge
 
-from .prompts import PromptPack, load_pack
+from .pack import PromptPack, load_pack
 from .records import ImageRecord
 from .scoring import mean_score, na_rate, violation_breakdown
 from .variants import run_rating

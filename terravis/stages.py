@@ -20,7 +20,7 @@ from vlmjudge.requests import Constraint, Decoding, Request
 
 from . import answers
 from .parsing import evidence_schema, leading_option, reason_schema
-from .prompts import PromptPack
+from .pack import PromptPack
 from .taxonomy import ViolationType
 
 DecisionMode = Literal["choice", "generate"]
