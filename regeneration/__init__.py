@@ -19,7 +19,7 @@ _EXPORTS = {
     **dict.fromkeys(("direct_prompts", "interrogator_prompts"), ".baselines"),
     **dict.fromkeys(("LoopConfig", "RegenerationLoop", "ItemResult"), ".core"),
     **dict.fromkeys(("run_benchmark", "load_references", "release_summary"), ".benchmark"),
-    **dict.fromkeys(("RegenerationSimilarity", "regeneration_similarity"), ".metric"),
+    "RegenerationSimilarity": ".metric",
     **dict.fromkeys(("PromptPack", "load_pack"), ".pack"),
     "SPEC": ".spec",
     **dict.fromkeys(("normalize_rating", "SELECTION_PRESETS"), ".scoring"),
