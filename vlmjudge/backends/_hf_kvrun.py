@@ -111,7 +111,6 @@ def _prepare_fresh(processor: Any, prompts: Sequence[prefixes.Prompt], pil_lists
                    hits: list[Hit]) -> prefixes.PreparedBatch:
     """The processor over the fresh units only (rows renumbered for it, then restored), and the
     suffixes of every request, fresh units first."""
-    import torch
     if not served:
         return prefixes.prepare(processor, prompts, pil_lists, fresh, pad_id)
     sub = None
@@ -124,18 +123,7 @@ def _prepare_fresh(processor: Any, prompts: Sequence[prefixes.Prompt], pil_lists
         fresh_units = [prefixes.Unit([rows[i] for i in u.rows], u.split) for u in sub.units]  # `prepare` may split
     units = fresh_units + served
     n = len(prompts)
-    row_unit = torch.zeros(n, dtype=torch.long)
-    suffixes: list[list[int]] = [[] for _ in range(n)]
-    for g, unit in enumerate(units):
-        for r in unit.rows:
-            row_unit[r] = g
-            suffixes[r] = prompts[r].ids[unit.split:]
-    width = max(len(s) for s in suffixes)
-    suffix_ids = torch.full((n, width), pad_id, dtype=torch.long)
-    suffix_mask = torch.zeros((n, width), dtype=torch.long)
-    for r, s in enumerate(suffixes):
-        suffix_ids[r, width - len(s):] = torch.tensor(s, dtype=torch.long)
-        suffix_mask[r, width - len(s):] = 1
+    row_unit, suffix_ids, suffix_mask = prefixes.suffix_layout(prompts, units, n, pad_id)
     ran = (int(sub.prefix["attention_mask"].sum()) if sub is not None else 0) + sum(len(h.ext) for h in hits)
     return prefixes.PreparedBatch(units, sub.prefix if sub is not None else {}, sub.vision if sub is not None else {},
                                   suffix_ids, suffix_mask, row_unit, [p.text for p in prompts],

@@ -221,7 +221,6 @@ def prepare(processor: Any, prompts: Sequence[Prompt], pil_lists: Sequence[list]
 
 def _prepare_units(processor: Any, prompts: Sequence[Prompt], pil_lists: Sequence[list], units: list[Unit],
                    pad_id: int) -> PreparedBatch:
-    import torch
     heads = [prompts[u.rows[0]] for u in units]
     enc = processor_inputs(processor, [h.text for h in heads], [pil_lists[u.rows[0]] for u in units])
     per_unit = []
@@ -235,6 +234,16 @@ def _prepare_units(processor: Any, prompts: Sequence[Prompt], pil_lists: Sequenc
     prefix = _left_pad(per_unit, pad_id)
     vision = {k: v for k, v in enc.items() if k not in _TOKEN_KEYS}
     n = sum(len(u.rows) for u in units)
+    row_unit, suffix_ids, suffix_mask = suffix_layout(prompts, units, n, pad_id)
+    return PreparedBatch(units, prefix, vision, suffix_ids, suffix_mask, row_unit,
+                         [p.text for p in prompts], sum(len(pil_lists[u.rows[0]]) for u in units),
+                         int(prefix["attention_mask"].sum()) + int(suffix_mask.sum()))
+
+
+def suffix_layout(prompts: Sequence[Prompt], units: Sequence[Unit], n: int, pad_id: int):
+    """(row_unit, suffix_ids, suffix_mask): each row's unit, and its tokens after the unit's split
+    left-padded to one width; fresh and KV-store-served prefixes share this layout."""
+    import torch
     row_unit = torch.zeros(n, dtype=torch.long)
     suffixes: list[list[int]] = [[] for _ in range(n)]
     for g, unit in enumerate(units):
@@ -247,9 +256,7 @@ def _prepare_units(processor: Any, prompts: Sequence[Prompt], pil_lists: Sequenc
     for r, s in enumerate(suffixes):
         suffix_ids[r, width - len(s):] = torch.tensor(s, dtype=torch.long)
         suffix_mask[r, width - len(s):] = 1
-    return PreparedBatch(units, prefix, vision, suffix_ids, suffix_mask, row_unit,
-                         [p.text for p in prompts], sum(len(pil_lists[u.rows[0]]) for u in units),
-                         int(prefix["attention_mask"].sum()) + int(suffix_mask.sum()))
+    return row_unit, suffix_ids, suffix_mask
 
 
 def _left_pad(rows: list[dict[str, torch.Tensor]], pad_id: int) -> dict[str, torch.Tensor]:
