@@ -203,8 +203,8 @@ def test_where_an_entry_may_be_cut():
     with pytest.raises(ValueError):
         windowed.kv.crop(30)
     long = tuple(range(200))
-    assert kv_store._lcp(long, long[:130] + (-1,)) == 130 and kv_store._lcp(long, long) == 200
-    assert kv_store._lcp(long[:64], long) == 64 and kv_store._lcp((), long) == 0
+    assert kv_store.common_prefix_length(long, long[:130] + (-1,)) == 130 and kv_store.common_prefix_length(long, long) == 200
+    assert kv_store.common_prefix_length(long[:64], long) == 64 and kv_store.common_prefix_length((), long) == 0
 
 
 @pytest.fixture(scope="module")

@@ -45,6 +45,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ._hf_prefix import common_prefix_length
+
 if TYPE_CHECKING:
     import torch
 
@@ -183,7 +185,7 @@ class PrefixKVStore:
         best: tuple[Entry, int] | None = None
         with self._lock:
             for entry in self._buckets.get(bucket, {}).values():
-                cut = self._usable(entry, _lcp(entry.ids, ids), images_end)
+                cut = self._usable(entry, common_prefix_length(entry.ids, ids), images_end)
                 if cut and (best is None or cut > best[1]):
                     best = (entry, cut)
             if best is not None:
@@ -252,14 +254,3 @@ class PrefixKVStore:
             self._entries.clear()
             self._buckets.clear()
             self._bytes = 0
-
-
-def _lcp(a: tuple[int, ...], b: tuple[int, ...]) -> int:
-    """Length of the common start of two id tuples (compared 64 at a time, then one by one)."""
-    n = min(len(a), len(b))
-    i = 0
-    while i + 64 <= n and a[i:i + 64] == b[i:i + 64]:
-        i += 64
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i

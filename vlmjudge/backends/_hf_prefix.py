@@ -128,9 +128,11 @@ def placeholder_ids(processor: Any, config: Any) -> set[int]:
     return found
 
 
-def _lcp(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
+def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the common start of two id sequences of one type (64 at a time, then one by one)."""
+    n, i = min(len(a), len(b)), 0
+    while i + 64 <= n and a[i:i + 64] == b[i:i + 64]:
+        i += 64
     while i < n and a[i] == b[i]:
         i += 1
     return i
@@ -158,11 +160,11 @@ def _split_group(prompts: Sequence[Prompt], rows: list[int], out: list[Unit]) ->
         out.append(Unit(rows, len(prompts[rows[0]].ids) - 1))
         return
     first, last = prompts[rows[0]].ids, prompts[rows[-1]].ids
-    split = min(_lcp(first, last), min(len(prompts[i].ids) for i in rows) - 1)
+    split = min(common_prefix_length(first, last), min(len(prompts[i].ids) for i in rows) - 1)
     if split >= max(1, max(prompts[i].images_end for i in rows)):
         out.append(Unit(list(rows), split))
         return
-    common = [_lcp(prompts[a].ids, prompts[b].ids) for a, b in zip(rows, rows[1:])]
+    common = [common_prefix_length(prompts[a].ids, prompts[b].ids) for a, b in zip(rows, rows[1:])]
     cut = common.index(min(common)) + 1
     _split_group(prompts, rows[:cut], out)
     _split_group(prompts, rows[cut:], out)
