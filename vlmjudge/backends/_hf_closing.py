@@ -143,11 +143,7 @@ class JsonWalker:
         elif state == "colon" and c == " ":
             top.state = "value"
             stack.append(Frame("value", properties(top.schema)[top.index][1]))
-        elif state == "after_value" and c == ",":
-            top.state = "comma"
-        elif state == "comma" and c == " ":
-            top.state = "comma_sp"
-        else:
+        elif not _separator(top, c):
             raise Unsupported(f"byte {c!r} in object state {state!r}")
 
     def _feed_array(self, stack: list[Frame], top: Frame, b: int) -> None:
@@ -159,11 +155,7 @@ class JsonWalker:
             top.state = "value"
             stack.append(Frame("value", item_schema(top.schema, top.count)))
             self._feed_byte(stack, b)
-        elif state == "after_value" and c == ",":
-            top.state = "comma"
-        elif state == "comma" and c == " ":
-            top.state = "comma_sp"
-        else:
+        elif not _separator(top, c):
             raise Unsupported(f"byte {c!r} in array state {state!r}")
 
     def _done(self, stack: list[Frame]) -> None:
@@ -359,3 +351,12 @@ class JsonWalker:
                 tuple(leaf for p in pieces for leaf in p[2]))
 
 
+def _separator(top: Frame, c: str) -> bool:
+    """Step an object or array over the `, ` between members; False if `c` is not that step."""
+    if top.state == "after_value" and c == ",":
+        top.state = "comma"
+    elif top.state == "comma" and c == " ":
+        top.state = "comma_sp"
+    else:
+        return False
+    return True
