@@ -18,6 +18,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+from vlmjudge.backends._hf_prefix import common_prefix_length
 from vlmjudge.requests import Request
 
 
@@ -32,17 +33,9 @@ def trie_nodes(sequences: Iterable[Sequence[Hashable]]) -> int:
     coded = sorted([numbers.setdefault(t, len(numbers)) for t in seq] for seq in sequences)
     total, previous = 0, []
     for seq in coded:
-        total += len(seq) - _common_prefix(previous, seq)
+        total += len(seq) - common_prefix_length(previous, seq)
         previous = seq
     return total
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 class Recorder:
