@@ -118,25 +118,24 @@ def collect_info() -> dict[str, Any]:
             "backends": backends, "gpus": gpus, "methods": methods, "families": families}
 
 
+def _print_section(title: str, rows: dict, width: int = 13) -> None:
+    """One `vlmjudge info` section: its title, then a name and its value per line."""
+    print(f"{title}:")
+    for name, value in rows.items():
+        print(f"  {name:{width}s} {value}")
+
+
 def _cmd_info(args: argparse.Namespace) -> int:
     info = collect_info()
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
     print(f"vlmjudge {info['vlmjudge']} (Python {info['python']})")
-    print("libraries:")
-    for name, version in info["libraries"].items():
-        print(f"  {name:13s} {version}")
-    print("backends:")
-    for name, state in info["backends"].items():
-        print(f"  {name:13s} {state}")
+    _print_section("libraries", info["libraries"])
+    _print_section("backends", info["backends"])
     print(f"GPUs: {', '.join(info['gpus']) or 'none'}")
-    print("methods:")
-    for name, desc in info["methods"].items():
-        print(f"  {name:13s} {desc}")
-    print("judge families (transformers backend):")
-    for model_type, name in info["families"].items():
-        print(f"  {model_type:15s} {name}")
+    _print_section("methods", info["methods"])
+    _print_section("judge families (transformers backend)", info["families"], width=15)
     return 0
 
 
