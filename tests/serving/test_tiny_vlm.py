@@ -1,7 +1,5 @@
 """A tiny random Qwen3-VL behind `vlmjudge serve` answers over HTTP as it does in-process."""
-import numpy as np
 import pytest
-from PIL import Image
 
 from vlmjudge import Constraint, Decoding, Request, load_judge
 from vlmjudge.serve import JudgeServer
@@ -10,18 +8,15 @@ pytest.importorskip("transformers")
 
 
 @pytest.fixture(scope="module")
-def tiny_judge(tmp_path_factory):
+def tiny_judge(tiny_vlm_path):
+    """The suite's shared tiny Qwen3-VL (yes_bias 0), loaded once for this module."""
     from vlmjudge.backends.transformers import TransformersJudge
-    from vlmjudge.testing.tiny_vlm import build_tiny_vlm
-    path = build_tiny_vlm(tmp_path_factory.mktemp("tiny") / "qwen3_vl", family="qwen3_vl")
-    return TransformersJudge(path, batch_size=4)
+    return TransformersJudge(tiny_vlm_path("qwen3_vl"), batch_size=4)
 
 
-def _requests(n=8, **decoding):
-    rng = np.random.default_rng(7)
-    sizes = [(32, 32), (64, 48), (48, 80), (40, 56)]
+def _requests(images, n=8, **decoding):
+    """n requests, two questions per image in turn (so two requests share each image prefix)."""
     questions = ["Is there a cat?", "Does the image show a red car on the street?"]
-    images = [Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)) for w, h in sizes]
     return [Request(images=[images[i // 2]], text=questions[i % 2], prefix="Answer:",
                     decoding=Decoding(**decoding)) for i in range(n)]
 
@@ -31,9 +26,10 @@ def _same_model(judge):
     return TransformersJudge(judge.model, judge.processor, batch_size=4)
 
 
-def test_tiny_qwen_over_http_matches_in_process(tiny_judge):
-    probs_requests = _requests()
-    gen_requests = _requests(4, max_new_tokens=6)
+def test_tiny_qwen_over_http_matches_in_process(tiny_judge, noise):
+    images = noise(4, seed=7)
+    probs_requests = _requests(images)
+    gen_requests = _requests(images, 4, max_new_tokens=6)
     constrained = [Request(images=r.images, text=r.text, prefix="Answer:", decoding=Decoding(max_new_tokens=4),
                            constraint=Constraint.ebnf('root ::= (" Yes" | " No") " because"',
                                                       first_options=["Yes", "No"])) for r in gen_requests[:2]]

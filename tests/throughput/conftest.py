@@ -1,7 +1,10 @@
 """Tiny random Qwen3-VL and LLaVA checkpoints (the suite's shared builds, loaded from a folder)
-for the shared-prefix and throughput tests; `noise` images come from tests/conftest.py."""
+for the shared-prefix and throughput tests, and those models shifted for TerraVis runs; `noise`
+images come from tests/conftest.py."""
 import pytest
 
+from bench import LogitShift, bench_images, option_token_ids, shift_for_rate
+from bench.terravis import detection_margins, make_all_eligible
 from vlmjudge.backends.transformers import TransformersJudge
 
 
@@ -22,3 +25,18 @@ def judge_for(tiny_models):
         model, processor = tiny_models[family]
         return TransformersJudge(model, processor, **kwargs)
     return make
+
+
+@pytest.fixture(scope="module")
+def shifted(tiny_models):
+    """The tiny Qwen3-VL with every image eligible and about 30% of its checks positive, for the
+    TerraVis tests of one module (the hooks come off when it ends)."""
+    model, processor = tiny_models["qwen3_vl"]
+    images = bench_images(3, 64, seed=5)
+    hooks = [make_all_eligible(model, processor)]
+    yes = LogitShift(model, option_token_ids(processor.tokenizer, "Yes"))
+    yes.shift = shift_for_rate(detection_margins(model, processor, images), 0.3)
+    hooks.append(yes)
+    yield model, processor, images
+    for hook in hooks:
+        hook.remove()

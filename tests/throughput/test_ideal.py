@@ -1,15 +1,10 @@
 """The ideal prefill (bench.ideal): the token trie over a run's prompts, images as their visual
 tokens named by pixel digest."""
-import os
-import sys
-
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-
-from bench.ideal import ideal_prefill, record, trie_nodes  # noqa: E402
-from vlmjudge import Request  # noqa: E402
-from vlmjudge.backends._hf_prompt_ids import expanded_image_token_id, prompt_token_keys  # noqa: E402
+from bench.ideal import ideal_prefill, record, trie_nodes
+from vlmjudge import Request
+from vlmjudge.backends._hf_prompt_ids import expanded_image_token_id, prompt_token_keys
 
 
 @pytest.mark.parametrize("sequences, nodes", [

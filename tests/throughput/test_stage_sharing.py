@@ -1,31 +1,10 @@
 """TerraVis stages arranged to share: later stages start where earlier ones left off (the prefix
 KV store serves the image prefix of detection and evidence), severities of one check type run
 in one call, and the per-stage accounting of the benchmark adds up. Counters only, no timing."""
-import os
-import sys
-
-import pytest
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-
-from bench import LogitShift, bench_images, judge_on, option_token_ids, shift_for_rate  # noqa: E402
-from bench.ideal import Trie, record, stage_breakdown, trie_nodes  # noqa: E402
-from bench.terravis import bench_pack, detection_margins, make_all_eligible, record_view  # noqa: E402
-from vlmjudge.backends._hf_prompt_ids import prompt_token_keys  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def shifted(tiny_models):
-    """The tiny Qwen3-VL with every image eligible and about 30% of its checks positive."""
-    model, processor = tiny_models["qwen3_vl"]
-    images = bench_images(3, 64, seed=5)
-    hooks = [make_all_eligible(model, processor)]
-    yes = LogitShift(model, option_token_ids(processor.tokenizer, "Yes"))
-    yes.shift = shift_for_rate(detection_margins(model, processor, images), 0.3)
-    hooks.append(yes)
-    yield model, processor, images
-    for hook in hooks:
-        hook.remove()
+from bench import judge_on
+from bench.ideal import Trie, record, stage_breakdown, trie_nodes
+from bench.terravis import bench_pack, record_view
+from vlmjudge.backends._hf_prompt_ids import prompt_token_keys
 
 
 def _run(model, processor, images, **judge_kw):

@@ -1,29 +1,9 @@
 """The optimized TerraVis path equals the reference path (the public release's pattern), and
 its work counters are what shared-prefix batching promises. Correctness only, not timing."""
-import os
-import sys
-
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-
-from bench import LogitShift, bench_images, judge_on, option_token_ids, shift_for_rate  # noqa: E402
-from bench.terravis import (bench_pack, detection_margins, expected_encodes, make_all_eligible,  # noqa: E402
-                            positive_rate, record_view)
-
-
-@pytest.fixture(scope="module")
-def shifted(tiny_models):
-    """The tiny Qwen3-VL with every image eligible and about 30% of its checks positive."""
-    model, processor = tiny_models["qwen3_vl"]
-    images = bench_images(3, 64, seed=5)
-    hooks = [make_all_eligible(model, processor)]
-    yes = LogitShift(model, option_token_ids(processor.tokenizer, "Yes"))
-    yes.shift = shift_for_rate(detection_margins(model, processor, images), 0.3)
-    hooks.append(yes)
-    yield model, processor, images
-    for hook in hooks:
-        hook.remove()
+from bench import judge_on
+from bench.terravis import bench_pack, expected_encodes, positive_rate, record_view
 
 
 def test_optimized_records_equal_reference_records(shifted):
