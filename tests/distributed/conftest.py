@@ -5,13 +5,12 @@ from dist_support import JUDGE_KWARGS, N_IMAGES, N_RAY, PACK, TOY, write_images
 
 from vlmjudge.distributed import score_records
 from vlmjudge.judge import load_judge
-from vlmjudge.testing import build_tiny_vlm
 
 
 @pytest.fixture(scope="session")
-def tiny_vlm(tmp_path_factory):
-    """A tiny random Qwen3-VL folder (yes_bias 0), built once."""
-    return str(build_tiny_vlm(tmp_path_factory.mktemp("dist_tiny") / "qwen3vl", family="qwen3_vl"))
+def tiny_vlm(tiny_vlm_path):
+    """The suite's shared tiny random Qwen3-VL folder (yes_bias 0, seed 0; PACK is tuned to it)."""
+    return tiny_vlm_path("qwen3_vl")
 
 
 @pytest.fixture(scope="session")

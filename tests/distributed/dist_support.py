@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,9 +19,8 @@ from torchmetrics.utilities.data import dim_zero_cat
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 CORE_TESTS = HERE.parent / "core"
-if str(CORE_TESTS) not in sys.path:
-    sys.path.insert(0, str(CORE_TESTS))
 
+# tests/core is on sys.path through setup.cfg's pytest `pythonpath` (spawned ranks inherit it).
 from toy_method import SPEC as TOY_SPEC
 
 TOY = "toy_method:SPEC"
