@@ -1,4 +1,4 @@
-"""Session fixtures of the faces suites: tiny random models built offline once, the images, and
+"""Session fixtures of the faces suites: the suite's shared tiny random models, the images, and
 the shared resources (one judge with a response cache, one pair of encoders)."""
 import pytest
 
@@ -6,13 +6,12 @@ from faces_cases import Resources, write_images
 
 
 @pytest.fixture(scope="session")
-def model_paths(tmp_path_factory):
-    """Folders of a tiny Qwen3-VL (yes_bias 0), a tiny CLIP and a tiny DINOv2, and the images."""
+def model_paths(tmp_path_factory, tiny_vlm_path, tiny_encoder_dirs):
+    """Folders of the suite's shared tiny Qwen3-VL (yes_bias 0), tiny CLIP and tiny DINOv2, and
+    this folder's own response cache and images."""
     pytest.importorskip("xgrammar")
-    from vlmjudge.testing import build_tiny_clip, build_tiny_dinov2, build_tiny_vlm
-    root = tmp_path_factory.mktemp("faces_models")
-    return {"vlm": str(build_tiny_vlm(root / "qwen3vl", family="qwen3_vl")),
-            "clip": str(build_tiny_clip(root / "clip")), "dino": str(build_tiny_dinov2(root / "dino")),
+    root = tmp_path_factory.mktemp("faces_data")
+    return {"vlm": tiny_vlm_path("qwen3_vl"), "clip": tiny_encoder_dirs["clip"], "dino": tiny_encoder_dirs["dino"],
             "cache": str(root / "responses.sqlite"), "images": write_images(root / "images")}
 
 
