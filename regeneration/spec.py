@@ -52,7 +52,31 @@ class PairRecord:
 
 
 class RegenerationScorer:
-    """Scores batches with columns `reference` and `generated` (and MLLM ratings when a judge is set)."""
+    """Scores batches with columns `reference` and `generated` (and MLLM ratings when a judge is set).
+
+    An optional `id` column names the pairs in the MLLM's requests (their `meta["item"]`, which no
+    cache key hashes; default: their order in the batch), so ids given with the pairs key the ratings.
+
+    Examples:
+        A stand-in for the encoders that calls every pair identical, and a replay judge keyed by
+        (stage, item), so only the pair named "cat" is answered:
+
+        >>> from PIL import Image
+        >>> from vlmjudge.backends.replay import ReplayJudge
+        >>> class Same:
+        ...     encoders = {"clip": "c", "dino": "d"}
+        ...     def score(self, refs, gens):
+        ...         return [{"clip": 100.0, "dino": 100.0} for _ in gens]
+        ...     def manifest(self):
+        ...         return {}
+        >>> judge = ReplayJudge({("content", "cat"): '{"reason": "same", "score": 5}',
+        ...                      ("perceptual", "cat"): '{"reason": "clean", "score": 4}'}, key_fields=("stage", "item"))
+        >>> image = Image.new("RGB", (32, 32), "red")
+        >>> [record] = RegenerationScorer(judge, similarity=Same()).score_batch(
+        ...     {"reference": [image], "generated": [image], "id": ["cat"]})
+        >>> record.score, record.mllm.content, record.mllm.perceptual
+        (100.0, 5, 4)
+    """
 
     inputs = ("reference", "generated")
 
@@ -74,7 +98,8 @@ class RegenerationScorer:
         SPEC.check_batch(batch)
         refs, gens = list(batch["reference"]), list(batch["generated"])
         sims = self.similarity.score(refs, gens)
-        ratings = judge_pairs(self.judge, refs, gens, pack=self.pack) if self.mllm else [None] * len(gens)
+        ratings = (judge_pairs(self.judge, refs, gens, items=batch.get("id"), pack=self.pack) if self.mllm
+                   else [None] * len(gens))
         made_by = self.similarity.manifest()
         return [PairRecord(clip=s["clip"], dino=s["dino"], score=combined_score(s["clip"], s["dino"]), valid=True,
                            mllm=m, encoders=made_by) for s, m in zip(sims, ratings)]
@@ -106,7 +131,7 @@ def render(record: PairRecord) -> dict[str, Any]:
 #: `normalize` clips to the range before scaling (`scoring.normalize`); no judge model by default.
 SPEC = MethodSpec(
     name="regeneration", inputs=RegenerationScorer.inputs, build=build, render=render, normalize=normalize,
-    score_range=(0.0, 100.0), default_model=None,
+    optional_inputs=("id",), score_range=(0.0, 100.0), default_model=None,
     description="Image Regeneration: how close a regenerated image is to its reference, as the mean of "
                 "CLIP and DINOv2 image-image cosine (%), with optional MLLM content and perceptual ratings.",
 )

@@ -13,7 +13,7 @@ aggregates.
 import datasets
 import evaluate
 
-from regeneration.judging import MLLMScores, judge_pairs, summarize_ratings
+from regeneration.judging import MLLMScores, summarize_ratings
 from regeneration.similarity import POOLINGS
 from regeneration.spec import SPEC
 from vlmjudge.faces.module import ScoredModule
@@ -77,22 +77,6 @@ Examples:
 """
 
 
-
-class RatedPairs:
-    """The spec's scorer (CLIP, DINO, the score) with the MLLM's ratings keyed by the pairs' ids."""
-
-    def __init__(self, scorer, judge):
-        self.scorer, self.judge = scorer, judge
-
-    def score_batch(self, batch):
-        records = self.scorer.score_batch({k: batch[k] for k in ("reference", "generated")})
-        if self.judge is not None:
-            ratings = judge_pairs(self.judge, batch["reference"], batch["generated"], items=batch["id"])
-            for record, rating in zip(records, ratings, strict=True):
-                record.mllm = rating
-        return records
-
-
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Regeneration(ScoredModule, evaluate.Metric):
     """CLIP % and DINO % (and optional MLLM ratings) of regenerations against references."""
@@ -103,7 +87,6 @@ class Regeneration(ScoredModule, evaluate.Metric):
     options = ("clip_model", "dino_model", "pooling")
     renamed_inputs = {"predictions": "images", "references": "reference_images"}
     judge_required = False
-    ids_column = True
     compute_options = ("per_pair",)
 
     def __init__(self, *args, **kwargs):
@@ -120,10 +103,9 @@ class Regeneration(ScoredModule, evaluate.Metric):
             features=datasets.Features({"images": datasets.Image(), "reference_images": datasets.Image()}),
         )
 
-    def make_scorer(self, judge, settings):
-        """The spec's scorer over the encoders (on the judge's device), the ratings by `judge`."""
-        config = {k: settings[k] for k in ("clip_model", "dino_model", "pooling", "device") if settings.get(k)}
-        return RatedPairs(self.spec.build(None, **config), judge)
+    def method_config(self, settings):
+        """The encoders' options and their device (the judge's too), for `spec.build`."""
+        return {k: settings[k] for k in (*self.options, "device") if settings.get(k)}
 
     def _compute(self, record, per_pair=False):
         records = self.read_records(record)

@@ -51,14 +51,14 @@ class CountingScorer:
 def load(encoder_dirs, cache_dir, **kwargs):
     module = evaluate.load(str(METRICS_DIR), clip_model=encoder_dirs["clip"], dino_model=encoder_dirs["dino"],
                            device="cpu", cache_dir=str(cache_dir), **kwargs)
-    pairs = module.scorer().scorer  # the spec's scorer inside the module's (the ratings are keyed by pair id)
+    pairs = module.scorer()  # the spec's own scorer (it keys the ratings by the pairs' ids)
     pairs.similarity = CountingScorer(pairs.similarity)
     return module
 
 
 def embedded(module) -> int:
     """How many pairs the module's encoders embedded."""
-    return module.scorer().scorer.similarity.pairs
+    return module.scorer().similarity.pairs
 
 
 def replay(answers):
