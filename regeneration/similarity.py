@@ -266,7 +266,8 @@ def regeneration_similarity(references: Sequence[Any], generated: Sequence[Any],
                             clip_model: str | ImageEncoder | None = DEFAULT_CLIP_MODEL,
                             dino_model: str | ImageEncoder | None = DEFAULT_DINO_MODEL, pooling: str = "mean",
                             device: str | None = None) -> dict[str, float]:
-    """Mean CLIP % and DINO % over pairs: the functional form of `RegenerationSimilarity`.
+    """Mean CLIP % and DINO % over pairs, in float64 and without torchmetrics (a script's one-off
+    number); `regeneration.metric.regeneration_similarity` is the Metric's functional form.
 
     Examples:
         >>> import tempfile
