@@ -78,7 +78,6 @@ class ScoredModule(ScoredRowsModule):
         ids_with_process: image ids `"<process>:<n>"` even in one process (else `"<n>"`).
         compute_options: the keywords of `compute` that `_compute` takes (return_records, ...).
         load_at_load_time: load the judge in `evaluate.load` (else on the first add).
-        ids_column: give the scorer an "id" column even when the spec does not list one.
 
     Examples:
         A toy method whose score is an image's width, as a complete module:
@@ -121,7 +120,6 @@ class ScoredModule(ScoredRowsModule):
     ids_with_process: ClassVar[bool] = False
     compute_options: ClassVar[tuple[str, ...]] = ()
     load_at_load_time: ClassVar[bool] = True
-    ids_column: ClassVar[bool] = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._settings = self._take_settings(kwargs, "load time")
@@ -254,7 +252,7 @@ class ScoredModule(ScoredRowsModule):
         prefix = f"{self.process_id}:" if self.num_process > 1 or self.ids_with_process else ""
         ids = [str(i) for i in inputs.pop("ids", [f"{prefix}{self._n_added + i}" for i in range(n)])]
         batch = {self.columns[name]: values for name, values in inputs.items() if name in self.columns}
-        if self.ids_column or "id" in (*self.spec.inputs, *self.spec.optional_inputs):
+        if "id" in (*self.spec.inputs, *self.spec.optional_inputs):
             batch["id"] = ids
         records = scorer.score_batch(self.prepare_batch(batch))
         self._n_added += n
