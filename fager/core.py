@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vlmjudge.images import to_pil
+from vlmjudge.images import digests_held, to_pil
 from vlmjudge.requests import Answer, Request
 
 from .agents import FagerAgents, feedback_text
@@ -251,10 +251,11 @@ class Fager:
         pils = [to_pil(image, index=i) for i, image in enumerate(images)]
 
         answers: list[dict[int, QuestionAnswer | str | None]] = [{} for _ in images]
-        self._ask(pils, item_ids, qas, answers, levels=("level_1",), only=range(len(images)))
-        passing = [i for i, qa in enumerate(qas) if qa is not None and not _fails_gate(qa.items, answers[i],
-                                                                                         self.policy)]
-        self._ask(pils, item_ids, qas, answers, levels=("level_2", "level_3"), only=passing)
+        with digests_held():  # both rounds ask about the same images: hash each once
+            self._ask(pils, item_ids, qas, answers, levels=("level_1",), only=range(len(images)))
+            passing = [i for i, qa in enumerate(qas) if qa is not None and not _fails_gate(qa.items, answers[i],
+                                                                                             self.policy)]
+            self._ask(pils, item_ids, qas, answers, levels=("level_2", "level_3"), only=passing)
 
         verdicts = []
         for i, (qa, source) in enumerate(zip(qas, sources)):

@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal, Sequence
 
+from vlmjudge.images import digests_held
 from vlmjudge.judge import Judge
 from vlmjudge.requests import Answer, Decoding, Request
 
@@ -184,12 +185,14 @@ class Workflow:
         return records
 
     def _run_block(self, items: Sequence[Item]) -> list[ImageRecord]:
+        """Every stage over one block; each image hashed once for all its stages' request keys."""
         records = [ImageRecord(image_id=it.image_id, variant="workflow", lam=self.cfg.lam, alpha=self.cfg.alpha,
                                meta=dict(it.meta)) for it in items]
-        self._eligibility(items, records)
-        positives = self._detection(items, records)
-        self._evidence(records, positives)
-        self._severity(items, records, positives)
+        with digests_held():
+            self._eligibility(items, records)
+            positives = self._detection(items, records)
+            self._evidence(records, positives)
+            self._severity(items, records, positives)
         return [finish(r, self.cfg.lam, self.cfg.alpha) for r in records]
 
     def _decide(self, base: list[Request], options: Sequence[str], stage: str,

@@ -43,6 +43,9 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from ._digests import HELD as _HELD
+from ._digests import digests_held
+
 __all__ = [
     "DEFAULT_MAX_PIXELS",
     "MAX_PIXELS_ENV",
@@ -51,6 +54,7 @@ __all__ = [
     "ImageInputError",
     "resolution_note",
     "image_bytes_digest",
+    "digests_held",
     "resolve_max_pixels",
     "to_pil",
     "to_pil_list",
@@ -154,6 +158,9 @@ def to_pil_list(xs: Any, *, max_pixels: int | None = None) -> list[Image.Image]:
 def image_bytes_digest(img: Image.Image) -> str:
     """Hash what a model would see (mode, size, pixels), not how the file was encoded, for request keys.
 
+    Inside a `digests_held` block (every judge call, every method run) each image object is
+    hashed once.
+
     Examples:
         The digest follows the pixels, not the file encoding:
 
@@ -168,10 +175,16 @@ def image_bytes_digest(img: Image.Image) -> str:
     """
     if not isinstance(img, Image.Image):
         img = to_pil(img)
+    held = _HELD.get()
+    if held is not None and id(img) in held and held[id(img)][0] is img:
+        return held[id(img)][1]
     h = hashlib.sha256()
     h.update(f"vlmjudge-image-v1|{img.mode}|{img.width}x{img.height}|".encode())
     h.update(img.tobytes())
-    return h.hexdigest()
+    digest = h.hexdigest()
+    if held is not None:
+        held[id(img)] = (img, digest)
+    return digest
 
 
 # ---------------------------------------------------------------------------

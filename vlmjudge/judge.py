@@ -15,6 +15,7 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
 
+from ._digests import digests_held
 from .cache import ResponseCache, cache_key
 from .requests import CANCEL_META_KEY, Answer, Request
 
@@ -181,6 +182,14 @@ class Judge(ABC):
     def _cached_run(self, op: str, requests: list[Request], options: list[str] | None,
                     compute: Callable[[list[Request]], list], progress: bool | None,
                     encode: Callable, decode: Callable, storable: Callable) -> list:
+        """Cache lookups, in-call deduplication, then `compute` chunk by chunk; every image of
+        the call is hashed once (`digests_held`), however many requests show it."""
+        with digests_held():
+            return self._cached_run_held(op, requests, options, compute, progress, encode, decode, storable)
+
+    def _cached_run_held(self, op: str, requests: list[Request], options: list[str] | None,
+                         compute: Callable[[list[Request]], list], progress: bool | None,
+                         encode: Callable, decode: Callable, storable: Callable) -> list:
         results: list = [None] * len(requests)
         keys: list[str | None] = [None] * len(requests)
         todo = list(range(len(requests)))
