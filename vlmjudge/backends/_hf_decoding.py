@@ -78,14 +78,20 @@ class RowControl(LogitsProcessor):
             for i in open_rows:
                 if self.plans[i].first_ids is not None:
                     _keep_only(scores, i, self.plans[i].first_ids)
+        chosen: dict[int, int] = {}  # rows whose token is decided here; set after the loop
+        greedy = None                 # every row's argmax, read once (rows do not change each other)
         for i in open_rows:
             plan = self.plans[i]
             token = _sample(scores[i], plan) if plan.temperature > 0 else None
             if plan.closer is not None:
-                wanted = token if token is not None else int(scores[i].argmax())
+                if token is None:
+                    greedy = scores.argmax(dim=-1).tolist() if greedy is None else greedy
+                wanted = token if token is not None else greedy[i]
                 token = plan.closer.choose(wanted, plan.max_new_tokens - self.n_tokens[i])
             if token is not None:
-                _keep_only(scores, i, [token])
+                chosen[i] = token
+        if chosen:
+            _keep_one_each(scores, list(chosen), list(chosen.values()))
         return scores
 
     def _apply_grammar(self, scores: torch.Tensor, rows: list[int], step: int) -> None:
@@ -185,6 +191,15 @@ def _text_special_ids(tokenizer: Any, vocab_size: int, eos_ids: set[int]) -> lis
     ids = set(getattr(tokenizer, "all_special_ids", ()) or ())
     ids |= set(getattr(tokenizer, "added_tokens_decoder", {}) or {})
     return sorted(i for i in ids if i < vocab_size and i not in eos_ids)
+
+
+def _keep_one_each(scores: torch.Tensor, rows: list[int], tokens: list[int]) -> None:
+    """Row rows[k] may take only tokens[k] (its logit kept, the rest -inf): one indexed write for all rows."""
+    r = torch.tensor(rows, device=scores.device)
+    t = torch.tensor(tokens, device=scores.device)
+    kept = scores[r, t].clone()
+    scores[r] = float("-inf")
+    scores[r, t] = kept
 
 
 def _keep_only(scores: torch.Tensor, row: int, ids: list[int]) -> None:

@@ -16,7 +16,7 @@ fresh one, or an entry extended) is kept for later calls.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from . import _hf_prefix as prefixes

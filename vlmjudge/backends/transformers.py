@@ -53,6 +53,7 @@ from . import _hf_kvstore as kv_store
 from . import _hf_loading as loading
 from . import _hf_prefix as prefixes
 from . import _hf_vision as vision_store
+from ._hf_tokens import TokenIds, placeholder_ids
 
 logger = logging.getLogger(__name__)
 
@@ -124,6 +125,7 @@ class TransformersJudge(Judge):
         self._option_cache: dict[tuple[str, tuple[str, ...]], list[int]] = {}
         self._grammars = None
         self._prompts: dict[int, prefixes.Prompt] = {}
+        self._token_ids = TokenIds(self.tokenizer)
         self._prefetcher: batching.Prefetcher | None = None
         # vision outputs kept across calls (shared-prefix path, families in `_hf_vision`): an image asked
         # about in several stages goes through the tower once
@@ -132,8 +134,7 @@ class TransformersJudge(Judge):
         self.prefix_reuse = prefix_reuse = prefix_reuse and self.sharing_blocker is None
         self.stats = prefixes.SharingStats()  # JudgeStats + requests run unshared for want of sharing
         self._stores(vision_cache_mb if prefix_reuse else 0, kv_cache_mb if prefix_reuse else 0)
-        config = model.config
-        self._image_token_ids = prefixes.placeholder_ids(processor, config)  # the processor's, unexpanded
+        self._image_token_ids = placeholder_ids(processor, model.config)  # the processor's, unexpanded
 
     # -- pickling ----------------------------------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
@@ -241,7 +242,7 @@ class TransformersJudge(Judge):
 
     def _prompt(self, request: Request, digests: dict[tuple, str] | None = None) -> prefixes.Prompt:
         text = self.prompt_text(request)
-        ids = self.tokenizer(text)["input_ids"]
+        ids = list(self._token_ids(text))  # memoised: one question asked of many images is one text
         prompt = prefixes.make_prompt(text, ids, request.images, request.pil_images(), self._image_token_ids)
         if digests is not None:
             prompt.digests = digests
@@ -327,11 +328,11 @@ class TransformersJudge(Judge):
     def _first_logits(self, batch: list[Request]) -> tuple[Any, list[str], Any]:
         """Next-token logits (float32) after each prompt, the prompts, and what decoding needs
         next (the shared-prefix state, or the padded inputs of the unshared path)."""
-        import torch
         prepared = self._prepared(batch)
         if isinstance(prepared, prefixes.PreparedBatch):
             encoded = self.vision_cache.encoded
-            logits, state = self._runner.first_logits(prepared, self.model.device, self.model.dtype)
+            logits, state = self._runner.first_logits(prepared, self.model.device, self.model.dtype,
+                                                      by_length=True)  # nothing decodes after
             self._count(self._encoded(prepared, encoded), prepared.prefill_tokens)
             return logits, prepared.texts, state
         inputs, texts = prepared
