@@ -43,6 +43,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ._hf_prefix import common_prefix_length
@@ -81,7 +82,7 @@ class RowKV:
     def _is_sliding(self, i: int) -> bool:
         return bool(self.sliding) and self.sliding[i]
 
-    @property
+    @cached_property
     def whole(self) -> bool:
         """Whether every column is held (no sliding window dropped any), so the row can be cut."""
         own = all(kv is None or int(kv[0].shape[-2]) == (self.length if self._is_sliding(i) else self.length - self.base)
