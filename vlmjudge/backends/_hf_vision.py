@@ -162,7 +162,7 @@ class VisionCache:
             def rows(value: Any) -> Any:  # per-image tensors (image sizes, patch positions) follow
                 return value[todo] if torch.is_tensor(value) and value.dim() and value.shape[0] == n else value
             out = encode(pixel_values[todo], *map(rows, args), **{k: rows(v) for k, v in kwargs.items()})
-            self._output_type, pooled = type(out), out.pooler_output
+            self._output_type, pooled = _pooled_output_type(type(out)), out.pooler_output
             self._row_tensor = torch.is_tensor(pooled)
             for j, i in enumerate(todo):  # copies: a view would keep the whole batch's tensor alive
                 fresh[keys[i]] = (pooled[j].clone(), [])
@@ -215,3 +215,14 @@ class VisionCache:
 def _nbytes(value: tuple[Any, list[Any]]) -> int:
     embeds, deep = value
     return sum(int(t.numel()) * t.element_size() for t in (embeds, *deep))
+
+
+def _pooled_output_type(output_type: type) -> type:
+    """The output class to return pooled features in: the tower's own where it has a
+    `pooler_output` field, else `BaseModelOutputWithPooling` (transformers 5.17's Mistral 3 sets
+    `pooler_output` as an attribute on a plain `BaseModelOutput`, whose constructor refuses it)."""
+    import dataclasses
+
+    from transformers.modeling_outputs import BaseModelOutputWithPooling
+    names = {f.name for f in dataclasses.fields(output_type)} if dataclasses.is_dataclass(output_type) else set()
+    return output_type if "pooler_output" in names else BaseModelOutputWithPooling
