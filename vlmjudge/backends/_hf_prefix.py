@@ -14,7 +14,9 @@ unit whose suffix is its last token. A batch of units runs as two forwards:
 A sliding window or an attention chunk (Gemma 3/4, Llama 4) counts cache columns, so a pad
 between prefix and suffix would shift what a row sees. For such models the suffixes run in
 blocks of equal length, each against its own copy of the prefix cache: every row is then
-`[pad | prefix | suffix]`, leading pads only, which is exact. The processor runs once over
+`[pad | prefix | suffix]`, leading pads only, which is exact. A batch that only reads next-token
+probabilities (no decode follows) runs its suffixes in blocks of like length on any model, so
+fewer pads run. The processor runs once over
 all the units' first requests, so it pads every vision input (pixel values and their masks,
 image sizes, tile counts) across units as it does for a plain batch. A recurrent or hybrid
 cache (Qwen3.5's linear attention) cannot be shared: `sharing_blocker` names why, and the
