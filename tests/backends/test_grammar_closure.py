@@ -188,3 +188,22 @@ def test_a_schema_the_walker_cannot_follow_still_closes_on_its_planned_ending(co
         text, ended = _random_document(compiler, both_objects, shortest + 20, seed)
         assert ended
         jsonschema.validate(json.loads(text), both_objects.schema)
+
+
+def test_judges_on_one_tokenizer_share_one_compiler_until_it_is_gone(judge):
+    import copy
+    import gc
+
+    from vlmjudge.backends import _hf_forcing
+    args = (judge.vocab_size, judge.eos_ids)
+    first = compiler_with_closers(judge.tokenizer, *args)
+    assert compiler_with_closers(judge.tokenizer, *args) is first
+    assert compiler_with_closers(judge.tokenizer, judge.vocab_size + 8, judge.eos_ids) is not first
+    other = copy.deepcopy(judge.tokenizer)
+    own = compiler_with_closers(other, *args)
+    assert own is not first
+    key = (id(other), *args[:1], tuple(args[1]), len(other))
+    assert _hf_forcing._SHARED[key][1] is own
+    del other, own
+    gc.collect()
+    assert key not in _hf_forcing._SHARED
