@@ -13,8 +13,9 @@ document still fits in the budget after it; otherwise the closer's next token is
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 from transformers import LogitsProcessor, StoppingCriteria
@@ -217,3 +218,19 @@ def _sample(logits: torch.Tensor, plan: RowPlan) -> int:
         sorted_p[before >= plan.top_p] = 0.0                # keeps the smallest set reaching top_p
         probs = torch.zeros_like(probs).scatter_(0, order, sorted_p)
     return int(torch.multinomial(probs, 1, generator=plan.generator).item())
+
+
+@contextmanager
+def plain_generation_config(model: Any, eos_ids: list[int], pad_id: int) -> Iterator[Any]:
+    """Generate with library defaults only (the unshared path's `model.generate`): a
+    checkpoint's sampling defaults (temperature, top_k, repetition penalty) would otherwise
+    fill in every unset field. Yields a config to adjust; the model's own is restored after."""
+    from transformers import GenerationConfig
+    saved = model.generation_config
+    plain = GenerationConfig(eos_token_id=list(eos_ids), pad_token_id=pad_id,
+                             bos_token_id=saved.bos_token_id, do_sample=False, num_beams=1)
+    model.generation_config = plain
+    try:
+        yield GenerationConfig(**plain.to_diff_dict())
+    finally:
+        model.generation_config = saved

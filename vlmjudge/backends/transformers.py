@@ -41,7 +41,6 @@ combine with `first_options`.
 from __future__ import annotations
 
 import logging
-from contextlib import contextmanager
 from typing import Any, Sequence
 
 from ..judge import Judge
@@ -202,7 +201,8 @@ class TransformersJudge(Judge):
     def _run_in_batches(self, op: str, requests: list[Request], options: list[str] | None) -> list:
         """Plan batches (grouped, sorted by size), prefetch each next one, restore the order."""
         digests: dict[tuple, str] = {}  # one memo for the call's prompts (see `Prompt.digests`)
-        self._prompts = {id(r): self._prompt(r, digests) for r in requests}
+        renders: dict[tuple, str] = {}
+        self._prompts = {id(r): self._prompt(r, digests, renders) for r in requests}
         try:
             batches = self._batches(requests)
             out: list = [None] * len(requests)
@@ -240,8 +240,16 @@ class TransformersJudge(Judge):
             self._prefetcher = batching.Prefetcher(self._prepare, self.processor)
         return self._prefetcher
 
-    def _prompt(self, request: Request, digests: dict[tuple, str] | None = None) -> prefixes.Prompt:
-        text = self.prompt_text(request)
+    def _prompt(self, request: Request, digests: dict[tuple, str] | None = None,
+                renders: dict[tuple, str] | None = None) -> prefixes.Prompt:
+        """`renders` memoises chat-template renderings within one call, by the chat's repr (images
+        are placeholders there, or objects named by identity): one question of many images is one text."""
+        key = (repr(request.chat()), request.prefix) if renders is not None else None
+        text = renders.get(key) if key is not None else None
+        if text is None:
+            text = self.prompt_text(request)
+            if key is not None:
+                renders[key] = text
         ids = list(self._token_ids(text))  # memoised: one question asked of many images is one text
         prompt = prefixes.make_prompt(text, ids, request.images, request.pil_images(), self._image_token_ids)
         if digests is not None:
@@ -383,11 +391,11 @@ class TransformersJudge(Judge):
         import torch
         from transformers import LogitsProcessorList, StoppingCriteriaList
 
-        from ._hf_decoding import RowControl
+        from ._hf_decoding import RowControl, plain_generation_config
         plans = [self._plan(r, text) for r, text in zip(batch, texts)]
         prompt_len = inputs["input_ids"].shape[1]
         control = RowControl(plans, prompt_len, self.eos_ids, self.tokenizer, self.vocab_size)
-        with torch.inference_mode(), self._plain_generation_config() as config:
+        with torch.inference_mode(), plain_generation_config(self.model, self.eos_ids, self.pad_id) as config:
             config.max_new_tokens = max(p.max_new_tokens for p in plans)
             sequences = self.model.generate(**inputs, generation_config=config,
                                             logits_processor=LogitsProcessorList([control]),
@@ -412,20 +420,6 @@ class TransformersJudge(Judge):
             from ._hf_forcing import compiler_with_closers
             self._grammars = compiler_with_closers(self.tokenizer, self.vocab_size, self.eos_ids)
         return self._grammars
-
-    @contextmanager
-    def _plain_generation_config(self):
-        """Generate with library defaults only: a checkpoint's sampling defaults (temperature,
-        top_k, repetition penalty) would otherwise fill in every unset field."""
-        from transformers import GenerationConfig
-        saved = self.model.generation_config
-        plain = GenerationConfig(eos_token_id=list(self.eos_ids), pad_token_id=self.pad_id,
-                                 bos_token_id=saved.bos_token_id, do_sample=False, num_beams=1)
-        self.model.generation_config = plain
-        try:
-            yield GenerationConfig(**plain.to_diff_dict())
-        finally:
-            self.model.generation_config = saved
 
     # -- records -----------------------------------------------------------------------------------
     def identity(self) -> dict[str, Any]:
