@@ -17,12 +17,18 @@ def _filled_layer(rows=3, heads=2, columns=5, dim=4):
     return layer
 
 
-def test_a_growing_layer_holds_what_concatenation_would():
-    torch.manual_seed(0)
+def _plain_and_growing(seed, spare):
+    """A filled plain layer and a growing one holding the same keys and values."""
+    torch.manual_seed(seed)
     plain = _filled_layer()
     growing = DynamicLayer()
     growing.update(plain.keys.clone(), plain.values.clone())
-    GrowingLayer.adopt(growing, spare=2)
+    GrowingLayer.adopt(growing, spare=spare)
+    return plain, growing
+
+
+def test_a_growing_layer_holds_what_concatenation_would():
+    plain, growing = _plain_and_growing(0, spare=2)
     for step in range(5):  # past the spare columns: the buffer grows
         k, v = torch.randn(3, 2, 1, 4), torch.randn(3, 2, 1, 4)
         want = plain.update(k, v)
@@ -32,11 +38,7 @@ def test_a_growing_layer_holds_what_concatenation_would():
 
 
 def test_a_growing_layer_selects_rows_and_crops_like_a_plain_one():
-    torch.manual_seed(1)
-    plain = _filled_layer()
-    growing = DynamicLayer()
-    growing.update(plain.keys.clone(), plain.values.clone())
-    GrowingLayer.adopt(growing, spare=4)
+    plain, growing = _plain_and_growing(1, spare=4)
     index = torch.tensor([2, 0])
     plain.batch_select_indices(index)
     growing.batch_select_indices(index)
