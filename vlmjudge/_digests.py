@@ -10,7 +10,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-#: Digests memoised by image object inside a `digests_held` block (None outside any block).
+#: Digests by id of image object, beside a weak reference to that object, inside a
+#: `digests_held` block (None outside any block).
 HELD: ContextVar[dict[int, tuple[Any, str]] | None] = ContextVar("vlmjudge_held_digests", default=None)
 
 
@@ -20,10 +21,11 @@ def digests_held() -> Iterator[None]:
 
     A scoring run asks many questions of one image (TerraVis: eligibility, 18 checks,
     evidence, severity), and each request's key hashes its pixels: megabytes per image,
-    once per question otherwise. A run, like one judge call, holds its images fixed; the
-    block keeps every image it hashed alive, so an object's id is never reused for another
-    image while the memo lives. Nested blocks share the outermost memo. An image changed in
-    place inside a block keeps its first digest: do not draw on images being scored.
+    once per question otherwise. A run, like one judge call, holds its images fixed. The
+    memo refers to each image weakly: it keeps no image alive (requests that decode a file
+    each make their own object), and an id that a dead image's successor reuses is never
+    served the old digest. Nested blocks share the outermost memo. An image changed in place
+    inside a block keeps its first digest: do not draw on images being scored.
 
     Examples:
         >>> from PIL import Image

@@ -37,14 +37,14 @@ import hashlib
 import io
 import os
 import sys
+import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from ._digests import HELD as _HELD
-from ._digests import digests_held
+from ._digests import HELD as _HELD, digests_held
 
 __all__ = [
     "DEFAULT_MAX_PIXELS",
@@ -176,14 +176,15 @@ def image_bytes_digest(img: Image.Image) -> str:
     if not isinstance(img, Image.Image):
         img = to_pil(img)
     held = _HELD.get()
-    if held is not None and id(img) in held and held[id(img)][0] is img:
-        return held[id(img)][1]
+    known = held.get(id(img)) if held is not None else None
+    if known is not None and known[0]() is img:
+        return known[1]
     h = hashlib.sha256()
     h.update(f"vlmjudge-image-v1|{img.mode}|{img.width}x{img.height}|".encode())
     h.update(img.tobytes())
     digest = h.hexdigest()
     if held is not None:
-        held[id(img)] = (img, digest)
+        held[id(img)] = (weakref.ref(img), digest)
     return digest
 
 

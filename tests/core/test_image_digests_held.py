@@ -91,3 +91,17 @@ def test_a_terravis_run_hashes_each_image_once_over_all_its_stages(hashes):
     assert [r.eligible for r in records] == [True, True]
     assert judge.stats.model_calls > 2 * 19  # eligibility, 18 checks, then evidence and severity
     assert hashes.started == 2
+
+
+def test_the_memo_keeps_no_image_alive_and_a_reused_id_is_hashed_again(hashes):
+    import gc
+    import weakref
+    with digests_held():
+        first = Image.new("RGB", (4, 4), "red")
+        image_bytes_digest(first)
+        gone = weakref.ref(first)
+        del first
+        gc.collect()
+        assert gone() is None
+        image_bytes_digest(Image.new("RGB", (4, 4), "blue"))  # may reuse the dead image's id
+    assert hashes.started == 2
