@@ -49,6 +49,10 @@ def test_a_growing_layer_selects_rows_and_crops_like_a_plain_one():
     assert torch.equal(growing.keys, plain.keys) and torch.equal(growing.values, plain.values)
     with pytest.raises(NotImplementedError):
         growing.batch_repeat_interleave(2)
+    growing.reset()
+    assert growing.get_seq_length() == 0
+    k, v = torch.randn(2, 2, 3, 4), torch.randn(2, 2, 3, 4)
+    assert torch.equal(growing.update(k, v)[1], v)  # after a reset, as a fresh layer
 
 
 def test_only_plain_full_attention_layers_are_adopted():

@@ -62,6 +62,17 @@ class GrowingLayer(DynamicLayer):
         self._filled = max(0, self._filled + tokens_to_remove)
         self._expose()
 
+    def reset(self) -> None:
+        """Empty, as a reset plain layer is; the buffer is kept for the next tokens."""
+        self._filled = 0
+        self._expose()
+
+    def offload(self) -> None:
+        raise NotImplementedError("a growing decode layer stays on its device")
+
+    def prefetch(self) -> None:
+        raise NotImplementedError("a growing decode layer stays on its device")
+
     def batch_repeat_interleave(self, repeats: int) -> None:
         raise NotImplementedError("a growing decode layer is not repeated; repeat before adopting it")
 
