@@ -18,7 +18,9 @@ reuse off, with the cross-call prefix KV store off, with that store and the visi
 of read. Every path must give the same records
 (decisions, evidence, severities, scores) before anything is printed. Beside each path's
 prefill tokens it prints that path's ideal (`bench.ideal`: the token trie over every prompt the
-path sends, each distinct prefix once, images as their visual tokens). The last two lines are
+path sends, each distinct prefix once, images as their visual tokens). Before the last two it
+prints the FLOPs the reference and optimized paths' kernels ran (`bench.compute`, an untimed
+pass) and their ratio: the speedup that doing less work gives at equal FLOP rates. The last two lines are
 `prefill/ideal: <optimized prefill / its ideal>` and
 `speedup: <optimized / reference images per second>` (the second with the reference path only).
 """
@@ -32,6 +34,7 @@ import numpy as np
 
 from . import (LogitShift, Measure, bench_images, build_tiny, judge_on, load_model, option_token_ids,
                shift_for_rate, table)
+from .compute import Work, count_flops
 from .ideal import IDEAL_COLUMNS, breakdown_line, measure_with_ideal, prefill_over_ideal
 
 #: Positive rate aimed at when the tiny model's yes_bias is calibrated.
@@ -75,6 +78,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="force this share of positive checks with a logit shift on Yes (random models)")
     p.add_argument("--ablation-images", type=int, default=4, help="images for the extra ablations (0: none)")
     p.add_argument("--no-reference", action="store_true", help="optimized path only (no equality check)")
+    p.add_argument("--flops-images", type=int, default=None,
+                   help="images whose FLOPs are counted for the reference and optimized paths, in an "
+                        "untimed pass (default: all; 0: none)")
     p.add_argument("--kv-cache-mb", type=float, default=None,
                    help="budget of the judges' prefix KV store in MiB (default: the backend's; 0: off)")
     args = p.parse_args(argv)
@@ -162,11 +168,25 @@ def kv_line(m: Measure) -> str:
         for k, v in found.items()) if found else "")
 
 
+def compute_lines(work: dict[str, Work], counted: int, n: int, speedup: float) -> str:
+    """Each path's FLOPs, their ratio and, where every image was counted, the measured
+    speedup over that ratio: the optimized path's FLOP rate against the reference's."""
+    ratio = work["reference"].total / work["optimized"].total
+    lines = [f"FLOPs the kernels ran ({counted} image{'s' * (counted != 1)}, counted in an untimed pass):"]
+    lines += [f"  {name}: {w.line()}" for name, w in work.items()]
+    tail = (f"; speedup / compute ratio: {speedup / ratio:.2f} (the optimized path's FLOP rate against the "
+            "reference's)" if counted == n else "")
+    lines.append(f"compute ratio (reference / optimized FLOPs): {ratio:.2f}{tail}")
+    return "\n".join(lines)
+
+
 def run(model: Any, processor: Any, images: Sequence[Any], *, batch_size: int | None = None,
         ablation_images: int = 4, reference: bool = True, steps: bool = True, header: Sequence[str] = (),
-        kv_cache_mb: float | None = None, out=sys.stdout) -> dict[str, Measure]:
+        kv_cache_mb: float | None = None, flops_images: int | None = 0, out=sys.stdout) -> dict[str, Measure]:
     """Time every path on `images`; check their records agree; print the table and ratios.
-    `kv_cache_mb` sizes the prefix KV store of the judges that keep one (None: the default)."""
+    `kv_cache_mb` sizes the prefix KV store of the judges that keep one (None: the default);
+    `flops_images` images (None: all) get their reference and optimized FLOPs counted
+    (`bench.compute`, an untimed pass), printed with their ratio, the compute bound of the speedup."""
     import torch
 
     from terravis import TerraVis
@@ -188,12 +208,15 @@ def run(model: Any, processor: Any, images: Sequence[Any], *, batch_size: int | 
     def ref(judge, imgs):
         return reference_records(judge, make_items(imgs), pack, WorkflowConfig())
 
+    def ref_judge_on(**kw):  # the release's pattern: whole prompts, its 18 questions per batch
+        return judge_on(model, processor, prefix_reuse=False, batch_size=18, **kw)
+
     # warm-up on one small image: grammar compilation and first-call costs stay out of the timings
     small = bench_images(1, 64, seed=99)
-    ref(judge_on(model, processor, prefix_reuse=False, batch_size=18), small)
+    ref(ref_judge_on(), small)
     optimized(judge_on(model, processor, **opt_kw), small)
 
-    ref_judge = judge_on(model, processor, prefix_reuse=False, batch_size=18, prefetch=False)
+    ref_judge = ref_judge_on(prefetch=False)
     reuse_judge, one_judge, opt_judge = (judge_on(model, processor, **opt_kw) for _ in range(3))
     results: dict[str, tuple[Measure, list]] = {}
     plan = [("optimized", opt_judge, lambda: optimized(opt_judge, images))]
@@ -222,6 +245,13 @@ def run(model: Any, processor: Any, images: Sequence[Any], *, batch_size: int | 
             ablations[name] = measure_with_ideal(name, len(sub), [judge], lambda: calls[name](judge), cuda)
         for name, (_, records) in ablations.items():
             assert_same(name, records, base[:len(sub)])
+
+    counted = (images if flops_images is None else images[:flops_images]) if reference else []
+    work: dict[str, Work] = {}
+    for name, make, fn in [("reference", lambda: ref_judge_on(prefetch=False), ref),
+                           ("optimized", lambda: judge_on(model, processor, **opt_kw), optimized)] if counted else []:
+        records, work[name] = count_flops(lambda: fn(make(), counted))
+        assert_same(f"{name} (FLOPs counted)", records, base[:len(counted)])
 
     opt_m, opt_records = results["optimized"]
     stage_encodes = expected_encodes(opt_records, pack.severity_sees_image)
@@ -271,6 +301,8 @@ def run(model: Any, processor: Any, images: Sequence[Any], *, batch_size: int | 
     kv = kv_line(opt_m)
     if kv:
         print(kv, file=out)
+    if work:
+        print(compute_lines(work, len(counted), n, ratio("reference", "optimized")), file=out)
     print(f"prefill/ideal: {prefill_over_ideal(opt_m):.3f}", file=out)
     if reference:
         print(f"speedup: {ratio('reference', 'optimized'):.2f}", file=out)
@@ -300,7 +332,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         shift = force_positive_rate(model, processor, images, args.positive_rate)
         header.append(f"Yes logits shifted by {shift.shift:+.4f} for a positive rate near {args.positive_rate}")
     run(model, processor, images, batch_size=args.batch_size, ablation_images=args.ablation_images,
-        reference=not args.no_reference, header=header, kv_cache_mb=args.kv_cache_mb)
+        reference=not args.no_reference, header=header, kv_cache_mb=args.kv_cache_mb,
+        flops_images=args.flops_images)
     return 0
 
 

@@ -94,7 +94,7 @@ def test_benchmark_prints_each_paths_ideal_and_ends_with_prefill_over_ideal_then
     from bench.terravis import run
     model, processor, images = shifted
     out = io.StringIO()
-    measures = run(model, processor, images[:2], ablation_images=0, steps=False, out=out)
+    measures = run(model, processor, images[:2], ablation_images=0, steps=False, flops_images=1, out=out)
     lines = out.getvalue().splitlines()
     opt, ref = measures["optimized"], measures["reference"]
     assert lines[-2] == f"prefill/ideal: {opt.prefill_tokens / opt.extra['ideal_prefill']:.3f}"
@@ -104,3 +104,7 @@ def test_benchmark_prints_each_paths_ideal_and_ends_with_prefill_over_ideal_then
     assert 0 < opt.extra["ideal_prefill"] <= opt.prefill_tokens
     header = next(line for line in lines if line.startswith("path "))
     assert "ideal prefill" in header and "prefill/ideal" in header
+    # one image's FLOPs counted per path: the reference runs every prompt whole, so more; the
+    # FLOP rate is left out, since the speedup was measured on two images
+    bound = next(line for line in lines if line.startswith("compute ratio"))
+    assert float(bound.split(": ")[1]) > 1 and "speedup / compute ratio" not in bound
