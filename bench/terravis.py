@@ -18,10 +18,10 @@ reuse off, with the cross-call prefix KV store off, with that store and the visi
 of read. Every path must give the same records
 (decisions, evidence, severities, scores) before anything is printed. Beside each path's
 prefill tokens it prints that path's ideal (`bench.ideal`: the token trie over every prompt the
-path sends, each distinct prefix once, images as their visual tokens). Before the last two it
-prints the FLOPs the reference and optimized paths' kernels ran (`bench.compute`, an untimed
-pass) and their ratio: the speedup that doing less work gives at equal FLOP rates. The last two lines are
-`prefill/ideal: <optimized prefill / its ideal>` and
+path sends, each distinct prefix once, images as their visual tokens). Before the last two
+lines it prints the FLOPs the reference and optimized paths' kernels ran (`bench.compute`, an
+untimed pass) and their ratio: the speedup that doing less work gives at equal FLOP rates.
+The last two lines are `prefill/ideal: <optimized prefill / its ideal>` and
 `speedup: <optimized / reference images per second>` (the second with the reference path only).
 """
 from __future__ import annotations
@@ -86,6 +86,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.images < 1 or args.size < 32:
         p.error("--images must be >= 1 and --size >= 32")
+    if args.flops_images is not None and args.flops_images < 0:
+        p.error("--flops-images must be >= 0")
     if args.positive_rate is not None and not 0 < args.positive_rate < 1:
         p.error("--positive-rate must be in (0, 1)")
     return args

@@ -61,3 +61,10 @@ def test_compute_lines_give_the_ratio_and_the_rate_only_when_every_image_was_cou
         "compute ratio (reference / optimized FLOPs): 10.00"
     with pytest.raises(KeyError):
         compute_lines({"optimized": work["optimized"]}, 4, 4, 5.0)
+
+
+def test_flops_images_default_to_all_and_refuse_a_negative_count():
+    from bench.terravis import parse_args
+    assert parse_args([]).flops_images is None and parse_args(["--flops-images", "0"]).flops_images == 0
+    with pytest.raises(SystemExit):
+        parse_args(["--flops-images", "-1"])
