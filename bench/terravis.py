@@ -250,10 +250,11 @@ def run(model: Any, processor: Any, images: Sequence[Any], *, batch_size: int | 
 
     counted = (images if flops_images is None else images[:flops_images]) if reference else []
     work: dict[str, Work] = {}
-    for name, make, fn in [("reference", lambda: ref_judge_on(prefetch=False), ref),
-                           ("optimized", lambda: judge_on(model, processor, **opt_kw), optimized)] if counted else []:
-        records, work[name] = count_flops(lambda: fn(make(), counted))
-        assert_same(f"{name} (FLOPs counted)", records, base[:len(counted)])
+    if counted:
+        for name, judge, fn in [("reference", ref_judge_on(prefetch=False), ref),
+                                ("optimized", judge_on(model, processor, **opt_kw), optimized)]:
+            records, work[name] = count_flops(lambda: fn(judge, counted))
+            assert_same(f"{name} (FLOPs counted)", records, base[:len(counted)])
 
     opt_m, opt_records = results["optimized"]
     stage_encodes = expected_encodes(opt_records, pack.severity_sees_image)
