@@ -77,6 +77,22 @@ def test_shared_prefix_greedy_texts_equal_unshared(family, judges, images):
     assert texts == [a.text for a in unshared.generate(requests)]
 
 
+def test_shared_prefix_attention_runs_where_the_cache_is_plain(family, judges, images, monkeypatch):
+    """On CPU, every family whose shared prefix is a plain "yes" (full attention only) reads each
+    prefix once per unit (`_hf_shared_attention`), and the tests above cover it; windowed and
+    hybrid ones (Mistral 3 is built here with a window) keep a copy per request, and say why."""
+    from vlmjudge.backends import _hf_shared_attention as shared_attention
+    shared, _ = judges(family)
+    calls = []
+    split = shared_attention._split
+    monkeypatch.setattr(shared_attention, "_split", lambda *a, **k: calls.append(1) or split(*a, **k))
+    shared.choice_probs(mixed_requests(images)[:4], OPTIONS)
+    if SUPPORTED[family].shared_prefix == "yes" and family not in WINDOWED:
+        assert shared._runner.shared_blocker is None and calls
+    else:
+        assert "not plain full attention" in shared._runner.shared_blocker and not calls
+
+
 def test_batched_equals_one_at_a_time(family, judges, images):
     shared, _ = judges(family)
     requests = mixed_requests(images)

@@ -132,14 +132,16 @@ def _prepare_fresh(processor: Any, prompts: Sequence[prefixes.Prompt], pil_lists
 
 # -- running --------------------------------------------------------------------------------
 def cached_prefixes(runner: Any, batch: prefixes.PreparedBatch, device: Any, dtype: Any) -> tuple:
-    """(cache, prefix mask, next positions, keep) over every unit of `batch`: fresh ones run,
-    served ones from the store (extended where needed), new prefixes kept; `keep` keeps each
-    request's prompt after its suffix forward (`PrefixRunner.run_suffixes` calls it)."""
+    """(cache, prefix mask, next positions, keep, bases) over every unit of `batch`: fresh ones
+    run, served ones from the store (extended where needed), new prefixes kept; `keep` keeps each
+    request's prompt after its suffix forward (`PrefixRunner.run_suffixes` calls it). `bases`
+    names, per unit, the stored parent its row extends and that parent's columns (units of one
+    parent share them), or the unit itself; None when every unit is fresh."""
     store: PrefixKVStore = runner.kv
     plan: KVPlan | None = batch.kv
     if plan is None:
         cache, mask, nxt, _ = runner.run_prefix(batch.prefix, batch.vision, batch.image_keys, device, dtype)
-        return cache, mask, nxt, None
+        return cache, mask, nxt, None, None
     rows: list[RowKV] = []
     n_fresh = len(plan.meta) - len(plan.hits)
     if n_fresh:
@@ -153,6 +155,8 @@ def cached_prefixes(runner: Any, batch: prefixes.PreparedBatch, device: Any, dty
             store.stats.prefix_cache_hits += len(plan.hits)
             store.stats.prefix_cache_tokens += sum(h.columns for h in plan.hits)
         cache, mask, nxt = assemble(runner.model, rows, device)
+    bases = [(id(r.parent), r.parent.length) if r.parent is not None else (("unit", g), r.length)
+             for g, r in enumerate(rows)] if plan.hits else None
     row_unit = batch.row_unit.tolist()
 
     def keep(block_cache: Any, block_rows: torch.Tensor, lengths: torch.Tensor) -> None:
@@ -162,7 +166,7 @@ def cached_prefixes(runner: Any, batch: prefixes.PreparedBatch, device: Any, dty
             if store.has((digests, ids)):
                 row = extract(block_cache, j, n, rows[g].next + n, rows[g])
                 store.put(Entry(digests, plan.row_ids[r], row, tail + n, edge, parent=(digests, ids)))
-    return cache, mask, nxt, keep
+    return cache, mask, nxt, keep, bases
 
 
 def _served_rows(runner: Any, plan: KVPlan, device: Any) -> list[RowKV]:

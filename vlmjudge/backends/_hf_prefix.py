@@ -22,6 +22,11 @@ image sizes, tile counts) across units as it does for a plain batch. A recurrent
 cache (Qwen3.5's linear attention) cannot be shared: `sharing_blocker` names why, and the
 judge then runs the unshared path.
 
+On CPU, a model whose every cache layer is plain full attention skips the copies of step 2:
+each suffix row's cache holds only its own columns, and attention reads each unit's prefix once
+for all the unit's rows, merged exactly with the row's own part (`_hf_shared_attention`; the
+manifest's `prefix_attention` says which layout ran, and why).
+
 Positions are explicit, never inferred from padded columns: the multimodal rotary positions
 of Qwen-VL models (3 axes) come from the model's own `get_rope_index` for the prefix, and
 suffix and generated tokens continue from each prefix's next position (text tokens carry the
@@ -284,6 +289,8 @@ class PrefixRunner:
 
     def __init__(self, model: Any, vision: Any = None, kv: Any = None) -> None:
         from transformers import DynamicCache
+
+        from . import _hf_shared_attention as shared_attention
         self.model = model
         self.vision = vision  # a `VisionCache`, used for batches that carry image keys
         self.kv = kv          # a `PrefixKVStore` (`_hf_kvstore`) kept across calls, or None
@@ -294,6 +301,9 @@ class PrefixRunner:
         self.rope_index = getattr(inner, "get_rope_index", None)
         self._rope_params = set(inspect.signature(self.rope_index).parameters) if self.rope_index else set()
         self.windowed = windowed(model)
+        # suffixes read one prefix row per unit, not a copy per request (`_hf_shared_attention`)
+        self.shared_blocker = shared_attention.blocker(model)
+        self._attention_configs = shared_attention.attention_configs(model) if self.shared_blocker is None else []
 
     # -- positions -------------------------------------------------------------------------
     def _prefix_positions(self, prefix: dict[str, torch.Tensor], vision: dict[str, torch.Tensor]):
@@ -316,18 +326,37 @@ class PrefixRunner:
         return positions.unsqueeze(0).expand(3, -1, -1) if self.rope_index is not None else positions
 
     # -- forwards ------------------------------------------------------------------------------
+    def shares(self, device: Any) -> bool:
+        """Whether suffixes on `device` read a shared prefix row (else each gets a copy)."""
+        import torch
+        return self.shared_blocker is None and torch.device(device).type == "cpu"
+
+    def attention_layout(self, device: Any) -> str:
+        """How suffixes read their prefix on `device`, for the manifest."""
+        if self.shares(device):
+            return "shared: each unit's prefix read once by its rows"
+        return f"copied per request ({self.shared_blocker or 'not on CPU'})"
+
+    def attending(self, cache: Any) -> Any:
+        """The context of a forward over `cache`: shared-prefix attention for a `SuffixCache`."""
+        from . import _hf_shared_attention as shared_attention
+        if isinstance(cache, shared_attention.SuffixCache):
+            return shared_attention.attending(self._attention_configs, cache)
+        return nullcontext()
+
     def first_logits(self, batch: PreparedBatch, device: Any, dtype: Any,
                      by_length: bool = False) -> tuple[torch.Tensor, dict]:
         """Next-token logits (R, V, float32) after every request's prompt, and the decoding state.
         With a prefix KV store (`_hf_kvrun`), units it holds skip their prefix forward.
         `by_length`: nothing decodes after, so suffixes may run in blocks of like length."""
+        bases = None
         if self.kv is not None and self.kv.enabled:
             from ._hf_kvrun import cached_prefixes
-            cache, mask, nxt, keep = cached_prefixes(self, batch, device, dtype)
+            cache, mask, nxt, keep, bases = cached_prefixes(self, batch, device, dtype)
         else:
             cache, mask, nxt, _ = self.run_prefix(batch.prefix, batch.vision, batch.image_keys, device, dtype)
             keep = None
-        return self.run_suffixes(cache, mask, nxt, batch, device, keep, by_length)
+        return self.run_suffixes(cache, mask, nxt, batch, device, keep, by_length, bases)
 
     def run_prefix(self, prefix: dict, vision: dict, image_keys: list[str], device: Any, dtype: Any) -> tuple:
         """The units' prefixes (vision tower included) into a fresh cache: (cache, prefix mask,
@@ -343,12 +372,17 @@ class PrefixRunner:
         return cache, prefix["attention_mask"], nxt, positions
 
     def run_suffixes(self, cache: Any, prefix_mask: torch.Tensor, nxt: torch.Tensor, batch: PreparedBatch,
-                     device: Any, keep: Any = None, by_length: bool = False) -> tuple[torch.Tensor, dict]:
+                     device: Any, keep: Any = None, by_length: bool = False,
+                     bases: list | None = None) -> tuple[torch.Tensor, dict]:
         """Every request's suffix against its unit's row of the prefix cache (see module doc);
         `keep(block cache, rows, suffix lengths)` sees each block's cache after its forward.
         `by_length` runs suffixes of like length together (`_like_lengths`): fewer pads to run,
-        but more blocks, each a forward per step if a decode followed."""
+        but more blocks, each a forward per step if a decode followed. Where the model `shares`,
+        the rows read the prefixes in place (`_hf_shared_attention`), each unit's *base* (per unit
+        `bases`: the store parent that units share, and its columns; None: its whole prefix) once."""
         import torch
+
+        from . import _hf_shared_attention as shared_attention
         row_unit = batch.row_unit.to(device)
         suffix_ids, suffix_mask = batch.suffix_ids.to(device), batch.suffix_mask.to(device)
         nxt = nxt.to(device)
@@ -357,16 +391,22 @@ class PrefixRunner:
         groups = []
         blocks = (_by_length(lengths) if self.windowed else _like_lengths(lengths) if by_length
                   else [torch.arange(len(row_unit), device=device)])
-        for k, rows in enumerate(blocks):  # the last block takes the prefix cache itself, no copy
-            block_cache = cache if k == len(blocks) - 1 else copy.deepcopy(cache)
-            block_cache.batch_select_indices(row_unit[rows])  # repeated indices: a prefix's KV per request
+        shared = shared_attention.UnitPrefixes.of(cache, prefix_mask, bases) if self.shares(device) else None
+        for k, rows in enumerate(blocks):
+            if shared is not None:  # the block's cache holds the rows' own columns, then their suffixes
+                rows, block_cache, own_mask = shared.block(rows, row_unit, self.model.config)
+            else:  # the last block takes the prefix cache itself, no copy
+                block_cache = cache if k == len(blocks) - 1 else copy.deepcopy(cache)
+                block_cache.batch_select_indices(row_unit[rows])  # repeated indices: a prefix's KV per request
+                own_mask = prefix_mask[row_unit[rows]]
             width = int(lengths[rows].max())
             ids, block_mask = suffix_ids[rows, -width:], suffix_mask[rows, -width:]
             start = nxt[row_unit[rows]] - (width - lengths[rows])  # position of column 0 of the block
             pos = (start.unsqueeze(1) + torch.arange(width, device=device)).clamp(min=0) * block_mask
-            mask = torch.cat([prefix_mask[row_unit[rows]], block_mask], dim=1)
-            out = self.model(input_ids=ids, attention_mask=mask, position_ids=self._shape(pos),
-                             use_cache=True, logits_to_keep=1, **{self.cache_kw: block_cache})
+            mask = torch.cat([own_mask, block_mask], dim=1)
+            with self.attending(block_cache):
+                out = self.model(input_ids=ids, attention_mask=mask, position_ids=self._shape(pos),
+                                 use_cache=True, logits_to_keep=1, **{self.cache_kw: block_cache})
             if keep is not None:
                 keep(block_cache, rows, lengths[rows])
             block_logits = out.logits[:, -1, :].float()
@@ -407,9 +447,10 @@ class PrefixRunner:
                     block.cache.batch_select_indices(keep)
                     block.rows, block.mask, block.next = block.rows[keep], block.mask[keep], block.next[keep]
                 block.mask = torch.cat([block.mask, block.mask.new_ones((block.rows.numel(), 1))], dim=1)
-                out = self.model(input_ids=tokens[block.rows].unsqueeze(1), attention_mask=block.mask,
-                                 position_ids=self._shape(block.next.unsqueeze(1)), use_cache=True,
-                                 logits_to_keep=1, **{self.cache_kw: block.cache})
+                with self.attending(block.cache):
+                    out = self.model(input_ids=tokens[block.rows].unsqueeze(1), attention_mask=block.mask,
+                                     position_ids=self._shape(block.next.unsqueeze(1)), use_cache=True,
+                                     logits_to_keep=1, **{self.cache_kw: block.cache})
                 block.next = block.next + 1
                 scores[block.rows] = out.logits[:, -1, :].float()
             blocks = [b for b in blocks if b.rows.numel()]

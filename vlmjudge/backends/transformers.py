@@ -436,6 +436,7 @@ class TransformersJudge(Judge):
                 "requested_revision": self.requested_revision,
                 "batch_size": "auto" if self.auto_batch else self.rows, "chunk_size": self.batch_size,
                 "prefix_reuse": self.prefix_reuse, "prefix_fallback": self.sharing_blocker,
+                "prefix_attention": self._runner.attention_layout(self.model.device) if self.prefix_reuse else None,
                 "attn_implementation": self.attn_implementation,
                 "vision_cache_mb": self.vision_cache.max_bytes / 2**20 if self.vision_cache.enabled else 0,
                 "kv_cache_mb": self.kv_cache.max_bytes / 2**20 if self.kv_cache.enabled else 0,

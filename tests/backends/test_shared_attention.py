@@ -1,0 +1,157 @@
+"""Shared-prefix attention (`_hf_shared_attention`, issue 22): suffix and decode rows read their
+unit's prefix once, split at the prefix's end and merged by log-sum-exp. The split equals
+softmax attention over the concatenated columns; a model judged through it answers as the
+plain layout does; a layer that bypasses it is refused, and models it cannot serve say why."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from vlmjudge import Decoding, Request
+from vlmjudge.backends import _hf_shared_attention as shared_attention
+from vlmjudge.backends.transformers import TransformersJudge
+
+OPTIONS = ["Yes", "No"]
+TOL = 1e-5
+
+
+class Layer(torch.nn.Module):
+    """What the attention function reads of a layer: its index and causality."""
+
+    def __init__(self, layer_idx=0):
+        super().__init__()
+        self.layer_idx, self.is_causal = layer_idx, True
+
+
+def split_case(length, seed=0, heads=4, kv_heads=2, dim=16):
+    """Three bases of different lengths under six rows sorted by base; each row's own columns
+    (its part after the base, then `length` new ones) left-padded, causal over the new ones."""
+    g = torch.Generator().manual_seed(seed)
+    base_lengths, row_base, pads = [9, 5, 12], [0, 0, 1, 1, 1, 2], [0, 2, 1, 0, 3, 2]
+    own = 4 + length
+    keys = [torch.randn(1, kv_heads, n, dim, generator=g) for n in base_lengths]
+    values = [torch.randn(1, kv_heads, n, dim, generator=g) for n in base_lengths]
+    rows = len(row_base)
+    query = torch.randn(rows, length, heads, dim, generator=g).transpose(1, 2)  # as a layer hands it over
+    key = torch.randn(rows, kv_heads, own, dim, generator=g)
+    value = torch.randn(rows, kv_heads, own, dim, generator=g)
+    mask = torch.ones(rows, 1, length, own, dtype=torch.bool)
+    for r, pad in enumerate(pads):
+        mask[r, :, :, :pad] = False
+    mask[:, :, :, own - length:] &= torch.ones(length, length, dtype=torch.bool).tril()
+    shared = shared_attention.SharedPrefix([keys], [values], torch.tensor(row_base))
+    return shared, query, key, value, mask, pads
+
+
+def plain(shared, query, key, value, mask):
+    """Each row's attention over its base and own columns, concatenated (what the split equals)."""
+    out = []
+    for r, b in enumerate(shared.row_base.tolist()):
+        k = torch.cat([shared.keys[0][b][0], key[r]], dim=1).repeat_interleave(2, dim=0)
+        v = torch.cat([shared.values[0][b][0], value[r]], dim=1).repeat_interleave(2, dim=0)
+        seen = torch.cat([torch.ones(mask.shape[2], k.shape[1] - key.shape[2], dtype=torch.bool), mask[r, 0]], dim=1)
+        out.append(F.scaled_dot_product_attention(query[r], k, v, attn_mask=seen, scale=0.3))
+    return torch.stack(out)
+
+
+def run_split(shared, query, key, value, mask):
+    cache = shared_attention.SuffixCache(None, shared)
+    with shared_attention.attending([], cache):
+        out, weights = shared_attention.attention(Layer(), query, key, value, mask, scaling=0.3)
+    assert weights is None
+    return out.transpose(1, 2)
+
+
+@pytest.mark.parametrize("length", [1, 5])
+def test_the_split_equals_attention_over_the_concatenated_columns(length):
+    shared, query, key, value, mask, pads = split_case(length)
+    got, want = run_split(shared, query, key, value, mask), plain(shared, query, key, value, mask)
+    assert torch.isfinite(got).all()
+    assert (got - want).abs().max() < TOL
+    assert shared.runs == [(0, 0, 2), (1, 2, 5), (2, 5, 6)]
+
+
+def test_a_missing_mask_reads_as_causal_and_decode_steps_see_every_column():
+    shared, query, key, value, _, _ = split_case(5)
+    key, value = key[..., -5:, :], value[..., -5:, :]  # an empty cache before the suffix: square
+    causal = torch.ones(6, 1, 5, 5, dtype=torch.bool).tril()
+    assert (run_split(shared, query, key, value, None) - plain(shared, query, key, value, causal)).abs().max() < TOL
+    shared, query, key, value, _, _ = split_case(1)
+    every = torch.ones(6, 1, 1, key.shape[2], dtype=torch.bool)
+    assert (run_split(shared, query, key, value, None) - plain(shared, query, key, value, every)).abs().max() < TOL
+
+
+def test_the_split_refuses_what_it_cannot_honour():
+    shared, query, key, value, mask, _ = split_case(1)
+    cache = shared_attention.SuffixCache(None, shared)
+    with pytest.raises(RuntimeError, match="sliding_window"):
+        with shared_attention.attending([], cache):
+            shared_attention.attention(Layer(), query, key, value, mask, sliding_window=4)
+    with pytest.raises(RuntimeError, match="not one of the shared prefix's layers"):
+        with shared_attention.attending([], cache):
+            shared_attention.attention(Layer(layer_idx=3), query, key, value, mask)
+    with pytest.raises(RuntimeError, match="0 of 1 attention layers read the shared prefix"):
+        with shared_attention.attending([], cache):
+            pass
+    with pytest.raises(ValueError, match="sorted by base"):
+        shared_attention.SharedPrefix(shared.keys, shared.values, torch.tensor([0, 1, 0]))
+
+
+def test_outside_a_shared_forward_it_is_sdpa():
+    query, key, value = torch.randn(2, 4, 3, 16), torch.randn(2, 4, 3, 16), torch.randn(2, 4, 3, 16)
+    out, _ = shared_attention.attention(Layer(), query, key, value, None, scaling=0.25)
+    want = F.scaled_dot_product_attention(query, key, value, is_causal=True, scale=0.25).transpose(1, 2)
+    assert torch.equal(out, want)
+
+
+def checks(image, n, **kw):
+    return [Request(images=[image], text=f"Check {k}: is there a cat in the image?", prefix="Answer:", **kw)
+            for k in range(n)]
+
+
+def test_a_judge_reads_shared_prefixes_and_answers_as_the_copied_layout(loaded, fresh, monkeypatch, noise):
+    """Qwen3-VL and LLaVA on CPU: the split runs (counted), and probabilities and greedy texts
+    equal those of the same judge with each request's prefix copied into its cache row."""
+    calls = []
+    split = shared_attention._split
+    monkeypatch.setattr(shared_attention, "_split", lambda *a, **k: calls.append(1) or split(*a, **k))
+    for family in ("qwen3_vl", "llava"):
+        sharing, copying = fresh(loaded[family]), fresh(loaded[family])
+        assert sharing._runner.shared_blocker is None and sharing._runner.shares(sharing.model.device)
+        copying._runner.shared_blocker = "copied for this comparison"
+        images = noise(2)
+        requests = [r for im in images for r in checks(im, 3)]
+        evidence = [r for im in images for r in checks(im, 2, decoding=Decoding(max_new_tokens=8))]
+        before = len(calls)
+        p_shared, t_shared = sharing.choice_probs(requests, OPTIONS), [a.text for a in sharing.generate(evidence)]
+        assert len(calls) > before
+        ran = len(calls)
+        p_copied, t_copied = copying.choice_probs(requests, OPTIONS), [a.text for a in copying.generate(evidence)]
+        assert len(calls) == ran  # the copied layout never calls the split
+        assert max(abs(a[o] - b[o]) for a, b in zip(p_shared, p_copied) for o in OPTIONS) < TOL
+        assert t_shared == t_copied
+        assert len({round(p["Yes"], 6) for p in p_copied}) > 2
+
+
+def test_a_layer_left_on_plain_sdpa_is_refused(loaded, fresh, noise):
+    judge = fresh(loaded["qwen3_vl"])
+    judge._runner._attention_configs = []  # no layer switched: each would see its own columns only
+    with pytest.raises(RuntimeError, match="attention layers read the shared prefix"):
+        judge.choice_probs(checks(noise(1)[0], 2), OPTIONS)
+
+
+def test_models_it_cannot_serve_say_why(loaded):
+    judge = loaded["qwen3_vl"]
+    assert judge._runner.shares("cpu") and not judge._runner.shares("cuda")
+    assert judge.manifest()["prefix_attention"].startswith("shared")
+    assert judge._runner.attention_layout("cuda") == "copied per request (not on CPU)"
+    eager = TransformersJudge(judge.model, judge.processor)
+    configs = shared_attention.attention_configs(judge.model)
+    saved = [c._attn_implementation for c in configs]
+    try:
+        for c in configs:
+            c._attn_implementation = "eager"
+        assert "eager" in shared_attention.blocker(eager.model)
+    finally:
+        for c, name in zip(configs, saved):
+            c._attn_implementation = name
+    assert shared_attention.blocker(judge.model) is None

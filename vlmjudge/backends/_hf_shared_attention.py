@@ -1,0 +1,258 @@
+"""Shared-prefix attention: every suffix and decode row reads its unit's prefix keys once.
+
+On the shared-prefix path (`_hf_prefix`) each request's suffix, and each token decoded after
+it, attends over its unit's prefix (an image's ~1,700 columns under TerraVis' 18 checks). The
+plain layout copies that prefix into every request's cache row, so attention reads one copy
+per row. Here a request's cache row holds its suffix columns only (`SuffixCache`) and the
+prefix stays one row per unit (`SharedPrefix`). Each layer's attention is split at the
+prefix's end and the two parts are merged exactly, by their log-sum-exp (cascade attention):
+
+    out = o_p + (o_s - o_p) * sigmoid(l_s - l_p)
+
+o_p and l_p are a query's output and log-sum-exp over its unit's prefix, computed with the
+unit's queries stacked into one sequence (one read of the prefix for all its rows); o_s and l_s
+are the same over the row's own suffix columns, masked as transformers masks them. That is
+softmax attention over the concatenated columns, reordered: the result equals the plain
+layout's up to float rounding.
+
+Where it runs (`blocker` says why not): on CPU (the kernel is PyTorch's CPU flash attention,
+which returns the log-sum-exp), on models whose every cache layer is a plain full-attention
+layer and whose attention implementation is sdpa. Sliding-window, chunked and recurrent
+models, and CUDA devices, keep the plain layout.
+
+How it is reached: `attention` is registered as the attention implementation `NAME` (an sdpa
+wrapper: outside a shared forward it is sdpa itself), and `attending` switches the model's
+attention configs to it for one forward, then back. A forward in which a layer did not call
+it raises: that layer would have attended over its suffix alone.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterator
+
+from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
+
+if TYPE_CHECKING:
+    import torch
+
+#: The attention implementation name `attention` is registered under.
+NAME = "vlmjudge_shared_prefix_sdpa"
+#: Keyword arguments of a layer's attention call this split cannot honour.
+_UNSUPPORTED = ("sliding_window", "softcap", "position_bias", "s_aux", "sinks")
+
+_ACTIVE: ContextVar["SharedPrefix | None"] = ContextVar("vlmjudge_shared_prefix", default=None)
+
+
+@dataclass
+class SharedPrefix:
+    """The prefix keys and values a block's rows share, one per *base*, and which base each
+    row extends. Rows are sorted by base, so a base's rows are one slice."""
+
+    keys: list[list[torch.Tensor]]     # [layer][base] (1, kv heads, base columns, head dim)
+    values: list[list[torch.Tensor]]
+    row_base: torch.Tensor             # (R,) non-decreasing
+    runs: list[tuple[int, int, int]] = field(default_factory=list)  # (base, first row, end row)
+    calls: int = 0                     # layers that ran the split in the current forward
+
+    def __post_init__(self) -> None:
+        import torch
+        bases, counts = torch.unique_consecutive(self.row_base, return_counts=True)
+        if len(bases) != len(set(bases.tolist())):
+            raise ValueError("shared-prefix rows must be sorted by base")
+        ends = counts.cumsum(0).tolist()
+        self.runs = [(b, end - n, end) for b, n, end in zip(bases.tolist(), counts.tolist(), ends)]
+
+    def select(self, indices: torch.Tensor) -> SharedPrefix:
+        """The same bases under a subset of the rows (finished rows leave a decode)."""
+        return SharedPrefix(self.keys, self.values, self.row_base[indices])
+
+
+@dataclass
+class UnitPrefixes:
+    """A batch's unit prefixes (a left-padded cache, pads hidden by its mask) cut in two: a
+    *base* that several units may share (their common parent in the prefix KV store, or the
+    unit's whole prefix) and each unit's *own* columns after it, its last ones."""
+
+    cache: Any
+    width: int
+    unit_base: torch.Tensor            # (U,) base of each unit
+    own: torch.Tensor                  # (U,) own columns of each unit
+    keys: list[list[torch.Tensor]]     # [layer][base], views into the cache
+    values: list[list[torch.Tensor]]
+
+    @classmethod
+    def of(cls, cache: Any, prefix_mask: torch.Tensor, bases: list[tuple[Any, int]] | None = None) -> UnitPrefixes:
+        """`bases`: per unit, what its base is (units naming the same share it) and its columns;
+        None: each unit is its own base."""
+        import torch
+        lengths = prefix_mask.sum(-1).tolist()
+        width = int(prefix_mask.shape[1])
+        for g, n in enumerate(lengths):
+            if not bool(prefix_mask[g, width - n:].all()):
+                raise ValueError(f"prefix row {g} is not left-padded")
+        if bases is None:
+            bases = [(("unit", g), n) for g, n in enumerate(lengths)]
+        first: dict[Any, tuple[int, int, int]] = {}   # base -> (index, a unit holding it, columns)
+        unit_base, own = [], []
+        for g, ((name, columns), n) in enumerate(zip(bases, lengths)):
+            if not 0 < columns <= n:
+                raise ValueError(f"unit {g}'s base of {columns} columns does not fit its {n}")
+            index, _, held = first.setdefault(name, (len(first), g, columns))
+            if held != columns:
+                raise ValueError(f"units name one base with {held} and {columns} columns")
+            unit_base.append(index)
+            own.append(n - columns)
+        keys, values = [], []
+        for layer in cache.layers:
+            if layer.keys is None or layer.keys.numel() == 0:
+                raise RuntimeError("a cache layer holds no prefix states; shared-prefix attention needs every layer's")
+            cut = [(g, width - lengths[g]) for _, g, _ in first.values()]
+            sizes = [columns for _, _, columns in first.values()]
+            keys.append([layer.keys[g:g + 1, :, at:at + n] for (g, at), n in zip(cut, sizes)])
+            values.append([layer.values[g:g + 1, :, at:at + n] for (g, at), n in zip(cut, sizes)])
+        device = prefix_mask.device
+        return cls(cache, width, torch.tensor(unit_base, device=device), torch.tensor(own, device=device),
+                   keys, values)
+
+    def block(self, rows: torch.Tensor, row_unit: torch.Tensor, config: Any) -> tuple:
+        """(rows sorted by base, their `SuffixCache` holding each row's own columns, those
+        columns' mask): what a block of suffixes runs on."""
+        import torch
+        units = row_unit[rows]
+        order = torch.argsort(self.unit_base[units], stable=True)
+        rows, units = rows[order], units[order]
+        cache = SuffixCache(config, SharedPrefix(self.keys, self.values, self.unit_base[units]))
+        own = self.own[units]
+        width = int(own.max()) if len(own) else 0
+        mask = (torch.arange(width, device=own.device) >= (width - own).unsqueeze(1)).long()
+        if width:  # the prefix rows' last `width` columns; columns of a shorter own part are masked
+            for layer, held in zip(cache.layers, self.cache.layers):
+                keys = held.keys[units, :, self.width - width:]
+                values = held.values[units, :, self.width - width:]
+                layer.lazy_initialization(keys, values)
+                layer.keys, layer.values = keys, values
+        return rows, cache, mask
+
+
+class SuffixCache(DynamicCache):
+    """A `DynamicCache` holding each row's columns after its base; `shared` holds the bases."""
+
+    def __init__(self, config: Any, shared: SharedPrefix) -> None:
+        super().__init__(config=config)
+        self.shared = shared
+
+    def batch_select_indices(self, indices: torch.Tensor) -> None:
+        super().batch_select_indices(indices)
+        self.shared = self.shared.select(indices)
+
+
+def blocker(model: Any) -> str | None:
+    """Why this model's suffixes cannot read a shared prefix (None: they can, on CPU)."""
+    import torch
+    if not hasattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu"):
+        return "this torch has no CPU flash attention returning the log-sum-exp"
+    layers = list(DynamicCache(config=model.config).layers)
+    if not layers or any(type(layer) is not DynamicLayer for layer in layers):
+        return "a cache layer is not plain full attention (sliding window, chunk or recurrent state)"
+    implementations = {config._attn_implementation for config in attention_configs(model)}
+    if implementations != {"sdpa"}:
+        return f"attention implementation {sorted(map(str, implementations)) or 'unknown'}, not sdpa"
+    return None
+
+
+def attention_configs(model: Any) -> list[Any]:
+    """The configs the model's attention layers read their implementation from."""
+    configs: dict[int, Any] = {}
+    for module in model.modules():
+        config = getattr(module, "config", None)
+        if isinstance(getattr(module, "layer_idx", None), int) and hasattr(config, "_attn_implementation"):
+            configs[id(config)] = config
+    return list(configs.values())
+
+
+def register() -> None:
+    """Make `NAME` an attention implementation (and its mask sdpa's); idempotent."""
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+    from transformers.modeling_utils import AttentionInterface
+    AttentionInterface.register(NAME, attention)
+    AttentionMaskInterface.register(NAME, sdpa_mask)
+
+
+@contextmanager
+def attending(configs: list[Any], cache: SuffixCache) -> Iterator[None]:
+    """One forward in which the attention layers read `cache.shared` (see module doc)."""
+    register()
+    shared = cache.shared
+    shared.calls = 0
+    token = _ACTIVE.set(shared)
+    before = [config._attn_implementation for config in configs]
+    for config in configs:
+        config._attn_implementation = NAME
+    try:
+        yield
+    finally:
+        for config, name in zip(configs, before):
+            config._attn_implementation = name
+        _ACTIVE.reset(token)
+    if shared.calls != len(shared.keys):
+        raise RuntimeError(f"{shared.calls} of {len(shared.keys)} attention layers read the shared prefix; "
+                           "the others would have seen their suffix alone")
+
+
+def attention(module: Any, query: Any, key: Any, value: Any, attention_mask: Any, dropout: float = 0.0,
+              scaling: float | None = None, is_causal: bool | None = None, **kwargs: Any) -> tuple[Any, None]:
+    """sdpa, or inside `attending` the prefix/suffix split (see module doc)."""
+    shared = _ACTIVE.get()
+    if shared is None:
+        from transformers.integrations.sdpa_attention import sdpa_attention_forward
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
+                                      scaling=scaling, is_causal=is_causal, **kwargs)
+    refused = [k for k in _UNSUPPORTED if kwargs.get(k) is not None]
+    if refused or dropout or kwargs.get("output_attentions"):
+        raise RuntimeError(f"shared-prefix attention cannot honour {refused or ['dropout or attention weights']}")
+    layer = getattr(module, "layer_idx", None)
+    if not isinstance(layer, int) or not 0 <= layer < len(shared.keys) or key.shape[0] != query.shape[0]:
+        raise RuntimeError(f"attention layer {layer!r} is not one of the shared prefix's layers")
+    causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
+    out = _split(shared, layer, query, key, value, attention_mask, scaling, causal)
+    shared.calls += 1
+    return out.transpose(1, 2).contiguous(), None
+
+
+def _split(shared: SharedPrefix, layer: int, query: Any, key: Any, value: Any, attention_mask: Any,
+           scale: float | None, causal: bool = True) -> torch.Tensor:
+    """(R, heads, L, dim): attention over the row's base and its own columns, merged."""
+    import torch
+    flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+    rows, heads, length, dim = query.shape
+    base_keys, base_values = shared.keys[layer], shared.values[layer]
+    out = query.new_empty((rows, heads, length, dim))
+    lse = torch.empty((rows, heads, length), dtype=torch.float32, device=query.device)
+    for b, first, end in shared.runs:  # a base's queries as one sequence: the base read once
+        n = end - first
+        stacked = query[first:end].transpose(0, 1).reshape(1, heads, n * length, dim)
+        o, l = flash(stacked, base_keys[b], base_values[b], scale=scale)[:2]
+        out[first:end] = o.reshape(heads, n, length, dim).transpose(0, 1)
+        lse[first:end] = l.reshape(heads, n, length).transpose(0, 1)
+    causal = causal and attention_mask is None and length > 1  # as sdpa reads a missing mask
+    if causal and length != key.shape[-2]:
+        raise RuntimeError("a causal suffix forward must start on an empty suffix cache")
+    mask = attention_mask
+    if mask is not None and mask.dtype == torch.bool:
+        mask = torch.zeros(mask.shape, dtype=query.dtype, device=query.device).masked_fill_(~mask, float("-inf"))
+    elif mask is not None:
+        mask = mask.to(query.dtype)
+    # a query whose own columns are all masked (a pad) gets output 0 and log-sum-exp 0: finite
+    kv_heads = int(key.shape[1])
+    if length == 1 and heads > kv_heads and (mask is None or mask.shape[1] == 1):  # a decode step:
+        # each key head's queries as one sequence (one pass over its columns, not one per head)
+        folded = query.reshape(rows, kv_heads, heads // kv_heads, dim)
+        own, own_lse = flash(folded, key, value, attn_mask=mask, scale=scale)[:2]
+        own, own_lse = own.reshape(rows, heads, 1, dim), own_lse.reshape(rows, heads, 1)
+    else:
+        own, own_lse = flash(query, key, value, is_causal=causal, attn_mask=mask, scale=scale)[:2]
+    weight = torch.sigmoid(own_lse - lse).unsqueeze(-1).to(out.dtype)
+    return out.add_((own - out).mul_(weight))
