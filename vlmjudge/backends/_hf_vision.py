@@ -134,7 +134,8 @@ class VisionCache:
                 todo.append(i)
         fresh: dict[str, tuple[Any, list[Any]]] = {}
         if todo:
-            pixels = torch.cat([pixel_values[starts[i]:starts[i + 1]] for i in todo])
+            pixels = (pixel_values[:starts[-1]] if todo == list(range(len(keys))) else  # all, in order: a view
+                      torch.cat([pixel_values[starts[i]:starts[i + 1]] for i in todo]))
             out = encode(pixels, grid[todo], **kwargs)
             self._output_type = type(out)
             embeds = list(out.pooler_output)
