@@ -207,3 +207,49 @@ def test_judges_on_one_tokenizer_share_one_compiler_until_it_is_gone(judge):
     del other, own
     gc.collect()
     assert key not in _hf_forcing._SHARED
+
+
+def _choices(compiler, constraint, budget, seed):
+    """The tokens a closer takes under random allowed candidates, and how many it steered."""
+    import xgrammar as xgr
+    rng = random.Random(seed)
+    matcher = compiler.matcher(constraint)
+    closer = compiler.closers.row(constraint, matcher)
+    bitmask = xgr.allocate_token_bitmask(1, compiler.vocab_size)
+    taken = []
+    for step in range(budget):
+        matcher.fill_next_token_bitmask(bitmask, 0)
+        scores = torch.zeros(1, compiler.vocab_size)
+        xgr.apply_token_bitmask_inplace(scores, bitmask)
+        allowed = (scores[0] == 0).nonzero().squeeze(1).tolist()
+        token = closer.choose(rng.choice(allowed), budget - step)
+        taken.append(token)
+        assert matcher.accept_token(token)
+        if token in compiler.stop_token_ids:
+            break
+        closer.advance(token)
+        if closer._fresh and closer.stack is not None:  # its plan is what planning afresh gives
+            again = closer._plan(closer.stack, matcher)
+            assert (closer.plan.text, closer.plan.n_tokens) == (again.text, again.n_tokens)
+    return taken, closer.steered
+
+
+def test_skipping_the_plan_inside_a_long_enough_string_decides_as_planning_does(compiler, monkeypatch):
+    """`RowCloser._keeps_ending` lets plain characters through without planning the ending
+    anew; every shipped schema takes the same tokens, at every budget, as when it plans each one,
+    and a fresh plan is always what planning afresh gives."""
+    from vlmjudge.backends import _hf_forcing
+    skipped = []
+    keeps = _hf_forcing.RowCloser._keeps_ending
+    monkeypatch.setattr(_hf_forcing.RowCloser, "_keeps_ending",
+                        lambda self, t: keeps(self, t) and (skipped.append(t) or True))
+    runs = [(name, budget, seed) for name in sorted(SHIPPED) for seed, budget in enumerate((1, 12, 40, 90))]
+    fast = {}
+    for name, budget, seed in runs:
+        constraint = SHIPPED[name]
+        fast[name, budget] = _choices(compiler, constraint, compiler.closers.shortest(constraint) + budget, seed)
+    assert skipped  # the shortcut ran
+    monkeypatch.setattr(_hf_forcing.RowCloser, "_keeps_ending", lambda self, t: False)
+    for name, budget, seed in runs:
+        constraint = SHIPPED[name]
+        assert _choices(compiler, constraint, compiler.closers.shortest(constraint) + budget, seed) == fast[name, budget]

@@ -196,6 +196,7 @@ class RowCloser:
         self.eos_id, self.stop_ids = stop_ids[0], frozenset(stop_ids)
         self.stack = walker.start()
         self.plan = self._plan(self.stack, matcher)
+        self._fresh = True  # `plan` is the shortest ending from here (not a steered plan's rest)
         self._next: tuple[int, list, Plan] | None = None
         self.steered = 0  # tokens taken from the plan instead of the row's own choice
 
@@ -218,6 +219,11 @@ class RowCloser:
         if self.stack is None:  # the walker lost the document: write the known ending
             return self._steer()
         fork = self.matcher.fork()
+        if self._fresh and self._keeps_ending(candidate) and self.plan.n_tokens + 1 < remaining - 1 - VERIFY_MARGIN:
+            if fork.accept_token(candidate):  # the ending is the same, far inside the budget: taken
+                self._next = (candidate, None, None)
+                return candidate
+            return self._steer()
         if fork.accept_token(candidate):
             stack = self.walker.copy(self.stack)
             try:
@@ -232,6 +238,19 @@ class RowCloser:
                     return candidate
         return self._steer()
 
+    def _keeps_ending(self, token: int) -> bool:
+        """Whether `token` leaves the shortest ending as it is: plain printable ASCII (no quote,
+        no backslash) inside a string value that already has its minimum length. Such bytes only
+        lengthen the string, so the plan's text and token count stay, and `choose` skips
+        re-planning (the same decision as planning anew: see `_plan`, `JsonWalker.closing`)."""
+        top = self.stack[-1] if self.stack else None
+        if top is None or top.kind != "string" or top.is_key or top.pending or top.escape:
+            return False
+        if top.count < int(top.schema.get("minLength", 0)):
+            return False
+        data = self.vocab.token_bytes[token]
+        return bool(data) and all(0x20 <= b < 0x7F and b not in (0x22, 0x5C) for b in data)
+
     def _steer(self) -> int:
         """The plan's next token (its end token once the text is written)."""
         if not self.plan.verify(self.matcher):
@@ -245,16 +264,22 @@ class RowCloser:
         """After the matcher accepted `token`."""
         if token in self.stop_ids:
             return
-        if self._next is not None and self._next[0] == token:
+        if self._next is not None and self._next[0] == token and self._next[1] is None:
+            self._feed(token)  # `_keeps_ending`: the same ending text, planned afresh from here
+            self.plan = Plan(self.plan.text, self.plan.n_tokens, self.plan.leaves)
+        elif self._next is not None and self._next[0] == token:
             _, self.stack, self.plan = self._next
+            self._fresh = True
         elif self.plan.n_tokens and self.plan.ids(self.vocab)[0] == token:
             self._feed(token)
             self.plan = self.plan.after_first(self.vocab)
+            self._fresh = False
         else:  # a token the closer did not choose (tests drive matchers by hand)
             self._feed(token)
             if self.stack is None:
                 raise RuntimeError("a constrained row took a token its closer cannot follow")
             self.plan = self._plan(self.stack, self.matcher)
+            self._fresh = True
         self._next = None
 
     def _feed(self, token: int) -> None:
