@@ -202,9 +202,9 @@ def test_where_an_entry_may_be_cut():
     assert row.length == 36 and row.next == 36 and row.layers[0][0].shape[-2] == 36
     with pytest.raises(ValueError):
         windowed.kv.crop(30)
-    long = tuple(range(200))
-    assert kv_store.common_prefix_length(long, long[:130] + (-1,)) == 130 and kv_store.common_prefix_length(long, long) == 200
-    assert kv_store.common_prefix_length(long[:64], long) == 64 and kv_store.common_prefix_length((), long) == 0
+    long, common = tuple(range(200)), lambda a, b: kv_store.common_length(kv_store.packed_ids(a), kv_store.packed_ids(b))
+    assert common(long, long[:130] + (-1,)) == 130 and common(long, long) == 200
+    assert common(long[:64], long) == 64 and common((), long) == 0
 
 
 @pytest.fixture(scope="module")
@@ -265,3 +265,17 @@ def test_out_of_memory_empties_the_store_before_the_retry(loaded, noise):
     assert judge.stats.prefix_cache_hits == 0
     judge.choice_probs(stage(second, "Check", 2), OPTIONS)  # the retry's were kept
     assert judge.stats.prefix_cache_hits >= 2
+
+
+def test_packed_prefix_lengths_equal_the_plain_count():
+    """Lookups compare packed ids by bisection (`common_length`); it counts what the token-by-token
+    comparison of the planner counts, at every length and divergence point."""
+    import random
+
+    from vlmjudge.backends._hf_prefix import common_prefix_length
+    rng = random.Random(3)
+    for _ in range(500):
+        a = [rng.randrange(3) for _ in range(rng.randrange(0, 90))]
+        b = a[:rng.randrange(len(a) + 1)] + [rng.randrange(3) for _ in range(rng.randrange(0, 40))]
+        assert kv_store.common_length(kv_store.packed_ids(a), kv_store.packed_ids(b)) == common_prefix_length(a, b)
+    assert kv_store.common_length(kv_store.packed_ids([2**40, 5]), kv_store.packed_ids([2**40, 6])) == 1

@@ -40,13 +40,12 @@ planning and running only frees memory later.
 """
 from __future__ import annotations
 
+import array
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Sequence
-
-from ._hf_prefix import common_prefix_length
 
 if TYPE_CHECKING:
     import torch
@@ -129,6 +128,28 @@ class Entry:
     def key(self) -> tuple:
         return (self.digests, self.ids)
 
+    @cached_property
+    def packed(self) -> bytes:
+        return packed_ids(self.ids)
+
+
+def packed_ids(ids: Sequence[int]) -> bytes:
+    """Token ids as 8-byte machine words: prefixes compare as bytes (`common_length`)."""
+    return array.array("q", ids).tobytes()
+
+
+def common_length(a: bytes, b: bytes) -> int:
+    """Tokens two `packed_ids` share at their start: a bisection over byte-slice equality, each
+    test one memory comparison (a lookup compares its prompt with every entry of its bucket)."""
+    low, high = 0, min(len(a), len(b)) // 8
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[:8 * mid] == b[:8 * mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
 
 def verbatim_tail(expanded: Sequence[int], ids: Sequence[int], limit: int) -> int:
     """How many trailing tokens `expanded` (the processor's) and `ids` (the tokenizer's) share, at most `limit`."""
@@ -182,11 +203,11 @@ class PrefixKVStore:
         bucket = self._bucket(digests, ids)
         if bucket is None:
             return None
-        ids = tuple(ids)
+        packed = packed_ids(ids)
         best: tuple[Entry, int] | None = None
         with self._lock:
             for entry in self._buckets.get(bucket, {}).values():
-                cut = self._usable(entry, common_prefix_length(entry.ids, ids), images_end)
+                cut = self._usable(entry, common_length(entry.packed, packed), images_end)
                 if cut and (best is None or cut > best[1]):
                     best = (entry, cut)
             if best is not None:
