@@ -106,9 +106,9 @@ class RowControl(LogitsProcessor):
                                               vocab_size=self.vocab_size)
         if not masked_device:
             scores.copy_(target.to(scores.device))
-        if self._specials:
-            for i in rows:
-                scores[i, self._specials] = float("-inf")
+        if self._specials:  # one indexed write for every row
+            index = torch.tensor(rows, device=scores.device).unsqueeze(1)
+            scores[index, torch.tensor(self._specials, device=scores.device)] = float("-inf")
         if step == 0:
             for i in rows:
                 first = self.plans[i].first_ids
