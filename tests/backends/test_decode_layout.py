@@ -98,6 +98,20 @@ def test_token_ids_are_memoised_by_text_and_evicted_oldest_first():
     assert tok.calls == 4
 
 
+def test_a_call_tokenises_its_new_texts_in_one_batch_with_the_same_ids(loaded):
+    tokenizer = loaded["qwen3_vl"].tokenizer
+    texts = ["Is there a cat?", "Does the image show <|vision_start|> a car?", "Is there a cat?", " spaced  out "]
+    batched = TokenIds(tokenizer)
+    batched.prefetch(texts)
+    assert len(batched) == 3
+    one_each = TokenIds(tokenizer)
+    assert [batched(t) for t in texts] == [one_each(t) for t in texts] == [tuple(tokenizer(t)["input_ids"]) for t in texts]
+    counting = TokenIds(_CountingTokenizer(), size=2)
+    counting("ab")
+    counting.prefetch(["ab"])  # nothing new: no tokenizer call
+    assert counting.tokenizer.calls == 1
+
+
 def test_a_pickled_memo_keeps_its_size_not_its_texts():
     ids = TokenIds(_CountingTokenizer(), size=3)
     ids("xyz")

@@ -36,6 +36,20 @@ class TokenIds:
                 self._memo.popitem(last=False)
         return ids
 
+    def prefetch(self, texts: list[str]) -> None:
+        """Tokenise the texts not yet kept in one tokenizer call (a batch is one native call, and
+        the same ids as one call each)."""
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
+        if not missing:
+            return
+        batch = self.tokenizer(missing)["input_ids"]
+        with self._lock:
+            for text, ids in zip(missing, batch):
+                self._memo[text] = tuple(ids)
+            while len(self._memo) > self.size:
+                self._memo.popitem(last=False)
+
     def __len__(self) -> int:
         return len(self._memo)
 

@@ -202,6 +202,7 @@ class TransformersJudge(Judge):
         """Plan batches (grouped, sorted by size), prefetch each next one, restore the order."""
         digests: dict[tuple, str] = {}  # one memo for the call's prompts (see `Prompt.digests`)
         renders: dict[tuple, str] = {}
+        self._token_ids.prefetch([self._rendered(r, renders) for r in requests])
         self._prompts = {id(r): self._prompt(r, digests, renders) for r in requests}
         try:
             batches = self._batches(requests)
@@ -244,17 +245,22 @@ class TransformersJudge(Judge):
                 renders: dict[tuple, str] | None = None) -> prefixes.Prompt:
         """`renders` memoises chat-template renderings within one call, by the chat's repr (images
         are placeholders there, or objects named by identity): one question of many images is one text."""
+        text = self._rendered(request, renders)
+        ids = list(self._token_ids(text))  # memoised: one question asked of many images is one text
+        prompt = prefixes.make_prompt(text, ids, request.images, request.pil_images(), self._image_token_ids)
+        if digests is not None:
+            prompt.digests = digests
+        return prompt
+
+    def _rendered(self, request: Request, renders: dict[tuple, str] | None) -> str:
+        """The request's prompt text, from `renders` (a call's memo) when it holds it."""
         key = (repr(request.chat()), request.prefix) if renders is not None else None
         text = renders.get(key) if key is not None else None
         if text is None:
             text = self.prompt_text(request)
             if key is not None:
                 renders[key] = text
-        ids = list(self._token_ids(text))  # memoised: one question asked of many images is one text
-        prompt = prefixes.make_prompt(text, ids, request.images, request.pil_images(), self._image_token_ids)
-        if digests is not None:
-            prompt.digests = digests
-        return prompt
+        return text
 
     def _forward_or_split(self, op: str, batch: list[Request], options: list[str] | None) -> list:
         """Run a batch; on out-of-memory halve it and retry each half (a lone request fails alone)."""
