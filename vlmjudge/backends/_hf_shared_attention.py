@@ -3,17 +3,20 @@
 On the shared-prefix path (`_hf_prefix`) each request's suffix, and each token decoded after
 it, attends over its unit's prefix (an image's ~1,700 columns under TerraVis' 18 checks). The
 plain layout copies that prefix into every request's cache row, so attention reads one copy
-per row. Here a request's cache row holds its suffix columns only (`SuffixCache`) and the
-prefix stays one row per unit (`SharedPrefix`). Each layer's attention is split at the
-prefix's end and the two parts are merged exactly, by their log-sum-exp (cascade attention):
+per row. Here the shared part, the *base*, stays one row (`SharedPrefix`): a unit's prefix, or
+the prefix KV store's parent entry that several units extend (TerraVis' evidence requests are
+units of one request each, all extending their image's detection prefix). A request's cache
+row (`SuffixCache`) holds only its columns after the base: its unit's own columns, then its
+suffix and the tokens it decodes. Each layer's attention is split at the base's end and the two
+parts are merged exactly, by their log-sum-exp (cascade attention):
 
-    out = o_p + (o_s - o_p) * sigmoid(l_s - l_p)
+    out = o_b + (o_r - o_b) * sigmoid(l_r - l_b)
 
-o_p and l_p are a query's output and log-sum-exp over its unit's prefix, computed with the
-unit's queries stacked into one sequence (one read of the prefix for all its rows); o_s and l_s
-are the same over the row's own suffix columns, masked as transformers masks them. That is
-softmax attention over the concatenated columns, reordered: the result equals the plain
-layout's up to float rounding.
+o_b and l_b are a query's output and log-sum-exp over its base, computed with the base's
+queries stacked into one sequence (one read of the base for all its rows); o_r and l_r are the
+same over the row's own columns, masked as transformers masks them. That is softmax attention
+over the concatenated columns, reordered: the result equals the plain layout's up to float
+rounding.
 
 Where it runs (`blocker` says why not): on CPU (the kernel is PyTorch's CPU flash attention,
 which returns the log-sum-exp), on models whose every cache layer is a plain full-attention
