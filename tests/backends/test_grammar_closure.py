@@ -58,24 +58,8 @@ def compiler(judge):
 def _random_document(compiler, constraint, budget, seed):
     """Drive a matcher with uniformly random allowed tokens under the closer, as a random
     judge would; returns the text and whether the matcher ended on its end token."""
-    import xgrammar as xgr
-    rng = random.Random(seed)
-    matcher = compiler.matcher(constraint)
-    closer = compiler.closers.row(constraint, matcher)
-    assert closer is not None
-    bitmask = xgr.allocate_token_bitmask(1, compiler.vocab_size)
-    ids = []
-    for step in range(budget):
-        matcher.fill_next_token_bitmask(bitmask, 0)
-        scores = torch.zeros(1, compiler.vocab_size)
-        xgr.apply_token_bitmask_inplace(scores, bitmask)
-        allowed = (scores[0] == 0).nonzero().squeeze(1).tolist()
-        token = closer.choose(rng.choice(allowed), budget - step)
-        assert matcher.accept_token(token)
-        if token in compiler.stop_token_ids:
-            break
-        ids.append(token)
-        closer.advance(token)
+    taken, _, matcher = _choices(compiler, constraint, budget, seed)
+    ids = [t for t in taken if t not in compiler.stop_token_ids]
     text = b"".join(compiler.closers.vocab.token_bytes[i] for i in ids).decode()
     return text, matcher.is_terminated()
 
@@ -210,11 +194,13 @@ def test_judges_on_one_tokenizer_share_one_compiler_until_it_is_gone(judge):
 
 
 def _choices(compiler, constraint, budget, seed):
-    """The tokens a closer takes under random allowed candidates, and how many it steered."""
+    """(the tokens a closer takes under random allowed candidates, the closer, its matcher);
+    after each token, a plan the closer holds as fresh must be what planning afresh gives."""
     import xgrammar as xgr
     rng = random.Random(seed)
     matcher = compiler.matcher(constraint)
     closer = compiler.closers.row(constraint, matcher)
+    assert closer is not None
     bitmask = xgr.allocate_token_bitmask(1, compiler.vocab_size)
     taken = []
     for step in range(budget):
@@ -228,10 +214,10 @@ def _choices(compiler, constraint, budget, seed):
         if token in compiler.stop_token_ids:
             break
         closer.advance(token)
-        if closer._fresh and closer.stack is not None:  # its plan is what planning afresh gives
+        if closer._fresh and closer.stack is not None:
             again = closer._plan(closer.stack, matcher)
             assert (closer.plan.text, closer.plan.n_tokens) == (again.text, again.n_tokens)
-    return taken, closer.steered
+    return taken, closer, matcher
 
 
 def test_skipping_the_plan_inside_a_long_enough_string_decides_as_planning_does(compiler, monkeypatch):
@@ -247,9 +233,11 @@ def test_skipping_the_plan_inside_a_long_enough_string_decides_as_planning_does(
     fast = {}
     for name, budget, seed in runs:
         constraint = SHIPPED[name]
-        fast[name, budget] = _choices(compiler, constraint, compiler.closers.shortest(constraint) + budget, seed)
+        taken, closer, _ = _choices(compiler, constraint, compiler.closers.shortest(constraint) + budget, seed)
+        fast[name, budget] = (taken, closer.steered)
     assert skipped  # the shortcut ran
     monkeypatch.setattr(_hf_forcing.RowCloser, "_keeps_ending", lambda self, t: False)
     for name, budget, seed in runs:
         constraint = SHIPPED[name]
-        assert _choices(compiler, constraint, compiler.closers.shortest(constraint) + budget, seed) == fast[name, budget]
+        taken, closer, _ = _choices(compiler, constraint, compiler.closers.shortest(constraint) + budget, seed)
+        assert (taken, closer.steered) == fast[name, budget]
