@@ -202,8 +202,9 @@ class TransformersJudge(Judge):
         """Plan batches (grouped, sorted by size), prefetch each next one, restore the order."""
         digests: dict[tuple, str] = {}  # one memo for the call's prompts (see `Prompt.digests`)
         renders: dict[tuple, str] = {}
-        self._token_ids.prefetch([self._rendered(r, renders) for r in requests])
-        self._prompts = {id(r): self._prompt(r, digests, renders) for r in requests}
+        texts = [self._rendered(r, renders) for r in requests]
+        self._token_ids.prefetch(texts)  # the call's new texts in one tokenizer call
+        self._prompts = {id(r): self._prompt(r, digests, text=text) for r, text in zip(requests, texts)}
         try:
             batches = self._batches(requests)
             out: list = [None] * len(requests)
@@ -242,10 +243,11 @@ class TransformersJudge(Judge):
         return self._prefetcher
 
     def _prompt(self, request: Request, digests: dict[tuple, str] | None = None,
-                renders: dict[tuple, str] | None = None) -> prefixes.Prompt:
+                renders: dict[tuple, str] | None = None, text: str | None = None) -> prefixes.Prompt:
         """`renders` memoises chat-template renderings within one call, by the chat's repr (images
-        are placeholders there, or objects named by identity): one question of many images is one text."""
-        text = self._rendered(request, renders)
+        are placeholders there, or objects named by identity): one question of many images is one
+        text. `text`: the request's rendering, where the caller has it."""
+        text = text if text is not None else self._rendered(request, renders)
         ids = list(self._token_ids(text))  # memoised: one question asked of many images is one text
         prompt = prefixes.make_prompt(text, ids, request.images, request.pil_images(), self._image_token_ids)
         if digests is not None:
