@@ -108,14 +108,13 @@ class UnitPrefixes:
                 raise ValueError(f"units name one base with {held} and {columns} columns")
             unit_base.append(index)
             own.append(n - columns)
+        spans = [(g, width - lengths[g], columns) for _, g, columns in first.values()]  # row, start, columns
         keys, values = [], []
         for layer in cache.layers:
             if layer.keys is None or layer.keys.numel() == 0:
                 raise RuntimeError("a cache layer holds no prefix states; shared-prefix attention needs every layer's")
-            cut = [(g, width - lengths[g]) for _, g, _ in first.values()]
-            sizes = [columns for _, _, columns in first.values()]
-            keys.append([layer.keys[g:g + 1, :, at:at + n] for (g, at), n in zip(cut, sizes)])
-            values.append([layer.values[g:g + 1, :, at:at + n] for (g, at), n in zip(cut, sizes)])
+            keys.append([layer.keys[g:g + 1, :, at:at + n] for g, at, n in spans])
+            values.append([layer.values[g:g + 1, :, at:at + n] for g, at, n in spans])
         device = prefix_mask.device
         return cls(cache, width, torch.tensor(unit_base, device=device), torch.tensor(own, device=device),
                    keys, values)
