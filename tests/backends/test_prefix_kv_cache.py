@@ -265,7 +265,7 @@ def test_out_of_memory_empties_the_store_before_the_retry(loaded, noise):
 
 
 def test_packed_prefix_lengths_equal_the_plain_count():
-    """Lookups compare packed ids by bisection (`common_length`); it counts what the token-by-token
+    """Lookups compare packed ids as arrays (`common_length`); it counts what the token-by-token
     comparison of the planner counts, at every length and divergence point."""
     import random
 

@@ -47,6 +47,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Sequence
 
+import numpy as np
+
 if TYPE_CHECKING:
     import torch
 
@@ -139,16 +141,15 @@ def packed_ids(ids: Sequence[int]) -> bytes:
 
 
 def common_length(a: bytes, b: bytes) -> int:
-    """Tokens two `packed_ids` share at their start: a bisection over byte-slice equality, each
-    test one memory comparison (a lookup compares its prompt with every entry of its bucket)."""
-    low, high = 0, min(len(a), len(b)) // 8
-    while low < high:
-        mid = (low + high + 1) // 2
-        if a[:8 * mid] == b[:8 * mid]:
-            low = mid
-        else:
-            high = mid - 1
-    return low
+    """Tokens two `packed_ids` share at their start. A lookup compares its prompt with every
+    entry of its bucket, so the words are compared as arrays, in one vectorised pass (a few
+    microseconds for thousands of tokens), not token by token in Python."""
+    n = min(len(a), len(b)) // 8
+    if n == 0:
+        return 0
+    differs = np.frombuffer(a, np.int64, n) != np.frombuffer(b, np.int64, n)
+    first = int(differs.argmax())
+    return first if differs[first] else n
 
 
 def verbatim_tail(expanded: Sequence[int], ids: Sequence[int], limit: int) -> int:
@@ -197,9 +198,11 @@ class PrefixKVStore:
             return digests
         return ("text", tuple(ids[:TEXT_KEY_TOKENS])) if len(ids) >= TEXT_KEY_TOKENS else None
 
-    def lookup(self, digests: tuple, ids: Sequence[int], images_end: int) -> tuple[Entry, int] | None:
+    def lookup(self, digests: tuple, ids: Sequence[int], images_end: int,
+               touch: bool = True) -> tuple[Entry, int] | None:
         """The stored entry covering the longest start of `ids` (a unit's prefix ids) with every
-        image inside it, and how many of `ids` it covers; None when none is usable."""
+        image inside it, and how many of `ids` it covers; None when none is usable. `touch`:
+        mark it used (False: a planner's question, which changes no eviction order)."""
         bucket = self._bucket(digests, ids)
         if bucket is None:
             return None
@@ -210,7 +213,7 @@ class PrefixKVStore:
                 cut = self._usable(entry, common_length(entry.packed, packed), images_end)
                 if cut and (best is None or cut > best[1]):
                     best = (entry, cut)
-            if best is not None:
+            if best is not None and touch:
                 self._touch(best[0])
         return best
 

@@ -101,9 +101,17 @@ def image_key(images: Sequence[Any]) -> tuple:
 
 def make_prompt(text: str, ids: list[int], images: Sequence[Any], pils: Sequence[Any],
                 image_token_ids: set[int]) -> Prompt:
-    ends = [i + 1 for i, t in enumerate(ids) if t in image_token_ids]
-    return Prompt(text, ids, image_key(images), ends[-1] if ends else 0,
+    return Prompt(text, ids, image_key(images), images_end(ids, image_token_ids),
                   tuple((p.height, p.width) for p in pils))
+
+
+def images_end(ids: Sequence[int], image_token_ids: set[int]) -> int:
+    """Where the last image placeholder of `ids` ends (0: none). Most prompts of a run are text
+    only (severity, FAGER's answers), so one set test in C clears those before any scan; the
+    scan runs from the end, where an image prompt's text after its last image is short."""
+    if image_token_ids.isdisjoint(ids):
+        return 0
+    return next(i + 1 for i in range(len(ids) - 1, -1, -1) if ids[i] in image_token_ids)
 
 
 def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
