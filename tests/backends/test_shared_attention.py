@@ -21,11 +21,12 @@ class Layer(torch.nn.Module):
         self.layer_idx, self.is_causal = layer_idx, True
 
 
-def split_case(length, seed=0, heads=4, kv_heads=2, dim=16):
-    """Three bases of different lengths under six rows sorted by base; each row's own columns
-    (its part after the base, then `length` new ones) left-padded, causal over the new ones."""
+def split_case(length, seed=0, heads=4, kv_heads=2, dim=16, base_lengths=(9, 5, 12)):
+    """Three bases (of different lengths by default) under six rows sorted by base; each row's
+    own columns (its part after the base, then `length` new ones) left-padded, causal over the
+    new ones."""
     g = torch.Generator().manual_seed(seed)
-    base_lengths, row_base, pads = [9, 5, 12], [0, 0, 1, 1, 1, 2], [0, 2, 1, 0, 3, 2]
+    row_base, pads = [0, 0, 1, 1, 1, 2], [0, 2, 1, 0, 3, 2]
     own = 4 + length
     keys = [torch.randn(1, kv_heads, n, dim, generator=g) for n in base_lengths]
     values = [torch.randn(1, kv_heads, n, dim, generator=g) for n in base_lengths]
@@ -67,6 +68,26 @@ def test_the_split_equals_attention_over_the_concatenated_columns(length):
     assert torch.isfinite(got).all()
     assert (got - want).abs().max() < TOL
     assert shared.runs == [(0, 0, 2), (1, 2, 5), (2, 5, 6)]
+
+
+@pytest.mark.parametrize("length", [1, 5])
+def test_bases_of_one_width_decode_as_one_batch_and_equal_the_concatenated_columns(length, monkeypatch):
+    """In a decode step, equal-width bases (each image's detection prefix under its evidence
+    rows) go to the kernel as one batch, shorter runs padded; longer suffixes keep one call per
+    base. The answer is the same either way, also after rows leave a decode and a base keeps
+    none of its rows."""
+    batched = []
+    at_once = shared_attention._bases_at_once
+    monkeypatch.setattr(shared_attention, "_bases_at_once", lambda *a: batched.append(1) or at_once(*a))
+    shared, query, key, value, mask, _ = split_case(length, base_lengths=(7, 7, 7))
+    got, want = run_split(shared, query, key, value, mask), plain(shared, query, key, value, mask)
+    assert len(batched) == (length == 1) and (got - want).abs().max() < TOL
+    keep = torch.tensor([0, 1, 5])  # base 1's rows have left
+    left = shared.select(keep)
+    assert [b for b, _, _ in left.runs] == [0, 2]
+    got = run_split(left, query[keep], key[keep], value[keep], mask[keep])
+    assert len(batched) == 2 * (length == 1)
+    assert (got - plain(left, query[keep], key[keep], value[keep], mask[keep])).abs().max() < TOL
 
 
 def test_a_missing_mask_reads_as_causal_and_decode_steps_see_every_column():
@@ -153,3 +174,46 @@ def test_models_it_cannot_serve_say_why(loaded):
         for c, name in zip(configs, saved):
             c._attn_implementation = name
     assert shared_attention.blocker(judge.model) is None
+
+
+def test_unit_prefixes_from_stored_rows_equal_those_from_a_padded_cache():
+    """`of_rows` reads the store's rows in place (bases: their oldest ancestor); it holds the
+    same bases and own columns as `of` over the left-padded copy of every whole row."""
+    from types import SimpleNamespace
+
+    from transformers import LlamaConfig
+
+    from vlmjudge.backends._hf_kvrun import _base
+    from vlmjudge.backends._hf_kvstore import RowKV
+    g = torch.Generator().manual_seed(1)
+
+    def kv(n):
+        return torch.randn(1, 2, n, 16, generator=g), torch.randn(1, 2, n, 16, generator=g)
+
+    root = RowKV([kv(6)], 6, 6)
+    check = RowKV([kv(3)], 9, 9, parent=root)
+    rows = [RowKV([kv(2)], 11, 11, parent=check), RowKV([kv(4)], 10, 10, parent=root), RowKV([kv(5)], 5, 5),
+            RowKV([kv(1)], 7, 7, parent=root)]
+    bases = [_base(r, u) for u, r in enumerate(rows)]
+    assert [b[1] for b in bases] == [6, 6, 5, 6] and bases[0][0] == bases[1][0] == bases[3][0]
+    width = 11
+    padded = [torch.zeros(len(rows), 2, width, 16), torch.zeros(len(rows), 2, width, 16)]
+    mask = torch.zeros(len(rows), width, dtype=torch.long)
+    for u, r in enumerate(rows):
+        for which in (0, 1):
+            padded[which][u, :, width - r.length:] = torch.cat([s[which] for s in r.segments(0)], dim=-2)[0]
+        mask[u, width - r.length:] = 1
+    cache = SimpleNamespace(layers=[SimpleNamespace(keys=padded[0], values=padded[1])])
+    copied = shared_attention.UnitPrefixes.of(cache, mask, bases)
+    in_place = shared_attention.UnitPrefixes.of_rows(rows, bases, "cpu")
+    assert torch.equal(copied.unit_base, in_place.unit_base) and torch.equal(copied.own, in_place.own)
+    for a, b in zip(copied.keys[0] + copied.values[0], in_place.keys[0] + in_place.values[0]):
+        assert torch.equal(a, b)
+    block_rows, row_unit = torch.arange(4), torch.tensor([0, 1, 2, 3])
+    (rows_a, cache_a, mask_a), (rows_b, cache_b, mask_b) = (
+        p.block(block_rows, row_unit, LlamaConfig(num_hidden_layers=1)) for p in (copied, in_place))
+    assert torch.equal(rows_a, rows_b) and torch.equal(mask_a, mask_b)
+    seen = mask_a.bool()[:, None, :, None]  # columns of a shorter own part are masked: compare the rest
+    assert torch.equal(cache_a.layers[0].keys * seen, cache_b.layers[0].keys * seen)
+    assert torch.equal(cache_a.layers[0].values * seen, cache_b.layers[0].values * seen)
+

@@ -133,10 +133,12 @@ def _prepare_fresh(processor: Any, prompts: Sequence[prefixes.Prompt], pil_lists
 # -- running --------------------------------------------------------------------------------
 def cached_prefixes(runner: Any, batch: prefixes.PreparedBatch, device: Any, dtype: Any) -> tuple:
     """(cache, prefix mask, next positions, keep, bases) over every unit of `batch`: fresh ones
-    run, served ones from the store (extended where needed), new prefixes kept; `keep` keeps each
-    request's prompt after its suffix forward (`PrefixRunner.run_suffixes` calls it). `bases`
-    names, per unit, the stored parent its row extends and that parent's columns (units of one
-    parent share them), or the unit itself; None when every unit is fresh."""
+    run, served ones from the store (extended where needed), new prefixes kept. `keep` keeps
+    each request's prompt after its suffix forward (`PrefixRunner.run_suffixes` calls it).
+    `bases` names, per unit, the oldest stored ancestor its row extends and that ancestor's
+    columns (units of one ancestor share them, `_base`), or the unit itself; None when every
+    unit is fresh. Where the runner `shares`, a batch with served units gets their
+    `UnitPrefixes` (rows read in place) as its cache, and no mask."""
     store: PrefixKVStore = runner.kv
     plan: KVPlan | None = batch.kv
     if plan is None:
@@ -154,9 +156,15 @@ def cached_prefixes(runner: Any, batch: prefixes.PreparedBatch, device: Any, dty
         if store.stats is not None:
             store.stats.prefix_cache_hits += len(plan.hits)
             store.stats.prefix_cache_tokens += sum(h.columns for h in plan.hits)
+    bases = [_base(r, g) for g, r in enumerate(rows)] if plan.hits else None
+    if plan.hits and runner.shares(device):  # rows read in place: no padded copy of each whole row
+        import torch
+
+        from ._hf_shared_attention import UnitPrefixes
+        cache = UnitPrefixes.of_rows(rows, bases, device)
+        mask, nxt = None, torch.tensor([r.next for r in rows], dtype=torch.long, device=device)
+    elif plan.hits:
         cache, mask, nxt = assemble(runner.model, rows, device)
-    bases = [(id(r.parent), r.parent.length) if r.parent is not None else (("unit", g), r.length)
-             for g, r in enumerate(rows)] if plan.hits else None
     row_unit = batch.row_unit.tolist()
 
     def keep(block_cache: Any, block_rows: torch.Tensor, lengths: torch.Tensor) -> None:
@@ -167,6 +175,16 @@ def cached_prefixes(runner: Any, batch: prefixes.PreparedBatch, device: Any, dty
                 row = extract(block_cache, j, n, rows[g].next + n, rows[g])
                 store.put(Entry(digests, plan.row_ids[r], row, tail + n, edge, parent=(digests, ids)))
     return cache, mask, nxt, keep, bases
+
+
+def _base(row: RowKV, unit: int) -> tuple[Any, int]:
+    """A unit's shared-attention base: the oldest stored ancestor its row extends, and its
+    columns. TerraVis' evidence rows each extend their own detection prompt, and those all
+    extend their image's prefix: naming the image prefix lets an image's rows read it once."""
+    root = row
+    while root.parent is not None:
+        root = root.parent
+    return (id(root), root.length) if root is not row else (("unit", unit), row.length)
 
 
 def _served_rows(runner: Any, plan: KVPlan, device: Any) -> list[RowKV]:

@@ -399,7 +399,10 @@ class PrefixRunner:
         groups = []
         blocks = (_by_length(lengths) if self.windowed else _like_lengths(lengths) if by_length
                   else [torch.arange(len(row_unit), device=device)])
-        shared = shared_attention.UnitPrefixes.of(cache, prefix_mask, bases) if self.shares(device) else None
+        if isinstance(cache, shared_attention.UnitPrefixes):  # built from stored rows (`cached_prefixes`)
+            shared = cache
+        else:
+            shared = shared_attention.UnitPrefixes.of(cache, prefix_mask, bases) if self.shares(device) else None
         for k, rows in enumerate(blocks):
             if shared is not None:  # the block's cache holds the rows' own columns, then their suffixes
                 rows, block_cache, own_mask = shared.block(rows, row_unit, self.model.config)

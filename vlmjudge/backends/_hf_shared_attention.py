@@ -61,6 +61,9 @@ class SharedPrefix:
     row_base: torch.Tensor             # (R,) non-decreasing
     runs: list[tuple[int, int, int]] = field(default_factory=list)  # (base, first row, end row)
     calls: int = 0                     # layers that ran the split in the current forward
+    # per layer, every base's keys and values stacked (None: the bases differ in width); built
+    # on first use and kept by `select`, so a decode stacks them once
+    stacks: dict[int, tuple[torch.Tensor, torch.Tensor] | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         import torch
@@ -69,38 +72,55 @@ class SharedPrefix:
             raise ValueError("shared-prefix rows must be sorted by base")
         ends = counts.cumsum(0).tolist()
         self.runs = [(b, end - n, end) for b, n, end in zip(bases.tolist(), counts.tolist(), ends)]
+        self._slots: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def select(self, indices: torch.Tensor) -> SharedPrefix:
         """The same bases under a subset of the rows (finished rows leave a decode)."""
-        return SharedPrefix(self.keys, self.values, self.row_base[indices])
+        return SharedPrefix(self.keys, self.values, self.row_base[indices], stacks=self.stacks)
+
+    def stacked(self, layer: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """(keys, values) of the bases that hold rows, as one batch (runs, kv heads, columns,
+        dim); None when they differ in width."""
+        import torch
+        if layer not in self.stacks:
+            keys, values = self.keys[layer], self.values[layer]
+            same = len({tuple(k.shape) for k in keys}) == 1
+            self.stacks[layer] = (torch.cat(keys), torch.cat(values)) if same else None
+        stack = self.stacks[layer]
+        if stack is None or len(self.runs) == len(stack[0]):
+            return stack
+        present = torch.tensor([b for b, _, _ in self.runs], device=stack[0].device)
+        return stack[0][present], stack[1][present]
+
+    def slots(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per row, its run and its place in the run: where a batched base call holds its queries."""
+        import torch
+        if self._slots is None:
+            counts = torch.tensor([end - first for _, first, end in self.runs], device=self.row_base.device)
+            firsts = torch.tensor([first for _, first, _ in self.runs], device=self.row_base.device)
+            run = torch.repeat_interleave(torch.arange(len(self.runs), device=counts.device), counts)
+            self._slots = (run, torch.arange(len(run), device=counts.device) - firsts[run])
+        return self._slots
 
 
 @dataclass
 class UnitPrefixes:
-    """A batch's unit prefixes (a left-padded cache, pads hidden by its mask) cut in two: a
-    *base* that several units may share (their common parent in the prefix KV store, or the
-    unit's whole prefix) and each unit's *own* columns after it, its last ones."""
+    """A batch's unit prefixes cut in two: a *base* that several units may share (their common
+    ancestor in the prefix KV store, or the unit's whole prefix) and each unit's *own* columns
+    after it, held right-aligned in one tensor per layer (shorter own parts padded on the left,
+    hidden by `block`'s mask)."""
 
-    cache: Any
-    width: int
     unit_base: torch.Tensor            # (U,) base of each unit
     own: torch.Tensor                  # (U,) own columns of each unit
-    keys: list[list[torch.Tensor]]     # [layer][base], views into the cache
+    keys: list[list[torch.Tensor]]     # [layer][base] (1, kv heads, base columns, head dim)
     values: list[list[torch.Tensor]]
+    own_keys: list[torch.Tensor]       # [layer] (U, kv heads, widest own part, head dim)
+    own_values: list[torch.Tensor]
 
-    @classmethod
-    def of(cls, cache: Any, prefix_mask: torch.Tensor, bases: list[tuple[Any, int]] | None = None) -> UnitPrefixes:
-        """`bases`: per unit, what its base is (units naming the same share it) and its columns;
-        None: each unit is its own base."""
-        import torch
-        lengths = prefix_mask.sum(-1).tolist()
-        width = int(prefix_mask.shape[1])
-        for g, n in enumerate(lengths):
-            if not bool(prefix_mask[g, width - n:].all()):
-                raise ValueError(f"prefix row {g} is not left-padded")
-        if bases is None:
-            bases = [(("unit", g), n) for g, n in enumerate(lengths)]
-        first: dict[Any, tuple[int, int, int]] = {}   # base -> (index, a unit holding it, columns)
+    @staticmethod
+    def _index(bases: list[tuple[Any, int]], lengths: list[int]) -> tuple[dict, list[int], list[int]]:
+        """(base name -> (index, a unit holding it, columns), each unit's base index, own columns)."""
+        first: dict[Any, tuple[int, int, int]] = {}
         unit_base, own = [], []
         for g, ((name, columns), n) in enumerate(zip(bases, lengths)):
             if not 0 < columns <= n:
@@ -110,16 +130,64 @@ class UnitPrefixes:
                 raise ValueError(f"units name one base with {held} and {columns} columns")
             unit_base.append(index)
             own.append(n - columns)
+        return first, unit_base, own
+
+    @classmethod
+    def of(cls, cache: Any, prefix_mask: torch.Tensor, bases: list[tuple[Any, int]] | None = None) -> UnitPrefixes:
+        """From a left-padded cache of the unit prefixes (pads hidden by `prefix_mask`). `bases`:
+        per unit, what its base is (units naming the same share it) and its columns; None: each
+        unit is its own base. Bases and own parts are views into the cache."""
+        import torch
+        lengths = prefix_mask.sum(-1).tolist()
+        width = int(prefix_mask.shape[1])
+        for g, n in enumerate(lengths):
+            if not bool(prefix_mask[g, width - n:].all()):
+                raise ValueError(f"prefix row {g} is not left-padded")
+        if bases is None:
+            bases = [(("unit", g), n) for g, n in enumerate(lengths)]
+        first, unit_base, own = cls._index(bases, lengths)
         spans = [(g, width - lengths[g], columns) for _, g, columns in first.values()]  # row, start, columns
-        keys, values = [], []
+        widest = max(own)
+        keys, values, own_keys, own_values = [], [], [], []
         for layer in cache.layers:
             if layer.keys is None or layer.keys.numel() == 0:
                 raise RuntimeError("a cache layer holds no prefix states; shared-prefix attention needs every layer's")
             keys.append([layer.keys[g:g + 1, :, at:at + n] for g, at, n in spans])
             values.append([layer.values[g:g + 1, :, at:at + n] for g, at, n in spans])
+            own_keys.append(layer.keys[:, :, width - widest:])
+            own_values.append(layer.values[:, :, width - widest:])
         device = prefix_mask.device
-        return cls(cache, width, torch.tensor(unit_base, device=device), torch.tensor(own, device=device),
-                   keys, values)
+        return cls(torch.tensor(unit_base, device=device), torch.tensor(own, device=device),
+                   keys, values, own_keys, own_values)
+
+    @classmethod
+    def of_rows(cls, rows: list[Any], bases: list[tuple[Any, int]], device: Any) -> UnitPrefixes:
+        """From the prefix KV store's rows (`_hf_kvstore.RowKV`), one per unit, without the
+        left-padded copy of every whole row that `of` reads: a base is the first columns of a
+        row holding it (a view where one stored piece holds exactly those), and only the own
+        columns are copied, into the right-aligned own tensors."""
+        import torch
+        first, unit_base, own = cls._index(bases, [r.length for r in rows])
+        widest = max(own)
+        keys, values, own_keys, own_values = [], [], [], []
+        for i in range(len(rows[0].layers)):
+            pieces = [r.segments(i) for r in rows]
+            if not all(pieces):
+                raise RuntimeError("a cache layer holds no prefix states; shared-prefix attention needs every layer's")
+            keys.append([_columns(pieces[g], 0, columns, 0) for _, g, columns in first.values()])
+            values.append([_columns(pieces[g], 0, columns, 1) for _, g, columns in first.values()])
+            k0 = pieces[0][0][0]
+            ok = k0.new_zeros((len(rows), k0.shape[1], widest, k0.shape[-1]))
+            ov = torch.zeros_like(ok)
+            for g, (held, n) in enumerate(zip(pieces, own)):
+                if n:
+                    length = rows[g].length
+                    ok[g, :, widest - n:] = _columns(held, length - n, length, 0)[0]
+                    ov[g, :, widest - n:] = _columns(held, length - n, length, 1)[0]
+            own_keys.append(ok)
+            own_values.append(ov)
+        return cls(torch.tensor(unit_base, device=device), torch.tensor(own, device=device),
+                   keys, values, own_keys, own_values)
 
     def block(self, rows: torch.Tensor, row_unit: torch.Tensor, config: Any) -> tuple:
         """(rows sorted by base, their `SuffixCache` holding each row's own columns, those
@@ -132,13 +200,29 @@ class UnitPrefixes:
         own = self.own[units]
         width = int(own.max()) if len(own) else 0
         mask = (torch.arange(width, device=own.device) >= (width - own).unsqueeze(1)).long()
-        if width:  # the prefix rows' last `width` columns; columns of a shorter own part are masked
-            for layer, held in zip(cache.layers, self.cache.layers):
-                keys = held.keys[units, :, self.width - width:]
-                values = held.values[units, :, self.width - width:]
+        if width:  # each unit's last `width` own columns; columns of a shorter own part are masked
+            for layer, held_keys, held_values in zip(cache.layers, self.own_keys, self.own_values):
+                widest = int(held_keys.shape[-2])
+                keys = held_keys[units, :, widest - width:]
+                values = held_values[units, :, widest - width:]
                 layer.lazy_initialization(keys, values)
                 layer.keys, layer.values = keys, values
         return rows, cache, mask
+
+
+def _columns(pieces: list[tuple[Any, Any]], start: int, end: int, which: int) -> torch.Tensor:
+    """Columns [start, end) of a row stored as consecutive (keys, values) pieces, of keys
+    (`which` 0) or values (1): a view when one piece holds them all, else their concatenation."""
+    import torch
+    parts, at = [], 0
+    for piece in pieces:
+        tensor = piece[which]
+        n = int(tensor.shape[-2])
+        lo, hi = max(start, at), min(end, at + n)
+        if lo < hi:
+            parts.append(tensor[..., lo - at:hi - at, :])
+        at += n
+    return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-2)
 
 
 class SuffixCache(DynamicCache):
@@ -233,14 +317,22 @@ def _split(shared: SharedPrefix, layer: int, query: Any, key: Any, value: Any, a
     flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
     rows, heads, length, dim = query.shape
     base_keys, base_values = shared.keys[layer], shared.values[layer]
-    out = query.new_empty((rows, heads, length, dim))
-    lse = torch.empty((rows, heads, length), dtype=torch.float32, device=query.device)
-    for b, first, end in shared.runs:  # a base's queries as one sequence: the base read once
-        n = end - first
-        stacked = query[first:end].transpose(0, 1).reshape(1, heads, n * length, dim)
-        o, l = flash(stacked, base_keys[b], base_values[b], scale=scale)[:2]
-        out[first:end] = o.reshape(heads, n, length, dim).transpose(0, 1)
-        lse[first:end] = l.reshape(heads, n, length).transpose(0, 1)
+    # a decode step's base part is small next to a kernel call's fixed cost: one call for all
+    # bases of one width then; longer suffixes keep one call per base (no padded queries)
+    widest = max(end - first for _, first, end in shared.runs)
+    batched = length == 1 and len(shared.runs) > 1 and widest * len(shared.runs) <= 2 * rows
+    stack = shared.stacked(layer) if batched else None
+    if stack is not None:
+        out, lse = _bases_at_once(shared, stack, query, widest, scale)
+    else:
+        out = query.new_empty((rows, heads, length, dim))
+        lse = torch.empty((rows, heads, length), dtype=torch.float32, device=query.device)
+        for b, first, end in shared.runs:  # a base's queries as one sequence: the base read once
+            n = end - first
+            stacked = query[first:end].transpose(0, 1).reshape(1, heads, n * length, dim)
+            o, l = flash(stacked, base_keys[b], base_values[b], scale=scale)[:2]
+            out[first:end] = o.reshape(heads, n, length, dim).transpose(0, 1)
+            lse[first:end] = l.reshape(heads, n, length).transpose(0, 1)
     causal = causal and attention_mask is None and length > 1  # as sdpa reads a missing mask
     if causal and length != key.shape[-2]:
         raise RuntimeError("a causal suffix forward must start on an empty suffix cache")
@@ -260,3 +352,20 @@ def _split(shared: SharedPrefix, layer: int, query: Any, key: Any, value: Any, a
         own, own_lse = flash(query, key, value, is_causal=causal, attn_mask=mask, scale=scale)[:2]
     weight = torch.sigmoid(own_lse - lse).unsqueeze(-1).to(out.dtype)
     return out.add_((own - out).mul_(weight))
+
+
+def _bases_at_once(shared: SharedPrefix, stack: tuple, query: Any, widest: int,
+                   scale: float | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The base part of every row in one kernel call: each run's queries as one sequence, the
+    runs as a batch over their stacked bases, shorter runs padded with zero queries (their
+    outputs are dropped). A decode step then makes one call per layer, not one per base."""
+    import torch
+    rows, heads, length, dim = query.shape
+    run, place = shared.slots()
+    padded = query.new_zeros((len(shared.runs), widest, heads, length, dim))
+    padded[run, place] = query
+    padded = padded.permute(0, 2, 1, 3, 4).reshape(len(shared.runs), heads, widest * length, dim)
+    o, l = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(padded, stack[0], stack[1], scale=scale)[:2]
+    out = o.reshape(len(shared.runs), heads, widest, length, dim).permute(0, 2, 1, 3, 4)[run, place]
+    lse = l.reshape(len(shared.runs), heads, widest, length).permute(0, 2, 1, 3)[run, place]
+    return out, lse
