@@ -217,3 +217,24 @@ def test_unit_prefixes_from_stored_rows_equal_those_from_a_padded_cache():
     assert torch.equal(cache_a.layers[0].keys * seen, cache_b.layers[0].keys * seen)
     assert torch.equal(cache_a.layers[0].values * seen, cache_b.layers[0].values * seen)
 
+
+def test_units_served_in_place_do_not_count_against_the_batch_size(loaded, fresh, noise):
+    """With batch size 1, three images' first questions run as three batches; their checks, whose
+    image prefixes the KV store now holds and whose rows read them in place, run as one. The
+    copied layout still counts them (each row would copy its prefix), and both answer alike."""
+    images = noise(3)
+    first = [r for im in images for r in checks(im, 1)]
+    later = [Request(images=[im], text=f"Check {k}: is there a cat in the image? Look again.", prefix="Answer:")
+             for im in images for k in range(3)]
+    answers = {}
+    for layout in ("shared", "copied"):
+        judge = fresh(loaded["qwen3_vl"])
+        judge.rows = 1
+        if layout == "copied":
+            judge._runner.shared_blocker = "copied for this comparison"
+        judge.choice_probs(first, OPTIONS)
+        assert judge.stats.forward_batches == 3
+        answers[layout] = judge.choice_probs(later, OPTIONS)
+        assert judge.stats.forward_batches == (4 if layout == "shared" else 6)
+        assert judge.stats.prefix_cache_hits >= 3
+    assert max(abs(a[o] - b[o]) for a, b in zip(answers["shared"], answers["copied"]) for o in OPTIONS) < TOL

@@ -54,8 +54,11 @@ def image_tokens(processor: Any, sizes: Sequence[tuple[int, int]]) -> list[int]:
 
 
 def plan_batches(units: Sequence[Unit], prompts: Sequence[Prompt], cost: Callable[[Unit], int],
-                 max_units: int, max_rows: int, budget: int | None) -> list[list[int]]:
-    """Batches of request indices (each in original order), units kept whole where they fit."""
+                 max_units: int, max_rows: int, budget: int | None,
+                 counted: Callable[[Unit], bool] = lambda u: True) -> list[list[int]]:
+    """Batches of request indices (each in original order), units kept whole where they fit.
+    A unit `counted` says False of (one served in place from the prefix KV store) does not count
+    against `max_units`; the row limit and the token budget still hold it."""
     pieces: list[Unit] = []
     for unit in units:  # a unit with more requests than a batch may hold is cut (prefix rerun)
         for s in range(0, len(unit.rows), max_rows):
@@ -70,14 +73,14 @@ def plan_batches(units: Sequence[Unit], prompts: Sequence[Prompt], cost: Callabl
     current: list[int] = []
     n_units = tokens = 0
     for piece in pieces:
-        c = cost(piece)
-        full = n_units + 1 > max_units or len(current) + len(piece.rows) > max_rows \
+        c, weight = cost(piece), int(counted(piece))
+        full = n_units + weight > max_units or len(current) + len(piece.rows) > max_rows \
             or (budget is not None and tokens + c > budget)
         if current and full:
             batches.append(sorted(current))
             current, n_units, tokens = [], 0, 0
         current.extend(piece.rows)
-        n_units += 1
+        n_units += weight
         tokens += c
     if current:
         batches.append(sorted(current))

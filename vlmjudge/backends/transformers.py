@@ -228,8 +228,25 @@ class TransformersJudge(Judge):
         if budget is not None:
             budget = max(1, int(budget * self._budget_scale))
         cost = (lambda u: self._unit_tokens(u, prompts)) if budget is not None else (lambda u: 0)
+        in_place = self._served_in_place(units, prompts, requests) if self.prefix_reuse else set()
         return batching.plan_batches(units, prompts, cost, max_units=self.rows, max_rows=self._max_rows,
-                                     budget=budget)
+                                     budget=budget, counted=lambda u: u.rows[0] not in in_place)
+
+    def _served_in_place(self, units: list[prefixes.Unit], prompts: list[prefixes.Prompt],
+                         requests: list[Request]) -> set[int]:
+        """The units (by first row) whose prefix the KV store holds, where suffix rows read their
+        prefix in place (shared-prefix attention): such a unit runs no full-length prompt and
+        copies none, so `batch_size` does not count it. TerraVis' detection and evidence units
+        then run as one batch, one decode for all of a call's evidence rows."""
+        if not self.kv_cache.enabled or not len(self.kv_cache) or not self._runner.shares(self.model.device):
+            return set()
+        held = set()
+        for unit in units:
+            head = prompts[unit.rows[0]]
+            digests = kvrun.unit_digests(head, requests[unit.rows[0]].pil_images())
+            if self.kv_cache.lookup(digests, head.ids[:unit.split], head.images_end, touch=False) is not None:
+                held.add(unit.rows[0])
+        return held
 
     def _unit_tokens(self, unit: prefixes.Unit, prompts: list[prefixes.Prompt]) -> int:
         """Tokens a unit holds at its peak: the prefix once, and its KV copied for every suffix."""
