@@ -20,7 +20,9 @@ that the shared one equals. A CUDA out-of-memory error halves the batch and retr
 request is lost.
 
 `batch_size` is the number of full-length prompts (prefixes) per forward; None picks it on
-CUDA from free memory (a token budget) and uses 8 elsewhere. A call is handed to the backend
+CUDA from free memory (a token budget) and uses 8 elsewhere. A unit whose prefix the KV store
+holds, on the shared-prefix layout (its rows read the stored prefix in place), runs no
+full-length prompt and is not counted. A call is handed to the backend
 in chunks of `chunk_size` requests (default 16 x batch_size, at least 512): large enough that
 requests sharing a prefix are seldom cut apart (a cut reruns that prefix once), small enough
 that the response cache, written after each chunk, keeps a killed run's finished work.
