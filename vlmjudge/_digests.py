@@ -46,3 +46,12 @@ def digests_held() -> Iterator[None]:
         yield
     finally:
         HELD.reset(token)
+
+
+def held_digest(img: Any) -> str | None:
+    """The digest this block already holds for the image object `img`, without hashing it;
+    None outside a block, or for an object not hashed in it. For callers that only want to
+    know whether work is already done (a batch planner asking the prefix KV store)."""
+    held = HELD.get()
+    known = held.get(id(img)) if held is not None else None
+    return known[1] if known is not None and known[0]() is img else None

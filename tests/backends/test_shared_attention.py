@@ -221,7 +221,10 @@ def test_unit_prefixes_from_stored_rows_equal_those_from_a_padded_cache():
 def test_units_served_in_place_do_not_count_against_the_batch_size(loaded, fresh, noise):
     """With batch size 1, three images' first questions run as three batches; their checks, whose
     image prefixes the KV store now holds and whose rows read them in place, run as one. The
-    copied layout still counts them (each row would copy its prefix), and both answer alike."""
+    copied layout still counts them (each row would copy its prefix), and both answer alike.
+    Within a run (`digests_held`, as every method holds one), where the planner knows the
+    images' digests; outside one it counts every unit, and hashes nothing to plan."""
+    from vlmjudge.images import digests_held
     images = noise(3)
     first = [r for im in images for r in checks(im, 1)]
     later = [Request(images=[im], text=f"Check {k}: is there a cat in the image? Look again.", prefix="Answer:")
@@ -232,9 +235,15 @@ def test_units_served_in_place_do_not_count_against_the_batch_size(loaded, fresh
         judge.rows = 1
         if layout == "copied":
             judge._runner.shared_blocker = "copied for this comparison"
-        judge.choice_probs(first, OPTIONS)
-        assert judge.stats.forward_batches == 3
-        answers[layout] = judge.choice_probs(later, OPTIONS)
+        with digests_held():
+            judge.choice_probs(first, OPTIONS)
+            assert judge.stats.forward_batches == 3
+            answers[layout] = judge.choice_probs(later, OPTIONS)
         assert judge.stats.forward_batches == (4 if layout == "shared" else 6)
         assert judge.stats.prefix_cache_hits >= 3
     assert max(abs(a[o] - b[o]) for a, b in zip(answers["shared"], answers["copied"]) for o in OPTIONS) < TOL
+    judge = fresh(loaded["qwen3_vl"])
+    judge.rows = 1
+    judge.choice_probs(first, OPTIONS)
+    judge.choice_probs(later, OPTIONS)  # no run holds the digests: every unit counted
+    assert judge.stats.forward_batches == 6 and judge.stats.prefix_cache_hits >= 3

@@ -4,8 +4,9 @@ On the shared-prefix path (`_hf_prefix`) each request's suffix, and each token d
 it, attends over its unit's prefix (an image's ~1,700 columns under TerraVis' 18 checks). The
 plain layout copies that prefix into every request's cache row, so attention reads one copy
 per row. Here the shared part, the *base*, stays one row (`SharedPrefix`): a unit's prefix, or
-the prefix KV store's parent entry that several units extend (TerraVis' evidence requests are
-units of one request each, all extending their image's detection prefix). A request's cache
+the prefix KV store's oldest stored ancestor that several units extend (TerraVis' evidence
+requests are units of one request each, each extending its own detection prompt, and all of
+an image's extending its image prefix: that is their base). A request's cache
 row (`SuffixCache`) holds only its columns after the base: its unit's own columns, then its
 suffix and the tokens it decodes. Each layer's attention is split at the base's end and the two
 parts are merged exactly, by their log-sum-exp (cascade attention):
@@ -177,15 +178,15 @@ class UnitPrefixes:
             keys.append([_columns(pieces[g], 0, columns, 0) for _, g, columns in first.values()])
             values.append([_columns(pieces[g], 0, columns, 1) for _, g, columns in first.values()])
             k0 = pieces[0][0][0]
-            ok = k0.new_zeros((len(rows), k0.shape[1], widest, k0.shape[-1]))
-            ov = torch.zeros_like(ok)
+            layer_own_keys = k0.new_zeros((len(rows), k0.shape[1], widest, k0.shape[-1]))
+            layer_own_values = torch.zeros_like(layer_own_keys)
             for g, (held, n) in enumerate(zip(pieces, own)):
                 if n:
                     length = rows[g].length
-                    ok[g, :, widest - n:] = _columns(held, length - n, length, 0)[0]
-                    ov[g, :, widest - n:] = _columns(held, length - n, length, 1)[0]
-            own_keys.append(ok)
-            own_values.append(ov)
+                    layer_own_keys[g, :, widest - n:] = _columns(held, length - n, length, 0)[0]
+                    layer_own_values[g, :, widest - n:] = _columns(held, length - n, length, 1)[0]
+            own_keys.append(layer_own_keys)
+            own_values.append(layer_own_values)
         return cls(torch.tensor(unit_base, device=device), torch.tensor(own, device=device),
                    keys, values, own_keys, own_values)
 

@@ -22,8 +22,8 @@ request is lost.
 `batch_size` is the number of full-length prompts (prefixes) per forward; None picks it on
 CUDA from free memory (a token budget) and uses 8 elsewhere. A unit whose prefix the KV store
 holds, on the shared-prefix layout (its rows read the stored prefix in place), runs no
-full-length prompt and is not counted. A call is handed to the backend
-in chunks of `chunk_size` requests (default 16 x batch_size, at least 512): large enough that
+full-length prompt and is not counted. A call is handed to the backend in chunks of
+`chunk_size` requests (default 16 x batch_size, at least 512): large enough that
 requests sharing a prefix are seldom cut apart (a cut reruns that prefix once), small enough
 that the response cache, written after each chunk, keeps a killed run's finished work.
 
@@ -239,13 +239,18 @@ class TransformersJudge(Judge):
         """The units (by first row) whose prefix the KV store holds, where suffix rows read their
         prefix in place (shared-prefix attention): such a unit runs no full-length prompt and
         copies none, so `batch_size` does not count it. TerraVis' detection and evidence units
-        then run as one batch, one decode for all of a call's evidence rows."""
+        then run as one batch, one decode for all of a call's evidence rows. Only images whose
+        digest this run already holds (`digests_held`) are looked up: an image not hashed yet
+        is new to the store, and hashing it here would move that work onto the critical path."""
+        from .._digests import held_digest
         if not self.kv_cache.enabled or not len(self.kv_cache) or not self._runner.shares(self.model.device):
             return set()
         held = set()
         for unit in units:
             head = prompts[unit.rows[0]]
-            digests = kvrun.unit_digests(head, requests[unit.rows[0]].pil_images())
+            digests = tuple(held_digest(image) for image in requests[unit.rows[0]].images)
+            if None in digests:
+                continue
             if self.kv_cache.lookup(digests, head.ids[:unit.split], head.images_end, touch=False) is not None:
                 held.add(unit.rows[0])
         return held
