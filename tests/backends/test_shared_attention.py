@@ -72,10 +72,10 @@ def test_the_split_equals_attention_over_the_concatenated_columns(length):
 
 @pytest.mark.parametrize("length", [1, 5])
 def test_bases_of_one_width_decode_as_one_batch_and_equal_the_concatenated_columns(length, monkeypatch):
-    """In a decode step, equal-width bases (each image's detection prefix under its evidence
-    rows) go to the kernel as one batch, shorter runs padded; longer suffixes keep one call per
-    base. The answer is the same either way, also after rows leave a decode and a base keeps
-    none of its rows."""
+    """In a decode step, equal-width bases (each image's prefix under its evidence rows) go to
+    the kernel as one batch, shorter runs padded; longer suffixes keep one call per base. The
+    answer is the same either way, also after rows leave a decode and a base keeps none of its
+    rows."""
     batched = []
     at_once = shared_attention._bases_at_once
     monkeypatch.setattr(shared_attention, "_bases_at_once", lambda *a: batched.append(1) or at_once(*a))
