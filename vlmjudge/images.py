@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from ._digests import HELD as _HELD, digests_held
+from ._digests import HELD as _HELD, digests_held, held_digest
 
 __all__ = [
     "DEFAULT_MAX_PIXELS",
@@ -175,14 +175,14 @@ def image_bytes_digest(img: Image.Image) -> str:
     """
     if not isinstance(img, Image.Image):
         img = to_pil(img)
-    held = _HELD.get()
-    known = held.get(id(img)) if held is not None else None
-    if known is not None and known[0]() is img:
-        return known[1]
+    known = held_digest(img)
+    if known is not None:
+        return known
     h = hashlib.sha256()
     h.update(f"vlmjudge-image-v1|{img.mode}|{img.width}x{img.height}|".encode())
     h.update(img.tobytes())
     digest = h.hexdigest()
+    held = _HELD.get()
     if held is not None:
         held[id(img)] = (weakref.ref(img), digest)
     return digest
