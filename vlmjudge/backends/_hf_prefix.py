@@ -387,7 +387,7 @@ class PrefixRunner:
         `by_length` runs suffixes of like length together (`_like_lengths`): fewer pads to run,
         but more blocks, each a forward per step if a decode followed. Where the model `shares`,
         the rows read the prefixes in place (`_hf_shared_attention`), each unit's *base* (per unit
-        `bases`: the store parent that units share, and its columns; None: its whole prefix) once."""
+        `bases`: the stored ancestor that units share, and its columns; None: its whole prefix) once."""
         import torch
 
         from . import _hf_shared_attention as shared_attention
