@@ -6,6 +6,8 @@ import re
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from typing import Literal
 
 import pytest
@@ -95,6 +97,33 @@ def test_batched_equals_one_at_a_time(loaded, family, fresh, noise):
     assert batched.stats.images_encoded == 6
     assert batched.stats.generated_tokens == sum(a.num_tokens for a in g_batch)
     assert batched.stats.prefill_tokens == single.stats.prefill_tokens > 0  # padding is not counted
+
+
+def test_batches_are_prepared_one_at_a_time_on_the_worker_in_order(loaded, fresh, noise):
+    """The first batch is prepared on the prefetch worker too, ahead of the second: two
+    preparations never compete for the cores while no forward runs, and answers are unchanged."""
+    reqs = _requests(noise(5), max_new_tokens=4)
+    judge = fresh(loaded["qwen3_vl"], batch_size=2)
+    spans = []
+    prepare = judge._prepare
+
+    def timed(processor, batch):
+        start = time.perf_counter()
+        try:
+            return prepare(processor, batch)
+        finally:
+            spans.append((threading.current_thread().name, [reqs.index(r) for r in batch], start,
+                          time.perf_counter()))
+
+    judge._prepare = timed
+    got = judge.choice_probs(reqs, ["Yes", "No"])
+    assert len(spans) == 3 and sorted(r for _, rows, _, _ in spans for r in rows) == [0, 1, 2, 3, 4]
+    assert all(name.startswith("vlmjudge-prefetch") for name, _, _, _ in spans)
+    assert all(a[3] <= b[2] for a, b in zip(spans, spans[1:]))  # one after another, never side by side
+    want = fresh(loaded["qwen3_vl"], batch_size=2)
+    want.prefetch = False
+    assert [p["Yes"] for p in got] == pytest.approx([p["Yes"] for p in want.choice_probs(reqs, ["Yes", "No"])],
+                                                    abs=1e-6)
 
 
 def test_prefix_ends_the_prompt_and_is_not_returned(loaded):

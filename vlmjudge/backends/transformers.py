@@ -212,6 +212,9 @@ class TransformersJudge(Judge):
             out: list = [None] * len(requests)
             for k, idx in enumerate(batches):
                 if self.prefetch and k + 1 < len(batches):
+                    if k == 0:  # first batch on the worker alone, the next queued behind it: the two
+                        # preparations would otherwise share the cores while no forward runs
+                        self._worker().submit([requests[i] for i in idx])
                     self._worker().submit([requests[i] for i in batches[k + 1]])
                 for i, result in zip(idx, self._forward_or_split(op, [requests[i] for i in idx], options)):
                     out[i] = result
