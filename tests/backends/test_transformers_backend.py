@@ -99,7 +99,7 @@ def test_batched_equals_one_at_a_time(loaded, family, fresh, noise):
     assert batched.stats.prefill_tokens == single.stats.prefill_tokens > 0  # padding is not counted
 
 
-def test_batches_are_prepared_one_at_a_time_on_the_worker_in_order(loaded, fresh, noise):
+def test_batches_are_prepared_one_at_a_time_on_the_worker(loaded, fresh, noise):
     """The first batch is prepared on the prefetch worker too, ahead of the second: two
     preparations never compete for the cores while no forward runs, and answers are unchanged."""
     reqs = _requests(noise(5), max_new_tokens=4)
