@@ -90,6 +90,32 @@ def test_bases_of_one_width_decode_as_one_batch_and_equal_the_concatenated_colum
     assert (got - plain(left, query[keep], key[keep], value[keep], mask[keep])).abs().max() < TOL
 
 
+def test_a_forwards_boolean_mask_is_converted_once_for_all_its_layers():
+    """Every layer of a forward hands over the same boolean mask: the split converts it to the
+    kernel's additive form once, and converts a new forward's mask (a new object) anew. Two
+    layers over one mask equal the concatenated columns, as one layer does."""
+    shared, query, key, value, mask, _ = split_case(3)
+    first = shared_attention.additive(shared, mask, torch.float32)
+    assert first is shared_attention.additive(shared, mask, torch.float32)
+    assert torch.equal(first, torch.zeros(mask.shape).masked_fill_(~mask, float("-inf")))
+    again = mask.clone()
+    assert shared_attention.additive(shared, again, torch.float32) is not first
+    assert shared_attention.additive(shared, None, torch.float32) is None
+    floats = torch.zeros(mask.shape, dtype=torch.float64)
+    assert shared_attention.additive(shared, floats, torch.float32).dtype == torch.float32
+    shared = shared_attention.SharedPrefix(shared.keys * 2, shared.values * 2, shared.row_base)
+    cache = shared_attention.SuffixCache(None, shared)
+    with torch.inference_mode():  # as the backend runs
+        for _ in range(2):  # each forward starts without the last one's mask
+            with shared_attention.attending([], cache):
+                assert shared.masks is None
+                outs = [shared_attention.attention(Layer(i), query, key, value, mask, scaling=0.3)[0]
+                        for i in range(2)]
+                assert shared.masks[0] is mask
+    want = plain(shared, query, key, value, mask).transpose(1, 2)
+    assert all((out - want).abs().max() < TOL for out in outs)
+
+
 def test_a_missing_mask_reads_as_causal_and_decode_steps_see_every_column():
     shared, query, key, value, _, _ = split_case(5)
     key, value = key[..., -5:, :], value[..., -5:, :]  # an empty cache before the suffix: square
