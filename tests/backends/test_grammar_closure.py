@@ -193,10 +193,13 @@ def test_judges_on_one_tokenizer_share_one_compiler_until_it_is_gone(judge):
     assert key not in _hf_forcing._SHARED
 
 
-def _choices(compiler, constraint, budget, seed):
+def _choices(compiler, constraint, budget, seed, read_bitmask=False):
     """(the tokens a closer takes under random allowed candidates, the closer, its matcher);
-    after each token, a plan the closer holds as fresh must be what planning afresh gives."""
+    after each token, a plan the closer holds as fresh must be what planning afresh gives.
+    `read_bitmask`: tell the closer what the bitmask says of each candidate, as decoding does."""
     import xgrammar as xgr
+
+    from vlmjudge.backends._hf_decoding import _holds
     rng = random.Random(seed)
     matcher = compiler.matcher(constraint)
     closer = compiler.closers.row(constraint, matcher)
@@ -208,7 +211,9 @@ def _choices(compiler, constraint, budget, seed):
         scores = torch.zeros(1, compiler.vocab_size)
         xgr.apply_token_bitmask_inplace(scores, bitmask)
         allowed = (scores[0] == 0).nonzero().squeeze(1).tolist()
-        token = closer.choose(rng.choice(allowed), budget - step)
+        candidate = rng.choice(allowed)
+        held = _holds(bitmask.numpy(), 0, candidate) if read_bitmask else None
+        token = closer.choose(candidate, budget - step, allowed=held)
         taken.append(token)
         assert matcher.accept_token(token)
         if token in compiler.stop_token_ids:
@@ -241,3 +246,39 @@ def test_skipping_the_plan_inside_a_long_enough_string_decides_as_planning_does(
         constraint = SHIPPED[name]
         taken, closer, _ = _choices(compiler, constraint, compiler.closers.shortest(constraint) + budget, seed)
         assert (taken, closer.steered) == fast[name, budget]
+
+
+def test_a_closer_told_the_bitmask_decides_as_one_that_asks_its_matcher(compiler):
+    """Decoding tells `RowCloser.choose` whether the row's token bitmask holds the candidate,
+    so the closer's shortcut forks no matcher to ask; every shipped schema, at several budgets,
+    takes the same tokens and steers as often as when the closer asks its matcher."""
+    for name in sorted(SHIPPED):
+        constraint = SHIPPED[name]
+        for seed, budget in enumerate((1, 12, 40, 90)):
+            total = compiler.closers.shortest(constraint) + budget
+            asked, asking, _ = _choices(compiler, constraint, total, seed)
+            told, telling, _ = _choices(compiler, constraint, total, seed, read_bitmask=True)
+            assert (told, telling.steered) == (asked, asking.steered), name
+
+
+def test_a_bitmask_bit_is_what_the_matcher_accepts(compiler):
+    """`_holds` reads a token's bit of an xgrammar bitmask: for every token that ends no
+    sequence, at the first steps of every shipped schema, it says what `accept_token` says."""
+    import xgrammar as xgr
+
+    from vlmjudge.backends._hf_decoding import _holds
+    stops = set(compiler.stop_token_ids)
+    bitmask = xgr.allocate_token_bitmask(1, compiler.vocab_size)
+    assert _holds(None, 0, 5) is None and _holds(bitmask.numpy(), 0, bitmask.shape[1] * 32) is None
+    for k, name in enumerate(sorted(SHIPPED)):
+        rng = random.Random(k)
+        matcher = compiler.matcher(SHIPPED[name])
+        for _ in range(6):
+            matcher.fill_next_token_bitmask(bitmask, 0)
+            bits = bitmask.numpy()
+            said = {t: _holds(bits, 0, t) for t in range(compiler.vocab_size) if t not in stops}
+            assert said == {t: matcher.fork().accept_token(t) for t in said}, name
+            allowed = [t for t, ok in said.items() if ok]
+            if not allowed:
+                break
+            assert matcher.accept_token(rng.choice(allowed))

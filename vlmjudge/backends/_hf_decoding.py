@@ -81,6 +81,7 @@ class RowControl(LogitsProcessor):
                     _keep_only(scores, i, self.plans[i].first_ids)
         chosen: dict[int, int] = {}  # rows whose token is decided here; set after the loop
         greedy = None                 # every row's argmax, read once (rows do not change each other)
+        bits = self._bitmask.numpy() if self._bitmask is not None else None  # filled above, a view
         for i in open_rows:
             plan = self.plans[i]
             token = _sample(scores[i], plan) if plan.temperature > 0 else None
@@ -88,7 +89,8 @@ class RowControl(LogitsProcessor):
                 if token is None:
                     greedy = scores.argmax(dim=-1).tolist() if greedy is None else greedy
                 wanted = token if token is not None else greedy[i]
-                token = plan.closer.choose(wanted, plan.max_new_tokens - self.n_tokens[i])
+                token = plan.closer.choose(wanted, plan.max_new_tokens - self.n_tokens[i],
+                                           allowed=_holds(bits, i, wanted))
             if token is not None:
                 chosen[i] = token
         if chosen:
@@ -120,12 +122,13 @@ class RowControl(LogitsProcessor):
 
     # -- stopping criterion: called after each token is appended ---------------------------
     def after_token(self, input_ids: torch.LongTensor) -> torch.BoolTensor:
-        done = torch.zeros(len(self.plans), dtype=torch.bool, device=input_ids.device)
+        # the new tokens read in one transfer and `done` built as a list: a tensor read or
+        # write per row cost more than the row's grammar step
+        last = input_ids[:, -1].tolist()
         for i, plan in enumerate(self.plans):
             if self.closed[i]:
-                done[i] = True
                 continue
-            token = int(input_ids[i, -1])
+            token = last[i]
             self.n_tokens[i] += 1
             if plan.matcher is not None and not plan.matcher.is_terminated():
                 if not plan.matcher.accept_token(token):
@@ -141,8 +144,7 @@ class RowControl(LogitsProcessor):
                 self._close(i, STOP)
             elif self.n_tokens[i] >= plan.max_new_tokens:
                 self._close(i, LENGTH)
-            done[i] = self.closed[i]
-        return done
+        return torch.tensor(self.closed, dtype=torch.bool, device=input_ids.device)
 
     def _close(self, i: int, reason: str, eos: bool = False) -> None:
         self.closed[i], self.reason[i], self.ended_on_eos[i] = True, reason, eos
@@ -192,6 +194,14 @@ def _text_special_ids(tokenizer: Any, vocab_size: int, eos_ids: set[int]) -> lis
     ids = set(getattr(tokenizer, "all_special_ids", ()) or ())
     ids |= set(getattr(tokenizer, "added_tokens_decoder", {}) or {})
     return sorted(i for i in ids if i < vocab_size and i not in eos_ids)
+
+
+def _holds(bits: Any, row: int, token: int) -> bool | None:
+    """Whether row `row` of an xgrammar token bitmask (32 tokens per int32 word, lowest bit
+    first) allows `token`; None without a bitmask or for a token past its width."""
+    if bits is None or not 0 <= token < bits.shape[1] * 32:
+        return None
+    return bool((int(bits[row, token >> 5]) >> (token & 31)) & 1)
 
 
 def _keep_one_each(scores: torch.Tensor, rows: list[int], tokens: list[int]) -> None:

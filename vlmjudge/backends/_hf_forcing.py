@@ -210,20 +210,22 @@ class RowCloser:
         return Plan(b"".join(p[0] for p in pieces), sum(p[1] for p in pieces),
                     tuple(leaf for p in pieces for leaf in p[2]))
 
-    def choose(self, candidate: int, remaining: int) -> int:
+    def choose(self, candidate: int, remaining: int, allowed: bool | None = None) -> int:
         """The token to take when the row wants `candidate` with `remaining` tokens left
-        (this one included)."""
+        (this one included). `allowed`: whether the matcher's current token bitmask holds
+        `candidate` (None: not known, the matcher is asked); the bitmask is the set of tokens
+        the matcher accepts, so a row that read it need not fork the matcher to ask again."""
         self._next = None
         if candidate in self.stop_ids:  # the grammar allows an end token only once complete
             return candidate
         if self.stack is None:  # the walker lost the document: write the known ending
             return self._steer()
-        fork = self.matcher.fork()
         if self._fresh and self._keeps_ending(candidate) and self.plan.n_tokens + 1 < remaining - 1 - VERIFY_MARGIN:
-            if fork.accept_token(candidate):  # the ending is the same, far inside the budget: taken
-                self._next = (candidate, None, None)
+            if allowed if allowed is not None else self.matcher.fork().accept_token(candidate):
+                self._next = (candidate, None, None)  # the ending is the same, far inside the budget: taken
                 return candidate
             return self._steer()
+        fork = self.matcher.fork()
         if fork.accept_token(candidate):
             stack = self.walker.copy(self.stack)
             try:
