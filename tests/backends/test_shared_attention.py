@@ -106,12 +106,13 @@ def test_a_forwards_boolean_mask_is_converted_once_for_all_its_layers():
     shared = shared_attention.SharedPrefix(shared.keys * 2, shared.values * 2, shared.row_base)
     cache = shared_attention.SuffixCache(None, shared)
     with torch.inference_mode():  # as the backend runs
-        for _ in range(2):  # each forward starts without the last one's mask
+        for _ in range(2):  # each forward starts without the last one's mask, and keeps none after it
             with shared_attention.attending([], cache):
                 assert shared.masks is None
                 outs = [shared_attention.attention(Layer(i), query, key, value, mask, scaling=0.3)[0]
                         for i in range(2)]
                 assert shared.masks[0] is mask
+            assert shared.masks is None
     want = plain(shared, query, key, value, mask).transpose(1, 2)
     assert all((out - want).abs().max() < TOL for out in outs)
 

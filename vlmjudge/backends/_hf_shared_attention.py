@@ -67,7 +67,7 @@ class SharedPrefix:
     stacks: dict[int, tuple[torch.Tensor, torch.Tensor] | None] = field(default_factory=dict)
     # the current forward's boolean mask (held, so its id cannot be reused) and its additive
     # form: every layer of a forward gets the same mask object, converted once (`additive`);
-    # emptied as each forward starts (`attending`)
+    # emptied as each forward ends (`attending`)
     masks: tuple[Any, torch.Tensor] | None = None
 
     def __post_init__(self) -> None:
@@ -279,7 +279,7 @@ def attending(configs: list[Any], cache: SuffixCache) -> Iterator[None]:
     """One forward in which the attention layers read `cache.shared` (see module doc)."""
     register()
     shared = cache.shared
-    shared.calls, shared.masks = 0, None
+    shared.calls = 0
     token = _ACTIVE.set(shared)
     before = [config._attn_implementation for config in configs]
     for config in configs:
@@ -290,6 +290,7 @@ def attending(configs: list[Any], cache: SuffixCache) -> Iterator[None]:
         for config, name in zip(configs, before):
             config._attn_implementation = name
         _ACTIVE.reset(token)
+        shared.masks = None  # the forward's mask and its conversion are not kept past it
     if shared.calls != len(shared.keys):
         raise RuntimeError(f"{shared.calls} of {len(shared.keys)} attention layers read the shared prefix; "
                            "the others would have seen their suffix alone")
