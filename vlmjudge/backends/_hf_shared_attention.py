@@ -362,8 +362,10 @@ def additive(shared: SharedPrefix, mask: Any, dtype: Any) -> torch.Tensor | None
     object, and its conversion is a full-size fill (18 ms for a block of TerraVis' detection
     suffixes on 2 CPU cores, against 44 ms for the attention kernel it feeds)."""
     import torch
-    if mask is None or mask.dtype != torch.bool:
-        return None if mask is None else mask.to(dtype)
+    if mask is None:
+        return None
+    if mask.dtype != torch.bool:
+        return mask.to(dtype)
     held = shared.masks
     if held is None or held[0] is not mask or held[1].dtype != dtype:
         converted = torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(~mask, float("-inf"))
