@@ -91,7 +91,7 @@ def test_prefill_is_shared_prefixes_plus_suffixes(shifted):
 def test_benchmark_prints_each_paths_ideal_and_ends_with_prefill_over_ideal_then_speedup(shifted):
     import io
 
-    from bench.terravis import run
+    from bench.terravis import AGAIN, run
     model, processor, images = shifted
     out = io.StringIO()
     measures = run(model, processor, images[:2], ablation_images=0, steps=False, flops_images=1, out=out)
@@ -99,6 +99,12 @@ def test_benchmark_prints_each_paths_ideal_and_ends_with_prefill_over_ideal_then
     opt, ref = measures["optimized"], measures["reference"]
     assert lines[-2] == f"prefill/ideal: {opt.prefill_tokens / opt.extra['ideal_prefill']:.3f}"
     assert lines[-1].startswith("speedup: ") and float(lines[-1].split()[1]) > 0
+    # the optimized path is timed on both sides of the reference; the speedup is over their mean
+    again = measures[AGAIN]
+    assert again.prefill_tokens == opt.prefill_tokens and again.generated_tokens == opt.generated_tokens
+    mean = (opt.seconds + again.seconds) / 2
+    assert lines[-1] == f"speedup: {ref.seconds / mean:.2f}"
+    assert any(line.startswith("optimized before / after the reference: ") for line in lines)
     # the reference prefills every prompt whole: above its ideal, by the prefixes its requests share
     assert 0 < 2 * ref.extra["ideal_prefill"] < ref.prefill_tokens
     assert 0 < opt.extra["ideal_prefill"] <= opt.prefill_tokens
