@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -130,6 +131,10 @@ def group_worker(rank: int, world_size: int, args: dict) -> dict:
     and a toy score-on-add module), then the toy Metric and TerraVisScore, each updated twice and
     computed with DDP sync."""
     os.environ["HF_HOME"] = args["hf_home"][rank]  # before evaluate is imported: own module cache
+    # A spawned rank starts with its parent's sys.path, which holds the module cache of every
+    # evaluate.load the parent ran before (another test's HF_HOME): its `evaluate_modules`
+    # package would shadow this rank's own, where the modules loaded here are copied.
+    sys.path[:] = [p for p in sys.path if not os.path.isdir(os.path.join(p or ".", "evaluate_modules"))]
     import torch.distributed as dist
 
     from terravis.metric import TerraVisScore
