@@ -342,6 +342,9 @@ def _split(shared: SharedPrefix, layer: int, query: Any, key: Any, value: Any, a
     causal = causal and attention_mask is None and length > 1  # as sdpa reads a missing mask
     if causal and length != key.shape[-2]:
         raise RuntimeError("a causal suffix forward must start on an empty suffix cache")
+    # the mask holds the suffix's causal triangle too; splitting it off as an `is_causal` call
+    # saves nothing: the CPU kernel skips only whole 512-column key blocks, and TerraVis' suffixes
+    # are shorter (265 queries over 265 columns: 10.6 ms causal, 10.6 ms full, on 2 cores)
     mask = additive(shared, attention_mask, query.dtype)
     # a query whose own columns are all masked (a pad) gets output 0 and log-sum-exp 0: finite
     kv_heads = int(key.shape[1])
