@@ -155,3 +155,46 @@ def test_split_where_the_processor_retokenises_around_an_image(family, judges, i
     requests = [Request(images=[images[0]], text=text, prefix="Answer:")
                 for text in ("\nIs there a cat?", "\n\nIs it red?", "\n\n\nIs it red?", "Is it red?")]
     assert close(shared.choice_probs(requests, OPTIONS), unshared.choice_probs(requests, OPTIONS))
+
+
+def test_a_text_stem_before_the_images_runs_once(family, judges, images, monkeypatch):
+    """Units of different images whose prompts start with the same long text (a system prompt)
+    run that stem once per batch, not once per image (`_hf_prefix.shared_stem`), and answer as the
+    unshared path does, by probabilities and greedy texts, whether the units read the stem in place
+    (CPU) or each hold a copy of it (other devices). Windowed families (Gemma 3 and 4, whose
+    images must also run from column 0, and Llama 4) keep the stem in every unit."""
+    from vlmjudge.backends import _hf_prefix as prefixes
+    shared, unshared = judges(family)
+    same_size = [im.resize((48, 48)) for im in images[:3]]
+    requests = [Request(images=[im], system=INSTRUCTIONS * 2, text=f"Question {k}: is there a cat?", prefix="Answer:")
+                for k, im in enumerate(same_size)]
+    greedy = [Request(images=r.images, system=r.system, text=r.text, decoding=Decoding(max_new_tokens=5))
+              for r in requests]
+
+    def run(judge):
+        before = judge.stats.prefill_tokens
+        probs = judge.choice_probs(requests, OPTIONS)
+        ran = judge.stats.prefill_tokens - before
+        return probs, ran, [a.text for a in judge.generate(greedy)]
+
+    kv_off = {"kv_cache_mb": 0, "vision_cache_mb": 0}  # nothing served from an earlier call
+    stem_judge = TransformersJudge(shared.model, shared.processor, batch_size=8, **kv_off)
+    p_stem, ran_stem, t_stem = run(stem_judge)
+    p_plain, _, t_plain = run(unshared)
+    assert close(p_stem, p_plain), (p_stem, p_plain)
+    assert t_stem == t_plain
+    assert len({round(p["Yes"], 6) for p in p_plain}) == 3  # the images matter
+    # the layout of other devices (CUDA): the stem's row copied to every unit, not read in place
+    with monkeypatch.context() as m:
+        m.setattr(prefixes.PrefixRunner, "shares", lambda self, device: False)
+        p_copied, ran_copied, t_copied = run(TransformersJudge(shared.model, shared.processor, batch_size=8, **kv_off))
+    assert close(p_copied, p_plain) and t_copied == t_plain and ran_copied == ran_stem
+    shortest = prefixes.MIN_STEM
+    monkeypatch.setattr(prefixes, "MIN_STEM", 10**9)
+    p_whole, ran_whole, _ = run(TransformersJudge(shared.model, shared.processor, batch_size=8, **kv_off))
+    assert close(p_stem, p_whole)
+    if SUPPORTED[family].shared_prefix.startswith("yes") and shared._runner.stems:
+        assert ran_whole - ran_stem >= 2 * shortest  # two of the three units skipped the stem
+    else:  # no units (the unshared fallback), or a model that must see its images from column 0
+        assert ran_whole == ran_stem
+        assert family in prefixes.IMAGES_FROM_COLUMN_ZERO or shared._runner.windowed or shared.sharing_blocker

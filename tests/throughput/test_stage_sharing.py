@@ -33,9 +33,9 @@ def test_later_stages_run_only_what_earlier_ones_did_not(shifted):
     assert sum(a for a, _, _ in stages.values()) == judge.stats.prefill_tokens
     assert all(t > 0 for _, _, t in stages.values())
     # detection starts from eligibility's image prefix: about its own share, where without the
-    # store it runs the system prompt and the image again for every image
+    # store it runs the image again for every image (and the system prompt once, as their stem)
     det, det_share, _ = stages["detection"]
-    assert det <= 1.1 * det_share < plain_stages["detection"][0]
+    assert det <= 1.1 * det_share and det < plain_stages["detection"][0]
     # evidence continues the detection prompts: only what follows the image's shared detection
     # prefix (its question, then the option word) runs, never the system prompt and image again
     keys = {}

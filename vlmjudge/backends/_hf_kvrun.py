@@ -124,10 +124,12 @@ def _prepare_fresh(processor: Any, prompts: Sequence[prefixes.Prompt], pil_lists
     units = fresh_units + served
     n = len(prompts)
     row_unit, suffix_ids, suffix_mask = prefixes.suffix_layout(prompts, units, n, pad_id)
-    ran = (int(sub.prefix["attention_mask"].sum()) if sub is not None else 0) + sum(len(h.ext) for h in hits)
+    fresh_ran = int(sub.prefix["attention_mask"].sum()) - (len(sub.units) - 1) * sub.stem if sub is not None else 0
+    ran = fresh_ran + sum(len(h.ext) for h in hits)
     return prefixes.PreparedBatch(units, sub.prefix if sub is not None else {}, sub.vision if sub is not None else {},
                                   suffix_ids, suffix_mask, row_unit, [p.text for p in prompts],
-                                  sub.n_images if sub is not None else 0, ran + int(suffix_mask.sum()))
+                                  sub.n_images if sub is not None else 0, ran + int(suffix_mask.sum()),
+                                  stem=sub.stem if sub is not None else 0)
 
 
 # -- running --------------------------------------------------------------------------------
@@ -142,12 +144,12 @@ def cached_prefixes(runner: Any, batch: prefixes.PreparedBatch, device: Any, dty
     store: PrefixKVStore = runner.kv
     plan: KVPlan | None = batch.kv
     if plan is None:
-        cache, mask, nxt, _ = runner.run_prefix(batch.prefix, batch.vision, batch.image_keys, device, dtype)
+        cache, mask, nxt, _ = runner.run_prefix(batch, device, dtype)
         return cache, mask, nxt, None, None
     rows: list[RowKV] = []
     n_fresh = len(plan.meta) - len(plan.hits)
     if n_fresh:
-        cache, mask, nxt, _ = runner.run_prefix(batch.prefix, batch.vision, batch.image_keys, device, dtype)
+        cache, mask, nxt, _ = runner.run_prefix(batch, device, dtype)
         for row, (digests, ids, tail, edge) in zip(split_rows(cache, mask, nxt), plan.meta):
             kept = store.put(Entry(digests, ids, row, tail, edge))
             rows.append(kept.kv if kept is not None else row)

@@ -18,7 +18,8 @@ API (for method code and benchmarks):
   only), so a continuation (evidence after a check: the check's prompt, its answer, more text)
   runs only its new tokens; such a request is served as a unit of its own. An out-of-memory
   error empties the store before the halved retry.
-- Not shared: text before the first image across different images (entries are per image set),
+- Not shared: text before the first image across different images (entries are per image set;
+  within one batch such a stem runs once, `_hf_prefix.shared_stem`, but each batch runs it again),
   and prefixes between batches of one call prepared while the earlier batch runs (the prefetch
   thread plans batch k+1 before batch k has kept its prefixes).
 

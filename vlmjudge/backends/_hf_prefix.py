@@ -4,7 +4,9 @@ Requests with the same images whose token sequences agree up to a point (the 18 
 checks of one image, the QA chunks of one FAGER image) form a *unit*; a lone request is a
 unit whose suffix is its last token. A batch of units runs as two forwards:
 
-1. the units' prefixes, left-padded, vision tower included, filling a `DynamicCache`;
+1. the units' prefixes, left-padded, vision tower included, filling a `DynamicCache` (where
+   prefixes of one length start with the same text before their images, as a system prompt
+   does, that *stem* runs first, once, and every unit's prefix continues from it: `shared_stem`);
 2. every request's suffix against its unit's prefix: the cache rows are selected per request
    (`batch_select_indices` with repeated indices, i.e. the prefix KV expanded over the
    suffixes), and the suffixes are left-padded *within their block*, so the layout of a row is
@@ -62,6 +64,14 @@ class SharingStats(JudgeStats):
 #: identity, so answers of an older layout are never served again.
 LAYOUT_VERSION = 2
 
+#: Shortest shared stem run once for a batch's units (`shared_stem`): a shorter one saves less
+#: than its own forward costs.
+MIN_STEM = 32
+#: Models whose images must run in a forward that starts at column 0, so no stem runs apart:
+#: Gemma 3 and 4 let an image's tokens attend to each other both ways, by a mask that reads the
+#: token types by absolute column, and a forward after cached columns misreads them (measured:
+#: probabilities off by up to 0.04 on the tiny checkpoints).
+IMAGES_FROM_COLUMN_ZERO = frozenset({"gemma3", "gemma4"})
 #: Per-token processor outputs that are padded like input_ids; the rest are stacked (pixels).
 _TOKEN_KEYS = ("input_ids", "attention_mask", "mm_token_type_ids", "token_type_ids")
 
@@ -79,6 +89,9 @@ class Prompt:
     # pixel digests by image identity, shared by the prompts of one call (and only that call:
     # an identity such as id(image) means nothing once the call is over)
     digests: dict[tuple, str] = field(default_factory=dict, repr=False)
+    # leading tokens that may run once for several units (`shared_stem`): those before its first
+    # image placeholder, or 0 on a model that must see an image's prompt from column 0
+    stem_limit: int = 0
 
     @property
     def pixels(self) -> int:
@@ -100,9 +113,11 @@ def image_key(images: Sequence[Any]) -> tuple:
 
 
 def make_prompt(text: str, ids: list[int], images: Sequence[Any], pils: Sequence[Any],
-                image_token_ids: set[int]) -> Prompt:
+                image_token_ids: set[int], stems: bool = True) -> Prompt:
+    """`stems`: whether the model may run a prompt's text before its images apart (`PrefixRunner.stems`)."""
     return Prompt(text, ids, image_key(images), images_end(ids, image_token_ids),
-                  tuple((p.height, p.width) for p in pils))
+                  tuple((p.height, p.width) for p in pils),
+                  stem_limit=images_start(ids, image_token_ids) if stems else 0)
 
 
 def images_end(ids: Sequence[int], image_token_ids: set[int]) -> int:
@@ -112,6 +127,13 @@ def images_end(ids: Sequence[int], image_token_ids: set[int]) -> int:
     if image_token_ids.isdisjoint(ids):
         return 0
     return next(i + 1 for i in range(len(ids) - 1, -1, -1) if ids[i] in image_token_ids)
+
+
+def images_start(ids: Sequence[int], image_token_ids: set[int]) -> int:
+    """Where the first image placeholder of `ids` starts (len(ids): none)."""
+    if image_token_ids.isdisjoint(ids):
+        return len(ids)
+    return next(i for i, token in enumerate(ids) if token in image_token_ids)
 
 
 def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
@@ -172,6 +194,7 @@ class PreparedBatch:
     extra: dict[str, Any] = field(default_factory=dict)
     image_keys: list[str] = field(default_factory=list)  # pixel digest per image, for a vision cache
     kv: Any = None  # what the prefix KV store serves and keeps for this batch (`_hf_kvrun.KVPlan`)
+    stem: int = 0   # leading prefix columns every unit shares, run once for all (`shared_stem`)
 
 
 def processor_inputs(processor: Any, texts: Sequence[str], image_lists: Sequence[list], **kwargs: Any) -> Any:
@@ -223,9 +246,27 @@ def _prepare_units(processor: Any, prompts: Sequence[Prompt], pil_lists: Sequenc
     vision = {k: v for k, v in enc.items() if k not in _TOKEN_KEYS}
     n = sum(len(u.rows) for u in units)
     row_unit, suffix_ids, suffix_mask = suffix_layout(prompts, units, n, pad_id)
+    stem = shared_stem([u["input_ids"].tolist() for u in per_unit], heads)
     return PreparedBatch(units, prefix, vision, suffix_ids, suffix_mask, row_unit,
                          [p.text for p in prompts], sum(len(pil_lists[u.rows[0]]) for u in units),
-                         int(prefix["attention_mask"].sum()) + int(suffix_mask.sum()))
+                         int(prefix["attention_mask"].sum()) - (len(units) - 1) * stem + int(suffix_mask.sum()),
+                         stem=stem)
+
+
+def shared_stem(rows: Sequence[list[int]], heads: Sequence[Prompt]) -> int:
+    """How many leading tokens every unit's prefix shares before its first image (TerraVis' system
+    prompt and chat header, 450 tokens under Qwen3-VL's template): `run_prefix` runs them once,
+    not once per unit. 0 for a single unit, a stem under `MIN_STEM` tokens, or prefixes of
+    different lengths (left pads would then lie between the stem and the rest). `rows` are the
+    processor's ids; the stem also stays where they equal the tokenizer's (`heads`), so no
+    expanded or re-tokenised image placeholder falls inside it."""
+    if len(rows) < 2 or len({len(r) for r in rows}) != 1:
+        return 0
+    first = rows[0]
+    n = min(min(h.stem_limit for h in heads), len(first) - 1)  # the rest keeps a token to run
+    for row, head in zip(rows, heads):
+        n = min(n, common_prefix_length(row[:n], head.ids[:n]), common_prefix_length(row[:n], first[:n]))
+    return n if n >= MIN_STEM else 0
 
 
 def suffix_layout(prompts: Sequence[Prompt], units: Sequence[Unit], n: int, pad_id: int):
@@ -309,6 +350,9 @@ class PrefixRunner:
         self.rope_index = getattr(inner, "get_rope_index", None)
         self._rope_params = set(inspect.signature(self.rope_index).parameters) if self.rope_index else set()
         self.windowed = windowed(model)
+        # a stem runs apart (`shared_stem`) on plain full-attention caches only: copying a stem row
+        # per unit fails in Llama 4's chunked layer, and Gemma's images must run from column 0
+        self.stems = not self.windowed and getattr(model.config, "model_type", None) not in IMAGES_FROM_COLUMN_ZERO
         # suffixes read one prefix row per unit, not a copy per request (`_hf_shared_attention`)
         self.shared_blocker = shared_attention.blocker(model)
         self._attention_configs = shared_attention.attention_configs(model) if self.shared_blocker is None else []
@@ -362,22 +406,43 @@ class PrefixRunner:
             from ._hf_kvrun import cached_prefixes
             cache, mask, nxt, keep, bases = cached_prefixes(self, batch, device, dtype)
         else:
-            cache, mask, nxt, _ = self.run_prefix(batch.prefix, batch.vision, batch.image_keys, device, dtype)
+            cache, mask, nxt, _ = self.run_prefix(batch, device, dtype)
             keep = None
         return self.run_suffixes(cache, mask, nxt, batch, device, keep, by_length, bases)
 
-    def run_prefix(self, prefix: dict, vision: dict, image_keys: list[str], device: Any, dtype: Any) -> tuple:
+    def run_prefix(self, batch: PreparedBatch, device: Any, dtype: Any) -> tuple:
         """The units' prefixes (vision tower included) into a fresh cache: (cache, prefix mask,
-        next position per unit, the forward's position ids)."""
-        prefix = {k: v.to(device) for k, v in prefix.items()}
-        vision = {k: (v.to(device, dtype) if v.is_floating_point() else v.to(device)) for k, v in vision.items()}
+        next position per unit, the forward's position ids). A `stem` the units share runs once
+        and the rest of each prefix after it: where the model `shares`, every unit reads the stem's
+        row in place (so the rest attends causally from its own first column, as a whole prefix
+        forward would), elsewhere the stem's row is copied to every unit first."""
+        import torch
+
+        from . import _hf_shared_attention as shared_attention
+        prefix = {k: v.to(device) for k, v in batch.prefix.items()}
+        vision = {k: (v.to(device, dtype) if v.is_floating_point() else v.to(device)) for k, v in batch.vision.items()}
         positions, nxt = self._prefix_positions(prefix, vision)
+        mask, stem = prefix["attention_mask"], batch.stem
+        tokens = {k: v for k, v in prefix.items() if k != "attention_mask"}
         cache = self._cache_cls(config=self.model.config)
-        # image keys are set only where the judge has an enabled vision cache
-        with self.vision.serving(image_keys) if image_keys else nullcontext():
-            self.model(**prefix, **vision, position_ids=positions, use_cache=True, logits_to_keep=1,
+        rows = torch.zeros(len(batch.units), dtype=torch.long, device=device)
+        if stem:  # text only, no pads: one row
+            self.model(**{k: v[:1, :stem] for k, v in tokens.items()}, attention_mask=mask[:1, :stem],
+                       position_ids=positions[..., :1, :stem], use_cache=True, logits_to_keep=1,
                        **{self.cache_kw: cache})
-        return cache, prefix["attention_mask"], nxt, positions
+        if stem and self.shares(device):
+            run, run_mask = shared_attention.SuffixCache.over(self.model.config, cache, rows), mask[:, stem:]
+        else:
+            if stem:
+                cache.batch_select_indices(rows)
+            run, run_mask = cache, mask
+        # image keys are set only where the judge has an enabled vision cache
+        with self.vision.serving(batch.image_keys) if batch.image_keys else nullcontext(), self.attending(run):
+            self.model(**{k: v[:, stem:] for k, v in tokens.items()}, attention_mask=run_mask, **vision,
+                       position_ids=positions[..., stem:], use_cache=True, logits_to_keep=1, **{self.cache_kw: run})
+        if run is not cache:
+            cache = run.joined(self.model.config)
+        return cache, mask, nxt, positions
 
     def run_suffixes(self, cache: Any, prefix_mask: torch.Tensor, nxt: torch.Tensor, batch: PreparedBatch,
                      device: Any, keep: Any = None, by_length: bool = False,

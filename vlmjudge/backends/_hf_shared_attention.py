@@ -237,6 +237,25 @@ class SuffixCache(DynamicCache):
         super().__init__(config=config)
         self.shared = shared
 
+    @classmethod
+    def over(cls, config: Any, base: Any, rows: torch.Tensor) -> SuffixCache:
+        """An empty suffix cache whose rows all extend the one row of the cache `base` (a
+        prefix stem that several units' prefixes start with)."""
+        layers = base.layers
+        return cls(config, SharedPrefix([[layer.keys] for layer in layers], [[layer.values] for layer in layers], rows))
+
+    def joined(self, config: Any) -> DynamicCache:
+        """The plain cache this one stands for: each row's base columns, then its own."""
+        import torch
+        out = DynamicCache(config=config)
+        for i, (layer, own) in enumerate(zip(out.layers, self.layers)):
+            base_keys, base_values = (torch.cat(held)[self.shared.row_base] for held in
+                                      (self.shared.keys[i], self.shared.values[i]))
+            keys, values = torch.cat([base_keys, own.keys], dim=-2), torch.cat([base_values, own.values], dim=-2)
+            layer.lazy_initialization(keys, values)
+            layer.keys, layer.values = keys, values
+        return out
+
     def batch_select_indices(self, indices: torch.Tensor) -> None:
         super().batch_select_indices(indices)
         self.shared = self.shared.select(indices)

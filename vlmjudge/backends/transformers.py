@@ -279,7 +279,8 @@ class TransformersJudge(Judge):
         text. `text`: the request's rendering, where the caller has it."""
         text = text if text is not None else self._rendered(request, renders)
         ids = list(self._token_ids(text))  # memoised: one question asked of many images is one text
-        prompt = prefixes.make_prompt(text, ids, request.images, request.pil_images(), self._image_token_ids)
+        prompt = prefixes.make_prompt(text, ids, request.images, request.pil_images(), self._image_token_ids,
+                                      stems=self._runner.stems)
         if digests is not None:
             prompt.digests = digests
         return prompt
