@@ -24,6 +24,9 @@ which returns the log-sum-exp), on models whose every cache layer is a plain ful
 layer and whose attention implementation is sdpa. Sliding-window, chunked and recurrent
 models, and CUDA devices, keep the plain layout.
 
+The same split serves a batch's prefix forward whose units start with one text stem
+(`_hf_prefix.shared_stem`): the stem's single row is the base of every unit's row.
+
 How it is reached: `attention` is registered as the attention implementation `NAME` (an sdpa
 wrapper: outside a shared forward it is sdpa itself), and `attending` switches the model's
 attention configs to it for one forward, then back. A forward in which a layer did not call
@@ -245,7 +248,8 @@ class SuffixCache(DynamicCache):
         return cls(config, SharedPrefix([[layer.keys] for layer in layers], [[layer.values] for layer in layers], rows))
 
     def joined(self, config: Any) -> DynamicCache:
-        """The plain cache this one stands for: each row's base columns, then its own."""
+        """The plain cache this one stands for: each row's base columns, then its own (bases of
+        one width, as a stem's single row is)."""
         import torch
         out = DynamicCache(config=config)
         for i, (layer, own) in enumerate(zip(out.layers, self.layers)):
