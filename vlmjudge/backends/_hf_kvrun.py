@@ -124,8 +124,7 @@ def _prepare_fresh(processor: Any, prompts: Sequence[prefixes.Prompt], pil_lists
     units = fresh_units + served
     n = len(prompts)
     row_unit, suffix_ids, suffix_mask = prefixes.suffix_layout(prompts, units, n, pad_id)
-    fresh_ran = int(sub.prefix["attention_mask"].sum()) - (len(sub.units) - 1) * sub.stem if sub is not None else 0
-    ran = fresh_ran + sum(len(h.ext) for h in hits)
+    ran = (sub.prefix_tokens if sub is not None else 0) + sum(len(h.ext) for h in hits)
     return prefixes.PreparedBatch(units, sub.prefix if sub is not None else {}, sub.vision if sub is not None else {},
                                   suffix_ids, suffix_mask, row_unit, [p.text for p in prompts],
                                   sub.n_images if sub is not None else 0, ran + int(suffix_mask.sum()),

@@ -196,6 +196,11 @@ class PreparedBatch:
     kv: Any = None  # what the prefix KV store serves and keeps for this batch (`_hf_kvrun.KVPlan`)
     stem: int = 0   # leading prefix columns every unit shares, run once for all (`shared_stem`)
 
+    @property
+    def prefix_tokens(self) -> int:
+        """Real prefix tokens `PrefixRunner.run_prefix` runs: every unit's, their stem once."""
+        return int(self.prefix["attention_mask"].sum()) - (len(self.units) - 1) * self.stem if self.prefix else 0
+
 
 def processor_inputs(processor: Any, texts: Sequence[str], image_lists: Sequence[list], **kwargs: Any) -> Any:
     """The processor's padded tensors for `texts`, with one image list per text (a flat list
@@ -246,11 +251,11 @@ def _prepare_units(processor: Any, prompts: Sequence[Prompt], pil_lists: Sequenc
     vision = {k: v for k, v in enc.items() if k not in _TOKEN_KEYS}
     n = sum(len(u.rows) for u in units)
     row_unit, suffix_ids, suffix_mask = suffix_layout(prompts, units, n, pad_id)
-    stem = shared_stem([u["input_ids"].tolist() for u in per_unit], heads)
-    return PreparedBatch(units, prefix, vision, suffix_ids, suffix_mask, row_unit,
-                         [p.text for p in prompts], sum(len(pil_lists[u.rows[0]]) for u in units),
-                         int(prefix["attention_mask"].sum()) - (len(units) - 1) * stem + int(suffix_mask.sum()),
-                         stem=stem)
+    batch = PreparedBatch(units, prefix, vision, suffix_ids, suffix_mask, row_unit, [p.text for p in prompts],
+                          sum(len(pil_lists[u.rows[0]]) for u in units), 0,
+                          stem=shared_stem([u["input_ids"].tolist() for u in per_unit], heads))
+    batch.prefill_tokens = batch.prefix_tokens + int(suffix_mask.sum())
+    return batch
 
 
 def shared_stem(rows: Sequence[list[int]], heads: Sequence[Prompt]) -> int:
