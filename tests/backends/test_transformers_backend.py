@@ -101,29 +101,55 @@ def test_batched_equals_one_at_a_time(loaded, family, fresh, noise):
 
 def test_batches_are_prepared_one_at_a_time_on_the_worker(loaded, fresh, noise):
     """The first batch is prepared on the prefetch worker too, ahead of the second: two
-    preparations never compete for the cores while no forward runs, and answers are unchanged."""
+    preparations never compete for the cores while no forward runs, and answers are unchanged.
+    The worker's torch ops run on one thread (it must not start OpenMP workers of its own), and
+    the thread count is back as it was after each batch."""
     reqs = _requests(noise(5), max_new_tokens=4)
     judge = fresh(loaded["qwen3_vl"], batch_size=2)
+    judge.prefetch = True
     spans = []
     prepare = judge._prepare
 
     def timed(processor, batch):
         start = time.perf_counter()
+        threads = torch.get_num_threads()
         try:
             return prepare(processor, batch)
         finally:
             spans.append((threading.current_thread().name, [reqs.index(r) for r in batch], start,
-                          time.perf_counter()))
+                          time.perf_counter(), threads))
 
     judge._prepare = timed
+    before = torch.get_num_threads()
     got = judge.choice_probs(reqs, ["Yes", "No"])
-    assert len(spans) == 3 and sorted(r for _, rows, _, _ in spans for r in rows) == [0, 1, 2, 3, 4]
-    assert all(name.startswith("vlmjudge-prefetch") for name, _, _, _ in spans)
+    assert len(spans) == 3 and sorted(r for _, rows, _, _, _ in spans for r in rows) == [0, 1, 2, 3, 4]
+    assert all(name.startswith("vlmjudge-prefetch") for name, _, _, _, _ in spans)
     assert all(a[3] <= b[2] for a, b in zip(spans, spans[1:]))  # one after another, never side by side
+    assert [threads for *_, threads in spans] == [1, 1, 1]
+    assert torch.get_num_threads() == before
+    assert judge._worker()._pool.submit(torch.get_num_threads).result() == before
     want = fresh(loaded["qwen3_vl"], batch_size=2)
     want.prefetch = False
     assert [p["Yes"] for p in got] == pytest.approx([p["Yes"] for p in want.choice_probs(reqs, ["Yes", "No"])],
                                                     abs=1e-6)
+
+
+def test_prefetch_defaults_to_on_only_where_a_core_is_free_for_it(loaded, monkeypatch):
+    """`prefetch=None` (the default) prepares ahead on a CPU only where this process has more
+    cores than torch's threads: where torch's threads take them all, the worker would take turns
+    with them. An explicit choice is kept either way."""
+    from vlmjudge.backends import _hf_batching as batching
+    from vlmjudge.backends.transformers import TransformersJudge
+    base = loaded["qwen3_vl"]
+    threads = torch.get_num_threads()
+    monkeypatch.setattr(batching.os, "sched_getaffinity", lambda pid: set(range(threads)), raising=False)
+    assert batching.prefetch_pays(base.model) is False
+    assert TransformersJudge(base.model, base.processor).prefetch is False
+    assert TransformersJudge(base.model, base.processor, prefetch=True).prefetch is True
+    monkeypatch.setattr(batching.os, "sched_getaffinity", lambda pid: set(range(threads + 1)), raising=False)
+    assert batching.prefetch_pays(base.model) is True
+    assert TransformersJudge(base.model, base.processor).prefetch is True
+    assert TransformersJudge(base.model, base.processor, prefetch=False).prefetch is False
 
 
 def test_prefix_ends_the_prompt_and_is_not_returned(loaded):

@@ -5,7 +5,9 @@ after the generation prompt, and run in batches under `torch.inference_mode`. By
 (`prefix_reuse=True`) requests sharing images and a token prefix run the vision tower and
 that prefix once, and their suffixes against its KV cache (`_hf_prefix`); requests are
 grouped, sorted by size into batches and restored to order (`_hf_batching`), and the next
-batch's images are preprocessed on a worker thread while the model runs. On that path, a
+batch's images are preprocessed on a worker thread while the model runs where a core is free
+for it (`prefetch=None`, the default: on an accelerator, or on a CPU with more cores than
+torch's threads; `batching.prefetch_pays`). On that path, a
 Qwen-VL, GLM-4V, Gemma, LLaVA or Pixtral model's vision-tower outputs are also kept across calls (`vision_cache_mb`, default
 2 GiB, 0 for off; see `_hf_vision`), so an image asked about in several calls (TerraVis
 stages, FAGER chunks) is encoded once; `stats.images_encoded` counts the tower's runs. Prefix KV
@@ -75,7 +77,7 @@ class TransformersJudge(Judge):
                  device: str | None = None, device_map: Any = None, batch_size: int | None = None,
                  trust_remote_code: bool = False, cache: Any = None, progress: bool | None = None,
                  attn_implementation: str | None = None, hf_cache_dir: str | None = None,
-                 prefix_reuse: bool = True, prefetch: bool = True, chunk_size: int | None = None,
+                 prefix_reuse: bool = True, prefetch: bool | None = None, chunk_size: int | None = None,
                  vision_cache_mb: float = vision_store.DEFAULT_MB, kv_cache_mb: float = kv_store.DEFAULT_MB) -> None:
         import torch
         if model is None:
@@ -120,7 +122,8 @@ class TransformersJudge(Judge):
         self.pad_id = pad if pad is not None else self.eos_ids[0]
         self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
         self.attn_implementation = getattr(model.config, "_attn_implementation", attn_implementation)
-        self.prefix_reuse, self.prefetch = prefix_reuse, prefetch
+        self.prefix_reuse = prefix_reuse
+        self.prefetch = batching.prefetch_pays(model) if prefetch is None else prefetch
         self._max_rows = batching.UNLIMITED_ROWS   # requests per batch, lowered after out-of-memory
         self._budget_scale = 1.0                   # share of the token budget, halved after out-of-memory
         self._option_cache: dict[tuple[str, tuple[str, ...]], list[int]] = {}
@@ -213,10 +216,7 @@ class TransformersJudge(Judge):
             for k, idx in enumerate(batches):
                 if self.prefetch and k + 1 < len(batches):
                     if k == 0:  # first batch on the worker alone, the next queued behind it: the two
-                        # preparations would otherwise share the cores while no forward runs.
-                        # The first batch's preparation is still waited for (0.29 s for TerraVis'
-                        # 8 images at 1024²); starting on one image instead cut that wait to 0.04 s
-                        # but not the run: on 2 cores the rest's preparation took the forward's time
+                        # preparations would otherwise share the cores while no forward runs
                         self._worker().submit([requests[i] for i in idx])
                     self._worker().submit([requests[i] for i in batches[k + 1]])
                 for i, result in zip(idx, self._forward_or_split(op, [requests[i] for i in idx], options)):
