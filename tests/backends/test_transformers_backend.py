@@ -152,6 +152,20 @@ def test_prefetch_defaults_to_on_only_where_a_core_is_free_for_it(loaded, monkey
     assert TransformersJudge(base.model, base.processor, prefetch=False).prefetch is False
 
 
+def test_the_worker_keeps_torchs_threads_beside_an_accelerator(loaded):
+    """`one_thread=False` (a model on an accelerator): the worker prepares with torch's thread
+    count, not one."""
+    from vlmjudge.backends._hf_batching import Prefetcher
+    seen = []
+    batch = ["a request"]
+    for one_thread in (False, True):
+        worker = Prefetcher(lambda processor, b: seen.append(torch.get_num_threads()), loaded["qwen3_vl"].processor,
+                            one_thread=one_thread)
+        worker.submit(batch)
+        worker.take(batch)
+    assert seen == [torch.get_num_threads(), 1]
+
+
 def test_prefix_ends_the_prompt_and_is_not_returned(loaded):
     judge = loaded["qwen3_vl"]
     req = Request(text="Is it red?", prefix="Answer:", decoding=Decoding(max_new_tokens=3))

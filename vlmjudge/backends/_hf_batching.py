@@ -105,10 +105,12 @@ def prefetch_pays(model: Any) -> bool:
 class Prefetcher:
     """Prepares batches ahead on one worker thread (kept for the judge's life); `take` returns
     a prepared batch (waiting for it) or None when that batch was never submitted (e.g. a half
-    after out-of-memory), and the caller prepares it itself."""
+    after out-of-memory), and the caller prepares it itself. `one_thread`: the worker's torch
+    ops run on one intra-op thread (`_one_thread`), for a model whose forward runs on the CPU
+    cores too; beside an accelerator the worker keeps torch's threads."""
 
-    def __init__(self, prepare: Callable[[Any, list], Any], processor: Any) -> None:
-        self._prepare = prepare
+    def __init__(self, prepare: Callable[[Any, list], Any], processor: Any, one_thread: bool = True) -> None:
+        self._prepare = _one_thread(prepare) if one_thread else prepare
         self._processor = copy.deepcopy(processor)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vlmjudge-prefetch")
         self._pending: dict[tuple, Future] = {}
@@ -119,7 +121,7 @@ class Prefetcher:
 
     def submit(self, batch: list) -> None:
         if self.key(batch) not in self._pending:
-            self._pending[self.key(batch)] = self._pool.submit(_one_thread, self._prepare, self._processor, batch)
+            self._pending[self.key(batch)] = self._pool.submit(self._prepare, self._processor, batch)
 
     def take(self, batch: Sequence[Any]) -> Any:
         future = self._pending.pop(self.key(batch), None)
@@ -132,19 +134,21 @@ class Prefetcher:
         self._pending.clear()
 
 
-def _one_thread(prepare: Callable[[Any, list], Any], processor: Any, batch: list) -> Any:
-    """`prepare` with the worker's torch ops on one intra-op thread. A second thread that runs
-    OpenMP regions of its own keeps a second team of OpenMP workers alive; with more such workers
-    than cores, libgomp stops spinning between regions in every team, and each small op of the
+def _one_thread(prepare: Callable[[Any, list], Any]) -> Callable[[Any, list], Any]:
+    """`prepare` with its torch ops on one intra-op thread. A second thread that runs OpenMP
+    regions of its own keeps a second team of OpenMP workers alive; with more such workers than
+    cores, libgomp stops spinning between regions in every team, and each small op of the
     model's thread then waits for its workers to wake (a 103 x 64 matrix product: 11 us before
     the worker's first batch, 100-170 us after it, on 2 cores)."""
-    import torch
-    held = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return prepare(processor, batch)
-    finally:  # the count new threads start with is process-wide: put it back
-        torch.set_num_threads(held)
+    def prepare_on_one_thread(processor: Any, batch: list) -> Any:
+        import torch
+        held = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return prepare(processor, batch)
+        finally:  # the count new threads start with is process-wide: put it back
+            torch.set_num_threads(held)
+    return prepare_on_one_thread
 
 
 #: Requests per batch before any out-of-memory error has lowered it.
