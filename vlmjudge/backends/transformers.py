@@ -269,8 +269,8 @@ class TransformersJudge(Judge):
 
     def _worker(self) -> batching.Prefetcher:
         if self._prefetcher is None:
-            on_cpu = next(self.model.parameters()).device.type == "cpu"
-            self._prefetcher = batching.Prefetcher(self._prepare, self.processor, one_thread=on_cpu)
+            self._prefetcher = batching.Prefetcher(self._prepare, self.processor,
+                                                   one_thread=self.model.device.type == "cpu")
         return self._prefetcher
 
     def _prompt(self, request: Request, digests: dict[tuple, str] | None = None,
