@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 
 from vlmjudge.faces.handle import ScorerHandle, scorer_handle
-from vlmjudge.faces.loading import judge_arguments, judge_or_load
+from vlmjudge.faces.loading import judge_or_load
 from vlmjudge.faces.metric import JudgeMetric, State, batch_value
 from vlmjudge.images import to_pil_list
 
@@ -90,8 +90,8 @@ class FagerScore(JudgeMetric):
                  device: str | None = None, dtype: str | None = None, cache: Any = None,
                  judge_kwargs: Mapping[str, Any] | None = None, qa_sets: Any = None, references: Any = None,
                  pipeline_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        args = judge_arguments("FagerScore", kwargs, model=model, backend=backend, revision=revision,
-                               device=device, dtype=dtype, cache=cache, judge_kwargs=judge_kwargs)
+        args = dict(model=model, backend=backend, revision=revision, device=device, dtype=dtype, cache=cache,
+                    judge_kwargs=judge_kwargs)
         if fager is not None:
             if judge is not None or text_judge is not None or any(v is not None for v in args.values()):
                 raise ValueError("FagerScore: give a ready pipeline (fager=) or a judge and its options, not both")

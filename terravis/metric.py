@@ -25,7 +25,7 @@ from torch import Tensor
 from torchmetrics.utilities.data import dim_zero_cat
 
 from vlmjudge.faces.handle import scorer_handle
-from vlmjudge.faces.loading import judge_arguments, judge_or_load
+from vlmjudge.faces.loading import judge_or_load
 from vlmjudge.faces.metric import JudgeMetric, State, batch_value, image_batch
 from vlmjudge.judge import Judge
 
@@ -116,8 +116,8 @@ class TerraVisScore(JudgeMetric):
                  lam: float = 1.0, alpha: float = 0.5,
                  pack: PromptPack | Mapping[str, Any] | str | os.PathLike | None = None,
                  scorer_kwargs: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
-        args = judge_arguments("TerraVisScore", kwargs, model=model, backend=backend, revision=revision,
-                               device=device, dtype=dtype, cache=cache, judge_kwargs=judge_kwargs)
+        args = dict(model=model, backend=backend, revision=revision, device=device, dtype=dtype, cache=cache,
+                    judge_kwargs=judge_kwargs)
         options = {"variant": variant, "lam": lam, "alpha": alpha, "pack": pack, **dict(scorer_kwargs or {})}
         handle = scorer_handle(judge, functools.partial(_scorer_with, options), default_model=DEFAULT_MODEL,
                                where="TerraVisScore", **args)

@@ -27,7 +27,7 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
 from vlmjudge.faces.handle import scorer_handle
-from vlmjudge.faces.loading import judge_arguments, judge_or_load
+from vlmjudge.faces.loading import judge_or_load
 from vlmjudge.faces.metric import JudgeMetric, State, batch_value, image_batch
 from vlmjudge.judge import Judge
 
@@ -112,8 +112,8 @@ class VIEScore2Score(JudgeMetric):
                  cache: Any = None, judge_kwargs: Mapping[str, Any] | None = None, fields: Any = "pq_sc+split",
                  grid_size: int = DEFAULT_N, pack: Any = None, scorer_kwargs: Mapping[str, Any] | None = None,
                  **kwargs: Any) -> None:
-        args = judge_arguments("VIEScore2Score", kwargs, model=model, backend=backend, revision=revision,
-                               device=device, dtype=dtype, cache=cache, judge_kwargs=judge_kwargs)
+        args = dict(model=model, backend=backend, revision=revision, device=device, dtype=dtype, cache=cache,
+                    judge_kwargs=judge_kwargs)
         config = {"fields": fields, "grid_size": grid_size, "pack": pack, **dict(scorer_kwargs or {})}
         handle = scorer_handle(judge, functools.partial(_scorer_with, config), default_model=DEFAULT_MODEL,
                                where="VIEScore2Score", **args)

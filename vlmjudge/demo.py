@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from .faces.loading import DEFAULT_BACKEND, judge_keywords, judge_or_load, resolve_model
+from .faces.loading import DEFAULT_BACKEND, judge_or_load, resolve_model
 from .offline import ModelUnavailableError, unavailable_reason
 from .registry import MethodSpec, get_method
 
@@ -198,7 +198,6 @@ def build_app(method: str | MethodSpec, judge: Any = None, *, model: str | None 
     import gradio as gr
 
     spec = get_method(method) if isinstance(method, str) else method
-    judge_kwargs = judge_keywords(judge_kwargs, "build_app")
     judge = judge_or_load(judge, spec.default_model, model=model, backend=backend,
                           judge_kwargs=judge_kwargs, where=spec.name)
     card_title, card_text = card_header(card) if card else (spec.name, spec.description)

@@ -85,7 +85,6 @@ class Regeneration(ScoredModule, evaluate.Metric):
     columns = {"images": "generated", "reference_images": "reference"}
     required = ("images", "reference_images")
     options = ("clip_model", "dino_model", "pooling")
-    renamed_inputs = {"predictions": "images", "references": "reference_images"}
     judge_required = False
     compute_options = ("per_pair",)
 

@@ -44,18 +44,15 @@ def test_a_metric_without_a_model_loads_the_methods_default(loaded, name):
 
 
 @pytest.mark.parametrize("name", ["terravis", "viescore2", "fager"])
-def test_a_metric_takes_the_six_judge_arguments_and_the_old_names(loaded, name):
+def test_a_metric_takes_the_six_judge_arguments_and_refuses_the_old_names(loaded, name):
     _metric(name, model="my/vlm", backend="replay", revision="r1", device="cpu", dtype="float32", cache="c.sqlite",
             judge_kwargs={"batch_size": 2})
     (recipe,) = loaded
     assert (recipe.model, recipe.backend, recipe.revision, recipe.device, recipe.dtype, recipe.cache) == \
         ("my/vlm", "replay", "r1", "cpu", "float32", "c.sqlite")
     assert dict(recipe.extra) == {"batch_size": 2}
-    with pytest.warns(DeprecationWarning, match="judge_model= is deprecated"):
+    with pytest.raises((TypeError, ValueError), match="judge_model"):  # names from before 0.1.0 are gone
         _metric(name, judge_model="old/vlm", judge_backend="replay")
-    assert (loaded[-1].model, loaded[-1].backend) == ("old/vlm", "replay")
-    with pytest.raises(TypeError, match="model="):
-        _metric(name, model="a", judge_model="b")
 
 
 def test_a_judge_and_a_model_together_are_refused(loaded):
@@ -75,7 +72,7 @@ def test_an_evaluate_module_without_a_model_loads_the_same_default(loaded, name,
     assert [r.model for r in loaded] == [DEFAULT]
 
 
-def test_the_regeneration_module_has_no_default_judge_and_takes_the_old_names(loaded, tmp_path, monkeypatch):
+def test_the_regeneration_module_has_no_default_judge_and_takes_the_judge_arguments(loaded, tmp_path, monkeypatch):
     evaluate = pytest.importorskip("evaluate")
     from vlmjudge.testing import build_tiny_clip, build_tiny_dinov2
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
@@ -83,9 +80,8 @@ def test_the_regeneration_module_has_no_default_judge_and_takes_the_old_names(lo
                 "device": "cpu"}
     module = evaluate.load(str(REPO / "metrics" / "regeneration"), cache_dir=str(tmp_path / "a"), **encoders)
     assert module.judge is None and loaded == []  # CLIP and DINO only
-    with pytest.warns(DeprecationWarning, match="judge_model= is deprecated"):
-        module = evaluate.load(str(REPO / "metrics" / "regeneration"), cache_dir=str(tmp_path / "b"),
-                               judge_model="my/vlm", judge_backend="replay", **encoders)
+    module = evaluate.load(str(REPO / "metrics" / "regeneration"), cache_dir=str(tmp_path / "b"),
+                           model="my/vlm", backend="replay", **encoders)
     assert [(r.model, r.backend, r.device) for r in loaded] == [("my/vlm", "replay", "cpu")]
 
 
@@ -107,8 +103,7 @@ def test_a_panel_judge_setting_without_a_model_uses_the_methods_default(loaded):
     try:
         shared_judge({"device": "cpu"}, DEFAULT)
         shared_judge({"device": "cpu"}, DEFAULT)  # built once per process
-        with pytest.warns(DeprecationWarning):
-            shared_judge({"judge_model": "my/vlm"}, DEFAULT)
+        shared_judge({"model": "my/vlm"}, DEFAULT)
     finally:
         release_judges()
     assert [(r.model, r.device) for r in loaded] == [(DEFAULT, "cpu"), ("my/vlm", None)]

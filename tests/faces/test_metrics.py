@@ -176,7 +176,7 @@ def test_clone_and_tracker_share_the_judge_after_update(name, res):
 def test_pickle_carries_no_model_and_reattaches_elsewhere(name, res):
     """Unpickled after the original is gone (as in another process), a metric given a ready
     judge says how to re-attach one, and works again once it has."""
-    from vlmjudge.metric_support import JudgeNotAttached
+    from vlmjudge.faces import JudgeNotAttached
 
     case = CASES[name]
     metric = updated(case, res, SPLITS[:2])

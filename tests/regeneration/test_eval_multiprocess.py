@@ -81,7 +81,7 @@ def test_pairs_are_scored_on_add_and_two_processes_equal_one(encoder_dirs, score
     single_judge = replay(single_answers)
     single = load(encoder_dirs, tmp_path / "single", judge=single_judge)
     single.add_batch(images=gens[:2], reference_images=refs[:2])
-    single.add_batch(predictions=gens[2:], references=refs[2:])  # the deprecated names still work
+    single.add_batch(images=gens[2:], reference_images=refs[2:])
     calls = single_judge.stats.model_calls
     assert calls == 10 and embedded(single) == 5  # scored on add: content and perceptual of 5 pairs
     expected = single.compute(per_pair=True)
@@ -121,6 +121,6 @@ def test_bad_inputs_fail_clearly(encoder_dirs, tmp_path, monkeypatch):
     with pytest.raises(TypeError, match="list of images"):
         module.add_batch(images=noise(1, 3)[0], reference_images=noise(1, 4))
     with pytest.raises(ValueError, match="load time"):
-        module.compute(judge_model="x")
+        module.compute(model="x")
     with pytest.raises(ValueError, match="either judge"):
-        load(encoder_dirs, tmp_path / "data", judge=object(), judge_model="x")
+        load(encoder_dirs, tmp_path / "data", judge=object(), model="x")

@@ -91,12 +91,12 @@ def test_evaluate_module_computes_offline(encoder_dirs, scorer, tmp_path, monkey
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     refs, gens = noise(3, 5), noise(3, 6)
     paths = []
-    for k, im in enumerate(gens):  # predictions as file paths, references as PIL
+    for k, im in enumerate(gens):  # images as file paths, reference images as PIL
         paths.append(str(tmp_path / f"g{k}.png"))
         im.save(paths[-1])
     module = evaluate.load(str(METRICS_DIR), clip_model=encoder_dirs["clip"], dino_model=encoder_dirs["dino"],
                            device="cpu")
-    out = module.compute(predictions=paths, references=refs, per_pair=True)
+    out = module.compute(images=paths, reference_images=refs, per_pair=True)
     expected = scorer.score(refs, gens)
     assert out["clip_per_pair"] == pytest.approx([s["clip"] for s in expected], abs=1e-5)
     assert out["dino"] == pytest.approx(sum(s["dino"] for s in expected) / 3, abs=1e-5)
@@ -120,8 +120,8 @@ def test_evaluate_module_with_a_judge(encoder_dirs, tmp_path, monkeypatch):
                            device="cpu")
     import vlmjudge.judge as judge_module
     monkeypatch.setitem(judge_module.BACKENDS, "replay_meta", "regen_helpers:MetaReplayJudge")
-    out = module.compute(predictions=noise(1, 7), references=noise(1, 8), judge_model=str(answers),
-                         judge_backend="replay_meta")
+    out = module.compute(images=noise(1, 7), reference_images=noise(1, 8), model=str(answers),
+                         backend="replay_meta")
     assert out["mllm_content"] == 0.5 and out["mllm_perceptual"] is None and out["mllm_parse_failures"] == 1
 
 

@@ -128,17 +128,3 @@ def test_the_client_backend_loads_no_server_machinery():
             "if m.startswith('vlmjudge.serve') or m in ('http.server', 'socketserver')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
-
-
-@pytest.mark.parametrize("old, new", [("vlmjudge._serve_parse", "vlmjudge.serve.parse"),
-                                      ("vlmjudge._serve_http", "vlmjudge.serve.handler"),
-                                      ("vlmjudge._serve_batcher", "vlmjudge.serve.batcher"),
-                                      ("vlmjudge._serve_faults", "vlmjudge.serve.faults"),
-                                      ("vlmjudge.backends._openai_wire", "vlmjudge.wire")])
-def test_old_module_names_are_the_moved_modules(old, new):
-    import importlib
-    import sys
-    sys.modules.pop(old, None)
-    with pytest.warns(DeprecationWarning, match="moved to"):
-        module = importlib.import_module(old)
-    assert module is importlib.import_module(new)

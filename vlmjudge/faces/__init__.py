@@ -10,14 +10,14 @@ from importlib import import_module
 from typing import Any
 
 from .handle import JudgeNotAttached, ScorerHandle, scorer_handle
-from .loading import (JUDGE_ARGUMENTS, RENAMED_JUDGE_KEYWORDS, JudgeRecipe, judge_arguments, judge_keywords,
+from .loading import (JUDGE_ARGUMENTS, JudgeRecipe,
                       judge_or_load, judge_recipe, load_method_judge, resolve_model)
 from .module import ScoredModule, ScoredRowsModule
 
 _LAZY = {"JudgeMetric": "metric", "State": "metric", "batch_value": "metric", "image_batch": "metric"}
 
-__all__ = ["JUDGE_ARGUMENTS", "RENAMED_JUDGE_KEYWORDS", "JudgeNotAttached", "JudgeRecipe", "ScorerHandle",
-           "ScoredModule", "ScoredRowsModule", "judge_arguments", "judge_keywords", "judge_or_load", "judge_recipe", "load_method_judge",
+__all__ = ["JUDGE_ARGUMENTS", "JudgeNotAttached", "JudgeRecipe", "ScorerHandle",
+           "ScoredModule", "ScoredRowsModule", "judge_or_load", "judge_recipe", "load_method_judge",
            "resolve_model", "scorer_handle", *_LAZY]
 
 

@@ -10,54 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .._moved import renamed_keywords
-
 #: The judge arguments of every face, in this order.
 JUDGE_ARGUMENTS = ("model", "backend", "revision", "device", "dtype", "cache")
 
-#: Old names of the judge arguments, accepted with a DeprecationWarning for one release.
-RENAMED_JUDGE_KEYWORDS = {"judge_model": "model", "judge_backend": "backend", "model_revision": "revision",
-                          "judge_revision": "revision", "judge_device": "device", "judge_dtype": "dtype",
-                          "judge_cache": "cache"}
-
 DEFAULT_BACKEND = "transformers"
-
-
-def judge_keywords(kwargs: Mapping[str, Any], where: str) -> dict[str, Any]:
-    """`kwargs` with the deprecated judge keyword names (`judge_model=`, ...) renamed, warning once each.
-
-    Examples:
-        >>> import warnings
-        >>> with warnings.catch_warnings():
-        ...     warnings.simplefilter("ignore")
-        ...     judge_keywords({"judge_model": "m", "judge_backend": "replay"}, "demo")
-        {'model': 'm', 'backend': 'replay'}
-    """
-    return renamed_keywords(dict(kwargs), RENAMED_JUDGE_KEYWORDS, where)
-
-
-def judge_arguments(where: str, kwargs: dict[str, Any], **given: Any) -> dict[str, Any]:
-    """The judge arguments of a face: `given` (its own `model=`, `backend=`, ...) merged with any
-    deprecated names popped out of `kwargs` (which keeps its other keywords); a name given both
-    ways is an error.
-
-    Examples:
-        >>> import warnings
-        >>> rest = {"judge_model": "m", "sync_on_compute": False}
-        >>> with warnings.catch_warnings():
-        ...     warnings.simplefilter("ignore")
-        ...     judge_arguments("demo", rest, model=None, device="cpu")
-        {'model': 'm', 'device': 'cpu'}
-        >>> rest
-        {'sync_on_compute': False}
-    """
-    old = {name: kwargs.pop(name) for name in list(kwargs) if name in RENAMED_JUDGE_KEYWORDS}
-    out = dict(given)
-    for name, value in judge_keywords(old, where).items():
-        if out.get(name) is not None:
-            raise TypeError(f"{where}: pass {name}= only, not also its deprecated name")
-        out[name] = value
-    return out
 
 
 def resolve_model(model: Any, default_model: str | None, where: str = "the judge") -> Any:

@@ -9,8 +9,7 @@ import json
 import math
 from typing import Any, ClassVar, Mapping, Sequence
 
-from .._moved import renamed_keywords
-from .loading import JUDGE_ARGUMENTS, judge_arguments, judge_or_load, judge_recipe
+from .loading import JUDGE_ARGUMENTS, judge_or_load, judge_recipe
 
 
 class ScoredRowsModule:
@@ -73,7 +72,6 @@ class ScoredModule(ScoredRowsModule):
         columns: input name -> the spec's batch column (required inputs in `required`).
         kept: input name -> (stored column, `datasets` feature) of inputs stored as given.
         options: load-time method options passed to `spec.build` (variant, fields, ...).
-        renamed_inputs: deprecated input name -> its new name.
         judge_required: False when a method scores without a judge unless given a model.
         ids_with_process: image ids `"<process>:<n>"` even in one process (else `"<n>"`).
         compute_options: the keywords of `compute` that `_compute` takes (return_records, ...).
@@ -115,25 +113,22 @@ class ScoredModule(ScoredRowsModule):
     required: ClassVar[tuple[str, ...]] = ("images",)
     kept: ClassVar[Mapping[str, tuple[str, Any]]] = {}
     options: ClassVar[tuple[str, ...]] = ()
-    renamed_inputs: ClassVar[Mapping[str, str]] = {}
     judge_required: ClassVar[bool] = True
     ids_with_process: ClassVar[bool] = False
     compute_options: ClassVar[tuple[str, ...]] = ()
     load_at_load_time: ClassVar[bool] = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._settings = self._take_settings(kwargs, "load time")
+        self._settings = self._take_settings(kwargs)
         super().__init__(*args, **kwargs)  # type: ignore[call-arg]
         self._scorer: Any = None
         self._judge: Any = self._settings.pop("judge", None)
         self._n_added = 0
 
     # -- the scorer ---------------------------------------------------------------------------
-    def _take_settings(self, kwargs: dict[str, Any], when: str) -> dict[str, Any]:
+    def _take_settings(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         """Pop the judge arguments and method options out of `kwargs`."""
-        where = f"{type(self).__name__} ({when})"
-        given = {name: kwargs.pop(name) for name in (*JUDGE_ARGUMENTS, "judge_kwargs", "judge") if name in kwargs}
-        settings = judge_arguments(where, kwargs, **given)
+        settings = {name: kwargs.pop(name) for name in (*JUDGE_ARGUMENTS, "judge_kwargs", "judge") if name in kwargs}
         settings.update({name: kwargs.pop(name) for name in self.options if name in kwargs})
         return settings
 
@@ -203,7 +198,6 @@ class ScoredModule(ScoredRowsModule):
     def _inputs(self, given: Mapping[str, Any], who: str) -> dict[str, Any]:
         """The given inputs under their current names, checked: known, lists, equal lengths."""
         inputs = {k: v for k, v in given.items() if not (k in ("predictions", "references") and v is None)}
-        inputs = renamed_keywords(inputs, dict(self.renamed_inputs), f"{self.spec.name} {who}")
         stray = [k for k in ("predictions", "references") if k in inputs]
         if stray:
             raise ValueError(f"{self.spec.name} takes {', '.join(n + '=' for n in self.required)} (and "
@@ -265,10 +259,7 @@ class ScoredModule(ScoredRowsModule):
         name (`images=`, which `evaluate.combine(...).add` passes), not both."""
         if not self.scores_on_add():
             return super().add(**one)  # type: ignore[misc]
-        singular_renames = {_singular(old): _singular(new) for old, new in self.renamed_inputs.items()}
-        one = {k: v for k, v in one.items() if not (k in ("prediction", "reference") and v is None
-                                                     and k not in singular_renames)}
-        one = renamed_keywords(one, singular_renames, f"{self.spec.name} add")
+        one = {k: v for k, v in one.items() if not (k in ("prediction", "reference") and v is None)}
         batch = {}
         for name in self.input_names:
             single, plural = one.pop(_singular(name), None), one.pop(name, None) if _singular(name) != name else None
@@ -285,9 +276,9 @@ class ScoredModule(ScoredRowsModule):
         any), then aggregate every stored record (all processes); other keywords go to `_compute`."""
         if not self.scores_on_add():
             return super().compute(**kwargs)  # type: ignore[misc]
-        names = {*self.input_names, *self.renamed_inputs, "predictions", "references"}
+        names = {*self.input_names, "predictions", "references"}
         inputs = {k: kwargs.pop(k) for k in list(kwargs) if k in names}
-        settings = self._take_settings(kwargs, "compute")
+        settings = self._take_settings(kwargs)
         unknown = sorted(set(kwargs) - set(self.compute_options))
         if unknown:
             raise ValueError(f"unknown compute arguments {unknown}")

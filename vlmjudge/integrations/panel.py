@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vlmjudge.images import to_pil_list
-from vlmjudge.faces.loading import judge_keywords, judge_recipe
+from vlmjudge.faces.loading import judge_recipe
 from vlmjudge.judge import Judge
 from vlmjudge.registry import MethodSpec, ScoreRecord, get_method
 
@@ -60,7 +60,7 @@ def judge_kwargs(judge: Any) -> dict[str, Any] | None:
 def shared_judge(kwargs: Mapping[str, Any], default_model: str | None = None) -> Judge:
     """The judge the `load_judge` arguments `kwargs` give (loaded as every face loads one; no
     "model": the method's `default_model`), built once per process and shared by every user."""
-    args = judge_keywords(kwargs, "judge settings")
+    args = dict(kwargs)
     recipe = judge_recipe(default_model, model=args.pop("model", None), backend=args.pop("backend", None),
                           judge_kwargs=args, where="judge settings")
     setting = {f.name: getattr(recipe, f.name) for f in dataclasses.fields(recipe)}
