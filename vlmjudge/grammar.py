@@ -1,30 +1,11 @@
 """Output constraints (JSON schema, EBNF) turned into grammars a decoder can enforce.
 
-Backends hand a `Constraint` here. The in-process backend compiles it with xgrammar and
-masks logits token by token; a server backend takes `constraint_to_ebnf` (xgrammar's EBNF
-dialect, which vLLM and SGLang accept) or `server_json_schema` instead. xgrammar is
-imported lazily, so `import vlmjudge` works without it.
-
-Two fixes over xgrammar's own JSON-schema conversion, so that every constrained output
-parses with pydantic's strict `model_validate_json`:
-
-- strings never contain raw control characters, and escapes never produce lone
-  surrogates (xgrammar's length-bounded string rule admits raw tabs and other controls);
-- every string and array is bounded (`bounded_schema` adds `maxLength` / `maxItems`
-  where the schema has none), so the grammar can close within a token budget. A bounded
-  string is one character class repeated: any character but controls, `"` and `\\`, so it
-  has no escapes. xgrammar masks a bounded repeat of one class in constant time, but a
-  bounded repeat of "character or escape" costs time that grows with the position in the
-  string: about 2 ms a token at 60 characters with a 479-token vocabulary, and 0.65 s a token
-  with 31k tokens, which made constrained generation the slowest part of a run. A model that
-  wants a double quote inside such a string writes another mark (or ends the string). A budget
-  that is still too small shows up as finish reason "length", never as cut-off JSON
-  reported as "stop". Numbers are not bounded: give integers a minimum and maximum
-  (pydantic `Field(ge=..., le=...)`), or a random or confused model can write digits to
-  the end of its budget.
-
-`first_options` (see `Constraint`) is applied by the backend, not by the grammar: the
-grammar describes the whole answer and must accept each option token first.
+Backends hand a `Constraint` here: the in-process backend compiles it with xgrammar (imported
+lazily) and masks logits token by token; a server backend sends `constraint_to_ebnf` or
+`server_json_schema` instead. Strings are kept free of raw control characters and lone
+surrogates, and every string and array is bounded so that constrained output parses strictly and
+closes within its token budget; docs/constraints.md gives the reasons and the measured costs.
+`first_options` (see `Constraint`) is applied by the backend, not by the grammar.
 """
 from __future__ import annotations
 

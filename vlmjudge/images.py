@@ -1,34 +1,11 @@
 """Turn any image input a user may hold into an RGB PIL image, or fail clearly.
 
-Accepted inputs: file paths (``str`` / ``os.PathLike``), encoded image bytes
-(``bytes``, ``bytearray``, ``memoryview``, binary file objects), ``datasets``
-style dicts (``{"bytes": ..., "path": ...}``), PIL images in any mode, numpy
-arrays (HW or HWC with C in 1, 3, 4) and torch tensors (HW, CHW, HWC, BCHW).
-
-Conventions:
-
-* uint8 is taken as 0..255, uint16 (and PIL's 16-bit modes ``I;16*`` and ``I``)
-  as 0..65535, floats (numpy, torch, PIL mode ``F``) as 0..1; anything outside
-  its range, NaN or inf is an error, never a clipped guess (a float slack of
-  1e-5 absorbs rounding such as ``(x + 1) / 2``).
-* Alpha is composited on white; grey and palette images are expanded to RGB.
-* A 3-D torch tensor is read as CHW when its first dimension is 1, 3 or 4
-  (torch's convention wins when both readings fit), otherwise as HWC.
-  numpy arrays are read as HW / HWC only.
-* Files and bytes are decoded fully on load, so a truncated file fails here,
-  and their EXIF orientation is applied.
-* Every image is checked against a pixel limit (``max_pixels`` argument, else
-  the ``VLMJUDGE_MAX_PIXELS`` environment variable, else
-  :data:`DEFAULT_MAX_PIXELS`) from its header, before decoding: this is the
-  decompression-bomb guard.
-* One size rule for every method and face: an image a vision processor cannot
-  take at all (no pixels, or an aspect ratio over :data:`MAX_ASPECT_RATIO`, where
-  Qwen-VL's resize raises and other families degrade to a sliver) is bad input;
-  one merely below :data:`RECOMMENDED_MIN_SIDE` is scored, and
-  :func:`resolution_note` gives the flag its record carries.
-
-torch is never imported here: a tensor can only exist if the caller has
-imported torch already, so it is looked up in ``sys.modules``.
+Paths, encoded bytes, file objects, `datasets` dicts, PIL images, numpy arrays and torch tensors
+are accepted; docs/images.md lists the conventions (value ranges, alpha, tensor layouts, EXIF,
+the pixel limit against decompression bombs, and the one size rule for every method).
+Values outside their range, NaN or inf are errors, never a clipped guess. torch is never
+imported here: a tensor can only exist if the caller imported torch, so it is looked up in
+`sys.modules`.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """Scale-out for every registered method: accelerate/torchrun sharding, evaluate's
 multi-process mode, torchmetrics DDP in local process groups, and Ray Data actor pools.
 
-All paths find the method through the registry (or "module:SPEC"), give every process or actor
-its own judge, and move records as JSON, so they work for any method:
-
-    from vlmjudge.distributed import score_dataset_accelerate     # under accelerate launch / torchrun
-    out = score_dataset_accelerate("terravis", {"image": paths}, model="Qwen/Qwen3-VL-8B-Instruct")
-    out.records                                                    # every shard's records, input order
-
-    accelerate launch --num_processes 4 -m vlmjudge.distributed terravis --input images/ --output r.jsonl
-
-Heavy libraries (accelerate, evaluate, ray, torch.distributed) are imported only when used.
-Modules: common (methods, shards, ids, scoring to JSON), accelerate_shards, ddp, evaluate_shards,
-ray_pool, cli (`python -m vlmjudge.distributed`).
+Every path finds the method through the registry (or "module:SPEC"), gives each process or actor
+its own judge and moves records as JSON, so it works for any method. Heavy libraries
+(accelerate, evaluate, ray, torch.distributed) are imported only when used. Usage and the
+command line (`python -m vlmjudge.distributed`) are in docs/scaling.md.
 """
 from __future__ import annotations
 

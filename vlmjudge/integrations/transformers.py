@@ -1,19 +1,10 @@
 """Judge scores in Hugging Face training loops: a `TrainerCallback` for `Trainer`, and a plain
-function for custom accelerate loops (the diffusers training scripts).
+function (`log_judge_scores`) for custom accelerate loops such as the diffusers training scripts.
 
-    cb = JudgeTrainerCallback(["terravis"], prompts, sample_fn=lambda model, p: my_sampler(model, p),
-                              judge={"model": "Qwen/Qwen3-VL-8B-Instruct", "cache": "judge.sqlite"})
-    trainer = Trainer(model, args, ..., callbacks=[cb]); cb.attach(trainer)   # attach: optional
-
-After each evaluation (every `every_n_evals`), the main process samples one image per
-prompt with `sample_fn(model, prompts)`, scores them and logs `judge/<label>` (mean [0, 1]
-score over scored images) and `judge/<label>_na`: through `trainer.log` when attached (so
-every `report_to` integration sees them), else straight into `state.log_history`. The
-scores are also added to the evaluation's metrics dict (so `metric_for_best_model` can
-use them), and grids plus `samples.jsonl` go to `<output_dir>/judge/step-<N>/`.
-
-In an accelerate loop, call `log_judge_scores(panel, images, prompts, accelerator=acc, step=s)`
-where the script makes its validation images (the main process, as diffusers scripts do).
+After each evaluation the main process samples one image per prompt, scores them and logs
+`judge/<label>` and `judge/<label>_na`, so every `report_to` integration and
+`metric_for_best_model` see them; grids and `samples.jsonl` go under `<output_dir>/judge/`.
+docs/training.md shows both in use.
 """
 from __future__ import annotations
 

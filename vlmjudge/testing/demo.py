@@ -1,27 +1,11 @@
 """`build_demo_judge`: a tiny random Qwen3-VL judge that gives a mix of outcomes, for trying the
 methods offline (`python -m vlmjudge.testing demo DIR`).
 
-A plain random tiny judge answers every long question the same way (its last-position state
-barely depends on the input), so TerraVis calls every image N/A. This checkpoint bakes logit
-leans on option tokens into ordinary weights, so it stays a plain checkpoint that `load_judge`
-and `from_pretrained` load. Each "Yes" row of the LM head equals its "No" row and each "Minor"
-row the "Major" row, but for these reads of designed residual dimensions:
-
-- after an answer label (a token ending in a colon, or the line break after one), "Yes" leans
-  with the context's length: one first-layer attention head attends evenly to every position
-  and reads a marker the turn-opening tokens hold, so it sees one over the length; fitted to a
-  Yes margin of +1.8 nats for a ~1,000-token question and -1.4 for a ~750-token one;
-- the visual tokens carry their own value of that marker, so the margin moves by about 0.6
-  nats (standard deviation over the probe images) from image to image;
-- after a label, "Minor" leads "Major" by 2 nats; away from one, "Yes" is held down by 8 nats
-  (long free text does not fill with it), and tokens holding a double quote lead by 2 nats
-  everywhere (generated JSON strings stay short).
-
-With the default packs: TerraVis finds most images eligible (its eligibility question is its
-longest), a few of its 18 shorter check questions positive (more on some images than others),
-mostly minor; VIEScore2's scores and grids and FAGER's rubrics are generated under the methods'
-own constraints. The leans are fitted on probe questions and images made here, never on a
-method's prompts; the numbers show the plumbing, not a judgement.
+A plain random tiny judge answers every long question alike, so TerraVis would call every image
+N/A. This checkpoint bakes small logit leans on the option tokens into ordinary weights (it stays
+a plain checkpoint for `from_pretrained`); docs/demo-judge.md describes the leans and what they
+make the methods do. They are fitted on probe questions and images made here, never on a
+method's prompts: the numbers show the plumbing, not a judgement.
 """
 from __future__ import annotations
 

@@ -1,32 +1,9 @@
 """Install a locally built checkpoint into a Hugging Face Hub cache, so tests load it by Hub id offline.
 
-The layout is the one ``huggingface_hub`` (2.x, ``file_download.py``) writes and
-reads::
-
-    <cache>/models--org--name/
-        blobs/<etag>                          file contents; etag = git blob sha1,
-                                              or sha256 for LFS-tracked files
-        snapshots/<commit>/<path> -> ../../blobs/<etag>   (relative symlinks)
-        refs/main                             the commit hash, no newline
-
-With ``HF_HUB_OFFLINE=1`` (or ``local_files_only=True``) ``from_pretrained``
-resolves ``revision=<commit>`` straight to ``snapshots/<commit>`` and a branch
-name through ``refs/<branch>``; this module writes exactly those files.
-
-Which cache: ``huggingface_hub`` reads ``HF_HOME`` / ``HF_HUB_CACHE`` once, when
-it is imported. Changing those variables later (``monkeypatch.setenv``) moves
-neither this installer's default nor the loaders. Robust choices:
-
-* pass the same ``cache_dir=`` here and to ``from_pretrained`` (with
-  ``local_files_only=True`` unless the process is already offline);
-* in-process by plain Hub id: monkeypatch ``huggingface_hub.constants.HF_HUB_CACHE``
-  and ``HF_HUB_OFFLINE`` (both are read at call time by huggingface_hub 2.x and
-  transformers 5), then install without ``cache_dir``;
-* a child process started with ``HF_HUB_CACHE=<folder>`` and ``HF_HUB_OFFLINE=1``
-  in its environment.
-
-Without ``cache_dir`` the installer writes where this process's loaders look
-(``huggingface_hub.constants.HF_HUB_CACHE``).
+It writes the layout `huggingface_hub` reads (`models--org--name/` with `blobs/`, `snapshots/`
+and `refs/main`), so `from_pretrained(..., revision=...)` resolves offline. huggingface_hub reads
+`HF_HOME`/`HF_HUB_CACHE` once, at import; docs/testing.md says how to point this installer and the
+loaders at the same cache. Without `cache_dir` it writes where this process's loaders look.
 """
 
 from __future__ import annotations
