@@ -104,6 +104,9 @@ def jackknife(samples: Sequence[np.ndarray], statistic: Statistic, clusters: np.
     """Leave-one-out statistic of each sample (leave one cluster out when clustered): (units, samples)."""
     vec = accepts_axis(statistic) if vectorized is None else vectorized
     n = len(samples[0])
+    units = n if clusters is None else len(np.unique(clusters))
+    if units < 2:
+        raise ValueError("the jackknife (BCa acceleration) needs at least two items or clusters")
     if clusters is not None:
         codes, members = cluster_codes(clusters)
         return np.array([[statistic(x[codes != c]) for x in samples] for c in range(len(members))])

@@ -24,6 +24,8 @@ def test_jackknife_hand_case():
     assert jackknife((x,), np.median)[:, 0].tolist() == [4.0, 3.5, 1.5]
     # by cluster {0: [1, 2], 1: [6]}: leaving out cluster 0 leaves 6, cluster 1 leaves 1.5
     assert jackknife((x,), np.mean, clusters=np.array(["u", "u", "v"]))[:, 0].tolist() == [6.0, 1.5]
+    with pytest.raises(ValueError):
+        jackknife((x,), np.mean, clusters=np.array(["u", "u", "u"]))
 
 
 def test_bca_without_bias_or_skew_is_the_percentile_interval():
