@@ -1,0 +1,1 @@
+"""Statistics for comparing judged runs: paired intervals, tests, corrections and leaderboards."""
