@@ -1,0 +1,1 @@
+"""Statistics for judging the judges: comparisons between systems and agreement with people."""
