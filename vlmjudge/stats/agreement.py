@@ -17,6 +17,7 @@ from scipy import stats as scipy_stats
 
 STATISTICS = ("pearson", "spearman", "kendall_tau_b", "kendall_tau_c", "pairwise_accuracy")
 LEVELS = ("item", "system")
+MAX_PAIRWISE_ITEMS = 10_000  # 5e7 pairs: about 2.5 GB at the peak of building the pair table
 
 
 @dataclass(frozen=True)
@@ -97,64 +98,119 @@ def _require_variation(values: np.ndarray, name: str) -> None:
                          "for a constant input")
 
 
-def _correlations(m: np.ndarray, h: np.ndarray, names=("metric", "human")) -> dict[str, float]:
-    """Pearson, Spearman and Kendall tau-b / tau-c through scipy, after the constant check."""
-    _require_variation(m, names[0])
-    _require_variation(h, names[1])
-    return {"pearson": float(scipy_stats.pearsonr(m, h).statistic),
-            "spearman": float(scipy_stats.spearmanr(m, h).statistic),
-            "kendall_tau_b": float(scipy_stats.kendalltau(m, h, variant="b").statistic),
-            "kendall_tau_c": float(scipy_stats.kendalltau(m, h, variant="c").statistic)}
+CORRELATIONS = {
+    "pearson": lambda m, h: scipy_stats.pearsonr(m, h).statistic,
+    "spearman": lambda m, h: scipy_stats.spearmanr(m, h).statistic,
+    "kendall_tau_b": lambda m, h: scipy_stats.kendalltau(m, h, variant="b").statistic,
+    "kendall_tau_c": lambda m, h: scipy_stats.kendalltau(m, h, variant="c").statistic,
+}
 
 
-def tie_calibrated_accuracy(metric, human, *, _skip_same=None) -> tuple[float, float]:
+def _correlations(m: np.ndarray, h: np.ndarray, labels=("metric", "human"),
+                  names=tuple(CORRELATIONS)) -> dict[str, float]:
+    """The named correlations through scipy, after the constant check."""
+    _require_variation(m, labels[0])
+    _require_variation(h, labels[1])
+    return {name: float(CORRELATIONS[name](m, h)) for name in names}
+
+
+class _PairTable:
+    """Every pair of items once, sorted by metric gap, for tie-calibrated accuracy.
+
+    A bootstrap resample only reweights these pairs (a pair counts as often as the product of
+    how many times its two items were drawn), so the sort is paid once; an item and its own copy
+    never form a pair, since a duplicate says nothing about ordering. Memory is O(n^2).
+    """
+
+    def __init__(self, m: np.ndarray, h: np.ndarray):
+        if m.size > MAX_PAIRWISE_ITEMS:
+            pairs = m.size * (m.size - 1) // 2
+            raise ValueError(f"pairwise accuracy over {m.size} items means {pairs} pairs in "
+                             f"memory; above {MAX_PAIRWISE_ITEMS} items score a random "
+                             "subset, or compare within groups one group at a time")
+        first, second = (index.astype(np.int32) for index in np.triu_indices(m.size, k=1))
+        gaps = m[first] - m[second]
+        human_gap = h[first] - h[second]
+        # 1: ordered as people order it, 2: people tie it, 0: neither (fits in one byte a pair)
+        kind = np.zeros(gaps.size, dtype=np.int8)
+        kind[((gaps > 0) & (human_gap > 0)) | ((gaps < 0) & (human_gap < 0))] = 1
+        kind[human_gap == 0] = 2
+        del human_gap
+        np.abs(gaps, out=gaps)
+        order = np.argsort(gaps, kind="stable")
+        self.first, self.second = first[order], second[order]
+        del first, second
+        self.gaps, kind = gaps[order], kind[order]
+        del order
+        self.human_tie, self.same_order = kind == 2, kind == 1
+        # Tying the first k pairs is epsilon = gaps[k-1] (k = 0: epsilon 0 ties no pair), and
+        # only the end of a run of equal gaps is such a k: the candidates are 0 and every gap.
+        self.run_end = np.ones(self.gaps.size + 1, dtype=bool)
+        self.run_end[0] = self.gaps[0] > 0
+        self.run_end[1:-1] = self.gaps[1:] != self.gaps[:-1]
+
+    def accuracy(self, counts=None) -> tuple[float, float] | None:
+        """(best accuracy, smallest epsilon reaching it); None when no pair carries weight.
+
+        `counts[i]` is how often item i was drawn; a pair weighs the product of its two counts.
+        """
+        weight = None if counts is None else counts[self.first] * counts[self.second]
+        total = self.gaps.size if weight is None else int(weight.sum())
+        if total == 0:
+            return None
+        tie_hits = np.zeros(self.gaps.size + 1, dtype=np.int64)
+        order_hits = np.zeros(self.gaps.size + 1, dtype=np.int64)
+        np.cumsum(self.human_tie if weight is None else weight * self.human_tie, out=tie_hits[1:])
+        np.cumsum(self.same_order if weight is None else weight * self.same_order,
+                  out=order_hits[1:])
+        agreed = tie_hits + (order_hits[-1] - order_hits)
+        agreed[~self.run_end] = -1
+        best = int(np.argmax(agreed))
+        return float(agreed[best] / total), float(self.gaps[best - 1]) if best else 0.0
+
+
+def tie_calibrated_accuracy(metric, human) -> tuple[float, float]:
     """Pairwise accuracy with tie calibration: (accuracy, epsilon).
 
     Every pair of items counts, human ties included. The metric calls a pair tied when its
     scores differ by at most epsilon; a pair is agreed on when both sides tie it or both order it
     the same way. Epsilon is the candidate giving the highest accuracy, the smallest on equal
     accuracy; the candidates are 0 and every observed |metric difference|, since accuracy only
-    changes where epsilon crosses one of those. Sorting the pairs once makes this O(n^2 log n)
-    time and O(n^2) memory. `_skip_same` (bootstrap use) holds each item's source index: pairs of
-    an item with its own copy say nothing about ordering and are left out.
+    changes where epsilon crosses one of those. One sort of the n(n-1)/2 pairs, then cumulative
+    counts: O(n^2 log n) time, O(n^2) memory.
 
     >>> tie_calibrated_accuracy([0.5, 0.75, 0.0], [5, 5, 1])
     (1.0, 0.25)
     """
     m, h = _paired(metric, human)
-    first, second = np.triu_indices(m.size, k=1)
-    if _skip_same is not None:
-        keep = _skip_same[first] != _skip_same[second]
-        first, second = first[keep], second[keep]
-    if first.size == 0:
-        raise ValueError("pairwise accuracy needs at least one pair of distinct items")
-    metric_gap = m[first] - m[second]
-    human_gap = h[first] - h[second]
-    order = np.argsort(np.abs(metric_gap), kind="stable")
-    gaps = np.abs(metric_gap)[order]
-    human_tie = (human_gap == 0)[order]
-    same_order = (np.sign(metric_gap) * np.sign(human_gap) > 0)[order]
-    candidates = np.unique(np.concatenate(([0.0], gaps)))
-    tied_upto = np.searchsorted(gaps, candidates, side="right")  # pairs the metric calls tied
-    tie_hits = np.concatenate(([0], np.cumsum(human_tie)))
-    order_hits = np.concatenate(([0], np.cumsum(same_order)))
-    agreed = tie_hits[tied_upto] + (order_hits[-1] - order_hits[tied_upto])
-    best = int(np.argmax(agreed))
-    return float(agreed[best] / gaps.size), float(candidates[best])
+    return _PairTable(m, h).accuracy()
 
 
-def _statistics(m: np.ndarray, h: np.ndarray, skip_same=None, names=STATISTICS) -> dict:
-    """The named statistics on one sample as {name: (value, epsilon)}; epsilon is 0 but for
-    pairwise accuracy."""
-    unknown = [name for name in names if name not in STATISTICS]
-    if unknown:
-        raise ValueError(f"unknown statistic {unknown[0]!r}; choose one of {STATISTICS}")
-    values = {}
-    if any(name != "pairwise_accuracy" for name in names):
-        values = {name: (value, 0.0) for name, value in _correlations(m, h).items()}
+def _item_draw(names, m: np.ndarray, h: np.ndarray, table, index: np.ndarray) -> dict[str, float]:
+    """The named statistics on one resample of items; a statistic undefined there is absent."""
+    out = {}
+    correlation_names = [name for name in names if name != "pairwise_accuracy"]
+    if correlation_names and np.ptp(m[index]) > 0 and np.ptp(h[index]) > 0:
+        out.update(_correlations(m[index], h[index], names=correlation_names))
     if "pairwise_accuracy" in names:
-        values["pairwise_accuracy"] = tie_calibrated_accuracy(m, h, _skip_same=skip_same)
-    return {name: values[name] for name in names}
+        accuracy = table.accuracy(np.bincount(index, minlength=m.size))
+        if accuracy is not None:
+            out["pairwise_accuracy"] = accuracy[0]
+    return out
+
+
+def _system_draw(m: np.ndarray, h: np.ndarray) -> dict[str, float]:
+    """Every statistic on one resample's system means (few systems: no pair table needed)."""
+    out = {"pairwise_accuracy": tie_calibrated_accuracy(m, h)[0]}
+    if np.ptp(m) > 0 and np.ptp(h) > 0:
+        out.update(_correlations(m, h))
+    return out
+
+
+def _check_statistic(name: str) -> None:
+    """A statistic this module computes, or a ValueError naming the choices."""
+    if name not in STATISTICS:
+        raise ValueError(f"unknown statistic {name!r}; choose one of {STATISTICS}")
 
 
 def _groups(groups, n: int) -> np.ndarray:
@@ -219,6 +275,8 @@ def agreement(metric, human, *, level: str = "item", groups=None, n_resamples: i
     bootstrap draw whole groups. `level="system"` needs `groups` naming each item's system,
     correlates the systems' mean scores, and redraws items within each system. Pairwise
     accuracy re-chooses epsilon in every resample, so its interval carries that choice too.
+    Kendall tau-c counts tied pairs in its denominator, so it stays below 1 on tied scores even
+    when metric and human are identical; tau-b and pairwise accuracy reach 1 there.
 
     >>> result = agreement([0.1, 0.4, 0.35, 0.8, 0.7], [1, 2, 3, 4, 5], n_resamples=200)
     >>> round(result["spearman"].value, 2), result["pairwise_accuracy"].value
@@ -237,18 +295,16 @@ def agreement(metric, human, *, level: str = "item", groups=None, n_resamples: i
             raise ValueError(f"system-level agreement needs at least 2 systems, got {full_m.size}")
     else:
         full_m, full_h = m, h
-    values = _statistics(full_m, full_h)
-    draws = {name: [] for name in STATISTICS}
+    values = {name: (value, 0.0) for name, value in _correlations(full_m, full_h).items()}
+    table = None if level == "system" else _PairTable(m, h)
+    values["pairwise_accuracy"] = (tie_calibrated_accuracy(full_m, full_h) if table is None
+                                   else table.accuracy())
+    draws: dict[str, list[float]] = {name: [] for name in STATISTICS}
     rng = np.random.default_rng(seed)
     for index in _resamples(m.size, codes, rng, n_resamples, within=level == "system"):
-        if level == "system":
-            sm, sh = _system_means(m[index], h[index], codes[index])
-            skip = None
-        else:
-            sm, sh, skip = m[index], h[index], index
-        if np.ptp(sm) == 0 or np.ptp(sh) == 0 or np.unique(index).size < 2:
-            continue  # no correlation is defined on this draw
-        for name, (value, _) in _statistics(sm, sh, skip).items():
+        drawn = (_system_draw(*_system_means(m[index], h[index], codes[index]))
+                 if table is None else _item_draw(STATISTICS, m, h, table, index))
+        for name, value in drawn.items():
             draws[name].append(value)
     result: dict[str, Estimate] = {}
     for name in STATISTICS:
@@ -277,21 +333,25 @@ def agreement_difference(metric_a, metric_b, human, *, statistic: str = "spearma
     (0.238, True, True)
     """
     _check_options(n_resamples, confidence)
-    chosen = (statistic,)
+    _check_statistic(statistic)
     a, h = _paired(metric_a, human, ("metric_a", "human"))
     b, _ = _paired(metric_b, human, ("metric_b", "human"))
     codes = None if groups is None else _groups(groups, a.size)
-    diff = _statistics(a, h, None, chosen)[statistic][0] - _statistics(b, h, None, chosen)[statistic][0]
+    pairwise = statistic == "pairwise_accuracy"
+    tables = [_PairTable(a, h), _PairTable(b, h)] if pairwise else [None, None]
+    full = [_item_draw((statistic,), x, h, t, np.arange(a.size)) for x, t in zip((a, b), tables)]
+    for label, values, x in zip(("metric_a", "metric_b"), full, (a, b)):
+        if statistic not in values:
+            _correlations(x, h, (label, "human"))  # raises the reason it is undefined
     draws = []
     rng = np.random.default_rng(seed)
     for index in _resamples(a.size, codes, rng, n_resamples, within=False):
-        if np.unique(index).size < 2 or (statistic != "pairwise_accuracy" and min(
-                np.ptp(a[index]), np.ptp(b[index]), np.ptp(h[index])) == 0):
-            continue  # the statistic is undefined on this draw
-        draws.append(_statistics(a[index], h[index], index, chosen)[statistic][0]
-                     - _statistics(b[index], h[index], index, chosen)[statistic][0])
+        first, second = (_item_draw((statistic,), x, h, t, index) for x, t in zip((a, b), tables))
+        if statistic in first and statistic in second:
+            draws.append(first[statistic] - second[statistic])
     low, high = _interval(draws, confidence, f"{statistic} difference")
     p_greater = (1 + sum(d <= 0 for d in draws)) / (1 + len(draws))
+    diff = full[0][statistic] - full[1][statistic]
     return Difference(statistic, float(diff), low, high, float(p_greater), len(draws))
 
 
