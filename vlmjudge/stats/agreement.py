@@ -252,8 +252,9 @@ def _resamples(n: int, codes, rng, count: int, within: bool):
 def _interval(draws: list[float], confidence: float, what: str) -> tuple[float, float]:
     """Percentile interval of the usable bootstrap draws."""
     if not draws:
-        raise ValueError(f"no bootstrap resample gave a defined {what}: every resample had a "
-                         "constant side; more items or more varied scores are needed")
+        raise ValueError(f"no bootstrap resample gave a defined {what}: each drew a constant "
+                         "side or a single distinct item; more items or more varied scores are "
+                         "needed")
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(draws, [tail, 100 - tail])
     return float(low), float(high)

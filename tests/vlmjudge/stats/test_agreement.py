@@ -283,6 +283,12 @@ def test_pairwise_accuracy_refuses_more_items_than_memory_allows(monkeypatch):
         tie_calibrated_accuracy([1, 2, 3, 4, 5], [1, 2, 3, 4, 5])
 
 
+def test_an_interval_with_no_defined_resample_fails_clearly():
+    # two items and one resample, which (seed 0) draws the same item twice
+    with pytest.raises(ValueError, match="no bootstrap resample gave a defined"):
+        agreement([1, 2], [1, 2], n_resamples=1, seed=0)
+
+
 def test_agreement_difference_rejects_an_unknown_statistic():
     with pytest.raises(ValueError, match="unknown statistic 'kappa'"):
         agreement_difference([1, 2, 3], [1, 3, 2], [1, 2, 3], statistic="kappa")
