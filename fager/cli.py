@@ -27,6 +27,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from vlmjudge.cli.exits import RUN
+from vlmjudge.cli.flags import (
+    add_judge_flags, add_no_cache_flag, add_on_error_flag, deprecated_spelling, judge_from_args,
+)
+from vlmjudge.cli.help import EXIT_EPILOG, DefaultsHelpFormatter, describe
+from vlmjudge.cli.intake import Failure, Screened
+from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl
+from vlmjudge.cli.scoring import Outcome, ScoreCommand, run_scoring
+from vlmjudge.outputs import write_manifest
+
 from .abtest import TIE_MODES, ab_test
 from .parsing import AnswerParseError
 from .qa_store import QAFormatError, read_qa_csv
@@ -142,10 +152,6 @@ def run_rescore(args: argparse.Namespace) -> int:
 # ---- commands that run the agents ---------------------------------------------------------------
 
 def _configure_model_commands(commands: argparse._SubParsersAction) -> None:
-    from vlmjudge.cli import add_judge_flags
-    from vlmjudge.cli_intake import EXIT_EPILOG, add_no_cache_flag, add_on_error_flag
-    from vlmjudge.cli_text import DefaultsHelpFormatter, describe
-
     rubric = commands.add_parser("rubric", help="build QA sets for prompts with the agents (writes QA.csv)",
                                  description="Fact proposal, reference-guided extraction, verification and QA "
                                              "generation for every prompt; QA sets are stored and reused.",
@@ -214,8 +220,6 @@ def _add_pipeline_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _pipeline(args: argparse.Namespace, policy: GatingPolicy | None = None):
-    from vlmjudge.cli import judge_from_args
-
     from .core import Fager
     judge = judge_from_args(args)
     text_judge = None
@@ -285,49 +289,52 @@ def run_rubric(args: argparse.Namespace) -> int:
 def run_score(args: argparse.Namespace) -> int:
     """Check the images, score the readable items and write details.jsonl and summary.csv into --out;
     unreadable images and items without a result are listed, and the exit status says so (--help)."""
-    from vlmjudge.cli_intake import cache_beside, finish, nothing_readable, screen, start_run
-    from vlmjudge.cli_text import cache_has_answers, done_in_jsonl, say_resuming
-    from vlmjudge.intake import RUN, Failure
-    from vlmjudge.outputs import write_manifest
-    details = records_path(args.out)
-    start_run(details)
-    try:
-        ids, prompts, images = _items(args.items, require_files=False)  # a missing file is a bad item
-    except _INPUT_ERRORS as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    screened = screen([(image,) for image in images], args.on_error)  # before the model loads
-    if not screened.kept:
-        return nothing_readable(screened, details)
-    kept = screened.kept
-    cache_beside(args, details)
-    if cache_has_answers(args.cache):  # a rerun: the earlier run's answered items are in the cache
-        say_resuming(done_in_jsonl(details, {ids[i] for i in kept}, "index",
-                                   lambda v: "qa_error" not in (v.get("provenance") or {})
-                                   and (v.get("counts") or {}).get("total", 0) > 0), len(kept))
-    try:
+    return run_scoring(_FagerScore(args, records_path(args.out)))
+
+
+class _FagerScore(ScoreCommand):
+    """`fager score`: the Verdicts of all items, written together once every item is scored."""
+    read_errors = score_errors = _INPUT_ERRORS
+
+    def read(self) -> list[tuple[Path]]:
+        """The items of the CSV, each one image; a missing image file is a bad item, not an error."""
+        self.ids, self.prompts, self.images = _items(self.args.items, require_files=False)
+        return [(image,) for image in self.images]
+
+    def done_before(self, screened: Screened) -> int | None:
+        """A rerun: the earlier run's answered items are in the cache (checked before the model loads)."""
+        if not cache_has_answers(self.args.cache):
+            return None
+        return done_in_jsonl(self.out, {self.ids[i] for i in screened.kept}, "index",
+                             lambda v: "qa_error" not in (v.get("provenance") or {})
+                             and (v.get("counts") or {}).get("total", 0) > 0)
+
+    def score(self, screened: Screened) -> list:
+        """Build or read the QA sets and score the kept items: their Verdicts."""
+        args, kept = self.args, screened.kept
         qa_sets = read_qa_csv(args.qa) if args.qa else None
-        fager = _pipeline(args, _policy(args))
-        verdicts = fager.score([images[i] for i in kept], [prompts[i] for i in kept], qa_sets=qa_sets,
-                               ids=[ids[i] for i in kept])
-    except _INPUT_ERRORS as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    verdicts = [_with_note(v, screened.notes.get(i)) for i, v in zip(kept, verdicts)]
-    details.parent.mkdir(parents=True, exist_ok=True)
-    write_verdicts(verdicts, details)
-    summary_path(details).write_text(format_summary(verdicts), encoding="utf-8", newline="")
-    write_manifest(details, _manifest(args, fager, len(images), len(screened.failures)))
-    RUN.saved = len(verdicts)
-    scores = [v.overall_score for v in verdicts if v.overall_score is not None]
-    mean = f"{sum(scores) / len(scores):.2f}" if scores else "n/a"
-    failures = sum(v.counts.failed for v in verdicts)
-    skipped = f", {len(screened.failures)} skipped as bad input" if screened.failures else ""
-    print(f"scored {len(scores)}/{len(verdicts)} images, mean {mean}, {failures} parse failures{skipped} -> {details}",
-          file=sys.stderr)
-    unanswered = [Failure(i, str(images[i]), reason) for i, v in zip(kept, verdicts)
-                  if (reason := _no_result(v)) is not None]
-    return finish(len(images), len(verdicts) - len(unanswered), [*screened.failures, *unanswered], details)
+        self.fager = _pipeline(args, _policy(args))
+        return self.fager.score([self.images[i] for i in kept], [self.prompts[i] for i in kept], qa_sets=qa_sets,
+                                ids=[self.ids[i] for i in kept])
+
+    def summarize(self, screened: Screened, verdicts: list) -> Outcome:
+        """Write the Verdicts, summary.csv and the manifest; print the counts."""
+        args, details, images, kept = self.args, self.out, self.images, screened.kept
+        verdicts = [_with_note(v, screened.notes.get(i)) for i, v in zip(kept, verdicts)]
+        details.parent.mkdir(parents=True, exist_ok=True)
+        write_verdicts(verdicts, details)
+        summary_path(details).write_text(format_summary(verdicts), encoding="utf-8", newline="")
+        write_manifest(details, _manifest(args, self.fager, len(images), len(screened.failures)))
+        RUN.saved = len(verdicts)
+        scores = [v.overall_score for v in verdicts if v.overall_score is not None]
+        mean = f"{sum(scores) / len(scores):.2f}" if scores else "n/a"
+        failures = sum(v.counts.failed for v in verdicts)
+        skipped = f", {len(screened.failures)} skipped as bad input" if screened.failures else ""
+        print(f"scored {len(scores)}/{len(verdicts)} images, mean {mean}, {failures} parse failures{skipped} -> "
+              f"{details}", file=sys.stderr)
+        unanswered = [Failure(i, str(images[i]), reason) for i, v in zip(kept, verdicts)
+                      if (reason := _no_result(v)) is not None]
+        return Outcome(len(verdicts) - len(unanswered), unanswered)
 
 
 #: Where `fager score` writes without --out: the released run layout.
@@ -337,8 +344,6 @@ DEFAULT_DETAILS = Path("fager_run") / "details.jsonl"
 def records_path(out: str | os.PathLike | None) -> Path:
     """The Verdict lines' file of `fager score --out`: the file itself; for a folder (the spelling of
     earlier releases: an existing folder, or a name without a suffix), details.jsonl in it."""
-    from vlmjudge.cli_intake import deprecated_spelling
-
     if out is None:
         return DEFAULT_DETAILS
     path = Path(out)

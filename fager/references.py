@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from vlmjudge.images import image_bytes_digest, to_pil
-from vlmjudge.intake import is_image_file
+from vlmjudge.cli.intake import is_image_file
 
 
 @runtime_checkable

@@ -18,7 +18,7 @@ from typing import Any
 
 from vlmjudge.generators import load_generator
 from vlmjudge.images import to_pil
-from vlmjudge.intake import IMAGE_SUFFIXES, is_image_file
+from vlmjudge.cli.intake import IMAGE_SUFFIXES, is_image_file
 from vlmjudge.outputs import iter_jsonl
 
 from .judging import judge_text_image, normalize_rating

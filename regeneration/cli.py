@@ -16,9 +16,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from vlmjudge.cli import add_judge_flags, judge_from_args
-from vlmjudge.cli_intake import EXIT_EPILOG, add_no_cache_flag, add_on_error_flag
-from vlmjudge.cli_text import DefaultsHelpFormatter, describe
+from vlmjudge.cli.exits import RUN
+from vlmjudge.cli.flags import (
+    add_judge_flags, add_no_cache_flag, add_on_error_flag, deprecated_spelling, judge_from_args,
+)
+from vlmjudge.cli.help import EXIT_EPILOG, DefaultsHelpFormatter, describe
+from vlmjudge.cli.intake import Failure, Screened
+from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl
+from vlmjudge.cli.scoring import Outcome, ScoreCommand, run_scoring
+from vlmjudge.outputs import write_jsonl, write_manifest
 
 from .benchmark import load_prompts, load_references, run_benchmark
 from .config import DEFAULT_SELECTION, INTERROGATOR_RUNS, SELECTION_PRESETS
@@ -283,62 +289,83 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """Per-pair and mean score, CLIP % / DINO % (and MLLM ratings with --model) of two folders;
     unpaired files and pairs with an unreadable image are listed and left out, and the exit
     status says so (see --help). --out gets the whole result as JSON."""
-    from vlmjudge.cli_intake import cache_beside, deprecated_spelling, finish, nothing_readable, screen, start_run
-    from vlmjudge.cli_text import cache_has_answers, done_in_jsonl, say_resuming
-    from vlmjudge.intake import RUN, Failure
-    from vlmjudge.outputs import write_jsonl, write_manifest
+    return run_scoring(_CompareScore(args, args.csv or args.out))  # the failures go beside --csv, else --out
 
-    from .compare import pair_folders, pair_row, plain_lines, rated_earlier, result_json, summarize, write_csv
-    from .spec import RegenerationScorer
 
-    try:
-        pairing = pair_folders(args.refs, args.gens)
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    pairs = pairing.pairs
-    if pairing.unpaired:
-        print(pairing.describe_unpaired(), file=sys.stderr)
-    beside = args.csv or args.out  # where the failures file goes
-    start_run(beside)
-    screened = screen([(ref, gen) for _, ref, gen in pairs], args.on_error)  # before any model loads
-    if not screened.kept:
-        return nothing_readable(screened, beside)
-    kept = [pairs[i] for i in screened.kept]
-    whole_json = args.out is not None and Path(args.out).suffix.lower() == ".json"
-    if whole_json:
-        deprecated_spelling(f"regeneration compare --out {args.out} (one JSON object): give a JSON-lines file, "
-                            f"--out {Path(args.out).with_suffix('.jsonl')}, or print the object with --json")
-    if args.out and args.model:
-        cache_beside(args, args.out)
-    judge = judge_from_args(args) if args.model else None
-    if judge is not None and cache_has_answers(args.cache):  # only the MLLM answers are cached
-        stems = [stem for stem, _, _ in kept]
+class _CompareScore(ScoreCommand):
+    """`regeneration compare`: one row per pair of same-stem images, written once all are scored."""
+    read_errors = (ValueError, FileNotFoundError)
+    build_errors = ()
+
+    def read(self) -> list[tuple[Path, Path]]:
+        """The pairs of the two folders, each item its reference and its regenerated image; the
+        files without a partner are listed here."""
+        from .compare import pair_folders
+
+        self.pairing = pair_folders(self.args.refs, self.args.gens)
+        if self.pairing.unpaired:
+            print(self.pairing.describe_unpaired(), file=sys.stderr)
+        return [(ref, gen) for _, ref, gen in self.pairing.pairs]
+
+    def cache_home(self) -> Path | None:
+        """The MLLM's answers are cached beside --out, and only with --model."""
+        return self.args.out if self.args.out and self.args.model else None
+
+    def build(self, screened: Screened) -> None:
+        """The MLLM judge with --model (else CLIP and DINO only); a --out .json is the old spelling."""
+        args = self.args
+        self.whole_json = args.out is not None and Path(args.out).suffix.lower() == ".json"
+        if self.whole_json:
+            deprecated_spelling(f"regeneration compare --out {args.out} (one JSON object): give a JSON-lines "
+                                f"file, --out {Path(args.out).with_suffix('.jsonl')}, or print the object with --json")
+        self.judge = judge_from_args(args) if args.model else None
+
+    def done_before(self, screened: Screened) -> int | None:
+        """Pairs an earlier run rated with the MLLM (only its answers are cached)."""
+        from .compare import rated_earlier
+
+        args = self.args
+        if self.judge is None or not cache_has_answers(args.cache):
+            return None
+        stems = [self.pairing.pairs[i][0] for i in screened.kept]
         both = lambda r: r.get("mllm_content") is not None and r.get("mllm_perceptual") is not None  # noqa: E731
-        done = (done_in_jsonl(args.out, stems, "id", both) if args.out and not whole_json
+        return (done_in_jsonl(args.out, stems, "id", both) if args.out and not self.whole_json
                 else rated_earlier(args.out, args.csv, stems))
-        say_resuming(done, len(kept))
-    scorer = RegenerationScorer(judge, similarity=_similarity(args))
-    records = scorer.score_batch({"reference": [str(p[1]) for p in kept], "generated": [str(p[2]) for p in kept]})
-    rows = [pair_row(stem, rec, screened.notes.get(index))
-            for index, (stem, _, _), rec in zip(screened.kept, kept, records)]
-    unanswered = [Failure(index, str(pairs[index][2]), "the judge gave no answer for either MLLM rating")
-                  for index, rec in zip(screened.kept, records) if _judge_failed(rec)]
-    summary = summarize(rows, records, pairing, skipped=len(screened.failures), judged=judge is not None)
-    result = result_json(summary, rows, pairing)
-    if args.csv:
-        write_csv(args.csv, rows)
-        RUN.saved = len(rows)
-    if whole_json:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        RUN.saved = len(rows)
-    elif args.out:
-        write_jsonl(args.out, rows)
-        write_manifest(args.out, _compare_manifest(args, scorer, judge, result))
-        RUN.saved = len(rows)
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print("\n".join(plain_lines(rows, summary, judged=judge is not None)))
-    return finish(len(pairs), len(rows) - len(unanswered), [*screened.failures, *unanswered], beside)
+
+    def score(self, screened: Screened) -> tuple[Any, list]:
+        """CLIP, DINO (and the MLLM's ratings) of every kept pair: the scorer and its records."""
+        from .spec import RegenerationScorer
+
+        kept = [self.pairing.pairs[i] for i in screened.kept]
+        scorer = RegenerationScorer(self.judge, similarity=_similarity(self.args))
+        return scorer, scorer.score_batch({"reference": [str(p[1]) for p in kept],
+                                           "generated": [str(p[2]) for p in kept]})
+
+    def summarize(self, screened: Screened, scored: tuple[Any, list]) -> Outcome:
+        """Write the rows (CSV, JSON lines with the manifest, or the old whole JSON) and print them."""
+        from .compare import pair_row, plain_lines, result_json, summarize, write_csv
+
+        args, pairs, judged = self.args, self.pairing.pairs, self.judge is not None
+        scorer, records = scored
+        rows = [pair_row(pairs[index][0], rec, screened.notes.get(index))
+                for index, rec in zip(screened.kept, records)]
+        unanswered = [Failure(index, str(pairs[index][2]), "the judge gave no answer for either MLLM rating")
+                      for index, rec in zip(screened.kept, records) if _judge_failed(rec)]
+        summary = summarize(rows, records, self.pairing, skipped=len(screened.failures), judged=judged)
+        result = result_json(summary, rows, self.pairing)
+        if args.csv:
+            write_csv(args.csv, rows)
+            RUN.saved = len(rows)
+        if self.whole_json:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+            RUN.saved = len(rows)
+        elif args.out:
+            write_jsonl(args.out, rows)
+            write_manifest(args.out, _compare_manifest(args, scorer, self.judge, result))
+            RUN.saved = len(rows)
+        if args.json:
+            print(json.dumps(result, indent=2))
+        else:
+            print("\n".join(plain_lines(rows, summary, judged=judged)))
+        return Outcome(len(rows) - len(unanswered), unanswered)

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from vlmjudge.cli_text import done_in_records
-from vlmjudge.intake import is_image_file
+from vlmjudge.cli.intake import is_image_file
+from vlmjudge.cli.resume import done_in_records
 from vlmjudge.outputs import with_resolution_note
 
 from .judging import summarize_ratings

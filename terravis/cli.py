@@ -13,21 +13,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from vlmjudge.intake import image_items
-from vlmjudge.outputs import default_cache_path
+from vlmjudge.cli.exits import RUN
+from vlmjudge.cli.flags import add_judge_flags, add_no_cache_flag, add_on_error_flag, judge_from_args
+from vlmjudge.cli.help import EXIT_EPILOG, DefaultsHelpFormatter, describe
+from vlmjudge.cli.intake import Failure, Screened, image_items
+from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl, earlier_manifest, same_answers
+from vlmjudge.cli.scoring import Outcome, ScoreCommand, partial_output, run_scoring
+from vlmjudge.images import ImageInputError, to_pil
+from vlmjudge.outputs import write_manifest
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the terravis subcommands to the `vlmjudge terravis` parser (entry point `vlmjudge.commands`)."""
-    from vlmjudge.cli import add_judge_flags
-    from vlmjudge.cli_intake import EXIT_EPILOG, add_no_cache_flag, add_on_error_flag
-    from vlmjudge.cli_text import DefaultsHelpFormatter, describe
-
     commands = parser.add_subparsers(dest="terravis_command", required=True)
     score = commands.add_parser("score", help="score images (files or folders) into a JSONL of records",
                                 description="Eligibility, 18 violation checks and severities for every image; "
@@ -87,7 +88,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 # -- score ---------------------------------------------------------------------------------
 def collect_images(inputs: Sequence[str]) -> list[tuple[str, Path]]:
     """(image id, path) for every image file given or found under a given folder, sorted within
-    each folder; the id is the path relative to the input root (`vlmjudge.intake.image_items`)."""
+    each folder; the id is the path relative to the input root (`vlmjudge.cli.intake.image_items`)."""
     return image_items(inputs)
 
 
@@ -98,90 +99,96 @@ ANSWER_KEYS = ("method_version", "variant", "backend", "model", "revision", "dty
 def run_score(args: argparse.Namespace) -> int:
     """Check every image, then score the readable ones, writing records as chunks finish; print
     counts and model calls; the exit status says whether every image got a record (--help)."""
-    from vlmjudge.cli import judge_from_args
-    from vlmjudge.cli_intake import cache_beside, finish, nothing_readable, partial_output, screen, start_run
-    from vlmjudge.cli_text import cache_has_answers, done_in_jsonl, earlier_manifest, same_answers, say_resuming
-    from vlmjudge.outputs import write_manifest
-    from vlmjudge.images import ImageInputError, to_pil
-    from vlmjudge.intake import RUN, Failure
-
-    from .core import TerraVis
-
     if not args.out:
         print("error: --out results.jsonl is required", file=sys.stderr)
         return 2
     if args.chunk_size < 1:
         print("error: --chunk-size must be >= 1", file=sys.stderr)
         return 2
-    try:
-        images = collect_images(args.inputs)
-    except (OSError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    out = Path(args.out)
-    start_run(out)
-    screened = screen([(path,) for _, path in images], args.on_error)  # before the model loads
-    if not screened.kept:
-        return nothing_readable(screened, out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    cache_beside(args, out)
-    judge = judge_from_args(args)
-    judge.progress = False  # one bar, over images, below
-    try:
-        tv = TerraVis(judge, variant=args.variant, lam=args.lam, alpha=args.alpha, pack=args.pack)
-    except (OSError, ValueError, TypeError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    manifest = {**tv.manifest(), "command": "terravis score", "n_images": len(screened.kept),
-                "n_skipped": len(screened.failures), "inputs": list(args.inputs), "cache": args.cache}
-    if cache_has_answers(args.cache) and same_answers(earlier_manifest(out), manifest, ANSWER_KEYS):
-        # a rerun of the same questions: the earlier output's finished records are in the cache
-        say_resuming(done_in_jsonl(out, {images[i][0] for i in screened.kept}, "image_id",
-                                   lambda r: r.get("status") in ("scored", "not_applicable")), len(screened.kept))
-    failures = list(screened.failures)
-    statuses: dict[str, int] = {"scored": 0, "not_applicable": 0, "failed": 0}
-    scores: list[float] = []
-    bar = _bar(len(screened.kept), not args.no_progress)
-    try:
-        with partial_output(out) as fh:
-            for start in range(0, len(screened.kept), args.chunk_size):
-                chunk, pils = [], []
-                for index in screened.kept[start:start + args.chunk_size]:
-                    try:  # decoded again here, so the pre-load check holds no images in memory
-                        pils.append(to_pil(images[index][1], index=index))
-                    except ImageInputError as error:  # the file changed since the check
-                        failures.append(Failure(index, str(images[index][1]), error.reason))
-                        continue
-                    chunk.append(index)
-                meta = [_meta(images[i][1], args.t2i_model, screened.notes.get(i)) for i in chunk]
-                records = tv.score(pils, ids=[images[i][0] for i in chunk], meta=meta) if chunk else []
-                for index, record in zip(chunk, records):
-                    fh.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
-                    RUN.saved += 1
-                    statuses[record.status] += 1
-                    if record.score is not None:
-                        scores.append(record.score)
-                    if record.status == "failed":  # no answer from the judge: this image has no result
-                        reason = "; ".join(record.errors) or "the judge gave no answer"
-                        failures.append(Failure(index, str(images[index][1]), reason))
-                fh.flush()
-                if bar is not None:
-                    bar.update(len(chunk))
-    except ValueError as error:  # a pack or judge that cannot take these requests: nothing is kept
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    finally:
-        if bar is not None:
-            bar.close()
-    manifest_file = write_manifest(out, manifest)
-    mean = f"{sum(scores) / len(scores):.4f}" if scores else "n/a (no eligible image)"
-    skipped = f", {len(screened.failures)} skipped as bad input" if screened.failures else ""
-    print(f"scored {sum(statuses.values())} images: {statuses['scored']} scored, {statuses['not_applicable']} N/A, "
-          f"{statuses['failed']} failed{skipped}; mean score {mean}")
-    print(f"wrote {out} and {manifest_file}")
-    print(f"model calls: {judge.stats.model_calls} (answers from an earlier run: {judge.stats.resumed_from_cache}, "
-          f"reused within this run: {judge.stats.reused_within_run})")
-    return finish(len(images), statuses["scored"] + statuses["not_applicable"], failures, out)
+    return run_scoring(_TerraVisScore(args, Path(args.out)))
+
+
+class _TerraVisScore(ScoreCommand):
+    """`terravis score`: one record per image, written as each chunk of images finishes."""
+    build_errors = (OSError, ValueError, TypeError)
+    score_errors = (ValueError,)  # a pack or judge that cannot take these requests: nothing is kept
+
+    def read(self) -> list[tuple[Path]]:
+        """The images given, each item one image."""
+        self.images = collect_images(self.args.inputs)
+        return [(path,) for _, path in self.images]
+
+    def build(self, screened: Screened) -> None:
+        """The judge (one progress bar, over images, is ours), TerraVis over it, and the manifest."""
+        from .core import TerraVis
+
+        args = self.args
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.judge = judge_from_args(args)
+        self.judge.progress = False
+        self.tv = TerraVis(self.judge, variant=args.variant, lam=args.lam, alpha=args.alpha, pack=args.pack)
+        self.manifest = {**self.tv.manifest(), "command": "terravis score", "n_images": len(screened.kept),
+                         "n_skipped": len(screened.failures), "inputs": list(args.inputs), "cache": args.cache}
+
+    def done_before(self, screened: Screened) -> int | None:
+        """A rerun of the same questions: the earlier output's finished records are in the cache."""
+        if not (cache_has_answers(self.args.cache) and same_answers(earlier_manifest(self.out), self.manifest,
+                                                                    ANSWER_KEYS)):
+            return None
+        return done_in_jsonl(self.out, {self.images[i][0] for i in screened.kept}, "image_id",
+                             lambda r: r.get("status") in ("scored", "not_applicable"))
+
+    def score(self, screened: Screened) -> tuple[dict[str, int], list[float], list[Failure]]:
+        """Score chunk by chunk into the records file: the status counts, the scores, the images
+        without a result."""
+        args, images = self.args, self.images
+        failures: list[Failure] = []
+        statuses: dict[str, int] = {"scored": 0, "not_applicable": 0, "failed": 0}
+        scores: list[float] = []
+        bar = _bar(len(screened.kept), not args.no_progress)
+        try:
+            with partial_output(self.out) as fh:
+                for start in range(0, len(screened.kept), args.chunk_size):
+                    chunk, pils = [], []
+                    for index in screened.kept[start:start + args.chunk_size]:
+                        try:  # decoded again here, so the pre-load check holds no images in memory
+                            pils.append(to_pil(images[index][1], index=index))
+                        except ImageInputError as error:  # the file changed since the check
+                            failures.append(Failure(index, str(images[index][1]), error.reason))
+                            continue
+                        chunk.append(index)
+                    meta = [_meta(images[i][1], args.t2i_model, screened.notes.get(i)) for i in chunk]
+                    records = self.tv.score(pils, ids=[images[i][0] for i in chunk], meta=meta) if chunk else []
+                    for index, record in zip(chunk, records):
+                        fh.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
+                        RUN.saved += 1
+                        statuses[record.status] += 1
+                        if record.score is not None:
+                            scores.append(record.score)
+                        if record.status == "failed":  # no answer from the judge: this image has no result
+                            reason = "; ".join(record.errors) or "the judge gave no answer"
+                            failures.append(Failure(index, str(images[index][1]), reason))
+                    fh.flush()
+                    if bar is not None:
+                        bar.update(len(chunk))
+        finally:
+            if bar is not None:
+                bar.close()
+        return statuses, scores, failures
+
+    def summarize(self, screened: Screened, scored: tuple[dict[str, int], list[float], list[Failure]]) -> Outcome:
+        """Write the manifest; print the counts, the mean score and the model calls."""
+        statuses, scores, failures = scored
+        manifest_file = write_manifest(self.out, self.manifest)
+        mean = f"{sum(scores) / len(scores):.4f}" if scores else "n/a (no eligible image)"
+        skipped = f", {len(screened.failures)} skipped as bad input" if screened.failures else ""
+        print(f"scored {sum(statuses.values())} images: {statuses['scored']} scored, {statuses['not_applicable']} "
+              f"N/A, {statuses['failed']} failed{skipped}; mean score {mean}")
+        print(f"wrote {self.out} and {manifest_file}")
+        stats = self.judge.stats
+        print(f"model calls: {stats.model_calls} (answers from an earlier run: {stats.resumed_from_cache}, "
+              f"reused within this run: {stats.reused_within_run})")
+        return Outcome(statuses["scored"] + statuses["not_applicable"], failures)
 
 
 def _meta(path: Path, t2i_model: str | None, resolution_note: str | None = None) -> dict[str, Any]:
@@ -245,4 +252,4 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["configure", "main", "run_score", "run_report", "collect_images", "default_cache_path"]
+__all__ = ["configure", "main", "run_score", "run_report", "collect_images"]

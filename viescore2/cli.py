@@ -36,8 +36,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterator
 
-from vlmjudge.intake import IMAGE_SUFFIXES, image_items
-from vlmjudge.outputs import iter_jsonl, with_resolution_note
+from vlmjudge.cli.exits import RUN
+from vlmjudge.cli.flags import add_judge_flags, add_no_cache_flag, add_on_error_flag, judge_from_args
+from vlmjudge.cli.help import EXIT_EPILOG, RawDefaultsHelpFormatter, describe
+from vlmjudge.cli.intake import IMAGE_SUFFIXES, Failure, Screened, image_items
+from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl, earlier_manifest, same_answers
+from vlmjudge.cli.scoring import Outcome, ScoreCommand, partial_output, run_scoring
+from vlmjudge.outputs import iter_jsonl, with_resolution_note, write_manifest
 
 from .evaluation import Reference, evaluate_suite, grid_iou
 from .grid import DEFAULT_N, parse_output, union_of
@@ -280,87 +285,102 @@ ANSWER_KEYS = ("backend", "model", "revision", "dtype", "fields", "grid_size", "
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
-    from vlmjudge.cli import judge_from_args
-    from vlmjudge.cli_intake import cache_beside, finish, nothing_readable, partial_output, screen, start_run
-    from vlmjudge.cli_text import cache_has_answers, done_in_jsonl, earlier_manifest, same_answers, say_resuming
-    from vlmjudge.intake import RUN, Failure
-    from vlmjudge.outputs import write_manifest
-
-    from .core import VIEScore2
+    """Judge the images into the records file, then print the summary (and draw the overlays)."""
     if not args.out:
         print("vlmjudge viescore2 score: --out results.jsonl is required", file=sys.stderr)
         return 2
-    out = Path(args.out)
-    start_run(out)
-    try:
-        items = image_items(args.images)
-        files, ids = [path for _, path in items], [item for item, _ in items]
-        prompts, conditioning = load_prompts(args.prompts, ids)
-        pack = pack_from_file(args.pack)
-    except (OSError, ValueError, KeyError) as err:
-        print(f"vlmjudge viescore2 score: error: {err}", file=sys.stderr)
-        return 2
-    # conditioning images first, as the request sends them: an item fails on any bad one
-    screened = screen([(*conds, image) for image, conds in zip(files, conditioning)], args.on_error)
-    if not screened.kept:
-        return nothing_readable(screened, out)
-    cache_beside(args, out)
-    try:
-        scorer = VIEScore2(judge_from_args(args), fields=args.fields, grid_size=args.grid_size, pack=pack,
-                           constrain=not args.no_grammar)
-    except (OSError, ValueError, KeyError) as err:
-        print(f"vlmjudge viescore2 score: error: {err}", file=sys.stderr)
-        return 2
-    if cache_has_answers(args.cache) and same_answers(earlier_manifest(out), scorer.manifest(), ANSWER_KEYS):
-        # a rerun of the same questions: the earlier output's answered images are in the cache
-        say_resuming(done_in_jsonl(out, {ids[i] for i in screened.kept}, "id", lambda r: r.get("status") != "error"),
-                     len(screened.kept))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    failures, records, counts, manifest = list(screened.failures), [], Counter(), {}
-    step = max(args.batch_size, 1) * SCORE_CHUNK_BATCHES
-    with partial_output(out) as fh:
-        for start in range(0, len(screened.kept), step):
-            chunk = screened.kept[start:start + step]
-            result = scorer.run([str(files[i]) for i in chunk], [prompts[i] for i in chunk],
-                                [[str(c) for c in conditioning[i]] for i in chunk], [ids[i] for i in chunk])
-            counts.update(result.counts)
-            manifest = result.manifest
-            for index, record in zip(chunk, result.records):
-                line = with_resolution_note(record.to_json(), screened.notes.get(index))
-                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
-                RUN.saved += 1
-                if record.status == "error":  # the judge gave no answer: no result for this image
-                    failures.append(Failure(index, str(files[index]), "the judge gave no answer (finish reason "
-                                                                      f"{record.finish_reason})"))
-            fh.flush()
-            records += result.records
-    manifest_path = write_manifest(out, {**manifest, "command": "viescore2 score", "counts": dict(counts),
-                                         "skipped": len(screened.failures), "cache": args.cache})
-    scores = [r.overall for r in records if r.overall is not None]
-    summary = {"images": len(records), "scored": len(scores),
-               "mean_score": sum(scores) / len(scores) if scores else None,
-               "parse_failures": counts.get("parse_failures", 0),
-               "not_ok": sum(r.status != "ok" for r in records), "skipped": len(screened.failures)}
-    print(format_table(summary))
-    print(f"wrote {out} and {manifest_path}")
-    if args.overlays:
-        from .render import save_overlay
-        folder = Path(args.overlays)
-        folder.mkdir(parents=True, exist_ok=True)
-        drawn = [r for r in records if r.localization is not None]
-        for record in drawn:
-            target = overlay_path(folder, record.id)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            save_overlay(target, record.image, record.localization)
-        print(f"wrote {len(drawn)} overlays to {folder}")
-    return finish(len(files), sum(r.status != "error" for r in records), failures, out)
+    return run_scoring(_VIEScore2Score(args, Path(args.out)))
+
+
+class _VIEScore2Score(ScoreCommand):
+    """`viescore2 score`: one record per image, written a few judge batches at a time."""
+    error_prefix = "vlmjudge viescore2 score: error: "
+    read_errors = build_errors = (OSError, ValueError, KeyError)
+
+    def read(self) -> list[tuple[Path, ...]]:
+        """The images, their prompts and conditioning images; an item is its conditioning images,
+        then the image, as the request sends them (an item fails on any bad one)."""
+        items = image_items(self.args.images)
+        self.files, self.ids = [path for _, path in items], [item for item, _ in items]
+        self.prompts, self.conditioning = load_prompts(self.args.prompts, self.ids)
+        self.pack = pack_from_file(self.args.pack)
+        return [(*conds, image) for image, conds in zip(self.files, self.conditioning)]
+
+    def build(self, screened: Screened) -> None:
+        """VIEScore2 over the judge of the shared flags."""
+        from .core import VIEScore2
+
+        args = self.args
+        self.scorer = VIEScore2(judge_from_args(args), fields=args.fields, grid_size=args.grid_size, pack=self.pack,
+                                constrain=not args.no_grammar)
+
+    def done_before(self, screened: Screened) -> int | None:
+        """A rerun of the same questions: the earlier output's answered images are in the cache."""
+        if not (cache_has_answers(self.args.cache) and same_answers(earlier_manifest(self.out),
+                                                                    self.scorer.manifest(), ANSWER_KEYS)):
+            return None
+        return done_in_jsonl(self.out, {self.ids[i] for i in screened.kept}, "id",
+                             lambda r: r.get("status") != "error")
+
+    def score(self, screened: Screened) -> tuple[list, Counter, dict, list[Failure]]:
+        """Score a few batches at a time into the records file: the records, the counts, the
+        judge's manifest and the images without a result."""
+        args, files, out = self.args, self.files, self.out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        failures, records, counts, manifest = [], [], Counter(), {}
+        step = max(args.batch_size, 1) * SCORE_CHUNK_BATCHES
+        with partial_output(out) as fh:
+            for start in range(0, len(screened.kept), step):
+                chunk = screened.kept[start:start + step]
+                result = self.scorer.run([str(files[i]) for i in chunk], [self.prompts[i] for i in chunk],
+                                         [[str(c) for c in self.conditioning[i]] for i in chunk],
+                                         [self.ids[i] for i in chunk])
+                counts.update(result.counts)
+                manifest = result.manifest
+                for index, record in zip(chunk, result.records):
+                    line = with_resolution_note(record.to_json(), screened.notes.get(index))
+                    fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+                    RUN.saved += 1
+                    if record.status == "error":  # the judge gave no answer: no result for this image
+                        failures.append(Failure(index, str(files[index]), "the judge gave no answer (finish "
+                                                                          f"reason {record.finish_reason})"))
+                fh.flush()
+                records += result.records
+        return records, counts, manifest, failures
+
+    def summarize(self, screened: Screened, scored: tuple[list, Counter, dict, list[Failure]]) -> Outcome:
+        """Write the manifest, print the summary table and draw the overlays."""
+        args, out = self.args, self.out
+        records, counts, manifest, failures = scored
+        manifest_path = write_manifest(out, {**manifest, "command": "viescore2 score", "counts": dict(counts),
+                                             "skipped": len(screened.failures), "cache": args.cache})
+        scores = [r.overall for r in records if r.overall is not None]
+        summary = {"images": len(records), "scored": len(scores),
+                   "mean_score": sum(scores) / len(scores) if scores else None,
+                   "parse_failures": counts.get("parse_failures", 0),
+                   "not_ok": sum(r.status != "ok" for r in records), "skipped": len(screened.failures)}
+        print(format_table(summary))
+        print(f"wrote {out} and {manifest_path}")
+        if args.overlays:
+            _draw_overlays(Path(args.overlays), records)
+        return Outcome(sum(r.status != "error" for r in records), failures)
+
+
+def _draw_overlays(folder: Path, records: list) -> None:
+    """The predicted cells drawn on each image whose grid was read, one PNG per image in `folder`."""
+    from .render import save_overlay
+
+    folder.mkdir(parents=True, exist_ok=True)
+    drawn = [r for r in records if r.localization is not None]
+    for record in drawn:
+        target = overlay_path(folder, record.id)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        save_overlay(target, record.image, record.localization)
+    print(f"wrote {len(drawn)} overlays to {folder}")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the viescore2 sub-commands to the ``vlmjudge viescore2`` parser."""
-    from vlmjudge.cli import add_judge_flags
-    from vlmjudge.cli_intake import EXIT_EPILOG, add_no_cache_flag, add_on_error_flag
-    from vlmjudge.cli_text import RawDefaultsHelpFormatter, describe
     sub = parser.add_subparsers(dest="viescore2_command", required=True)
     sc = sub.add_parser("score", help="judge images: scores, defect grids and explanations as JSONL",
                         description=SCORE_HELP, epilog=textwrap.fill(EXIT_EPILOG, 92),  # raw: wrap it here

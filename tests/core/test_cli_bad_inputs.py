@@ -18,7 +18,7 @@ from PIL import Image
 
 from cli_bad_inputs_judge import LOAD_LOG_ENV, ConstantJudge
 from vlmjudge.cli import main as vlmjudge_main
-from vlmjudge.intake import EXIT_NONE_SCORED, EXIT_SOME_FAILED, EXIT_USAGE, failures_path
+from vlmjudge.cli.exits import EXIT_NONE_SCORED, EXIT_SOME_FAILED, EXIT_USAGE, failures_path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]

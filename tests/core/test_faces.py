@@ -161,7 +161,7 @@ def test_cli_help_lists_core_commands(capsys):
 def test_judge_flags_build_a_keyed_replay_judge(tmp_path):
     import argparse
 
-    from vlmjudge.cli import add_judge_flags, judge_from_args
+    from vlmjudge.cli.flags import add_judge_flags, judge_from_args
     answers = tmp_path / "answers.jsonl"
     answers.write_text('{"meta": {"item_id": 0}, "text": "Yes"}\n')
     parser = argparse.ArgumentParser()

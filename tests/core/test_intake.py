@@ -9,11 +9,12 @@ import textwrap
 import pytest
 from PIL import Image
 
-from vlmjudge import cli
 from vlmjudge.cache import CacheFileError, ResponseCache
+from vlmjudge.cli.exits import (EXIT_NONE_SCORED, EXIT_OK, EXIT_SOME_FAILED, CommandError, exit_status,
+                                failures_path, report_failures)
+from vlmjudge.cli.flags import judge_from_args
+from vlmjudge.cli.intake import check_images
 from vlmjudge.images import ImageInputError, resolution_note, to_pil
-from vlmjudge.intake import (EXIT_NONE_SCORED, EXIT_OK, EXIT_SOME_FAILED, check_images, exit_status,
-                             failures_path, report_failures)
 
 
 def bad_folder(root):
@@ -82,8 +83,8 @@ def test_aspect_ratio_past_the_processor_limit_is_bad_input_everywhere():
 def test_a_path_like_model_is_never_tried_on_the_hub(model, capsys):
     args = argparse.Namespace(model=model, backend="transformers", base_url=None, batch_size=1, cache=None,
                               revision=None, device=None, dtype=None, key_fields=None)
-    with pytest.raises(cli.CommandError, match="no such checkpoint folder"):
-        cli.judge_from_args(args)
+    with pytest.raises(CommandError, match="no such checkpoint folder"):
+        judge_from_args(args)
 
 
 def test_a_folder_that_is_no_checkpoint_is_one_line_with_status_2(tmp_path):
@@ -109,7 +110,7 @@ def test_a_corrupt_cache_file_is_named_with_how_to_recover(tmp_path):
 SLOW_COMMAND = textwrap.dedent("""
     import sys, time
     from vlmjudge import cli
-    from vlmjudge.intake import RUN
+    from vlmjudge.cli.exits import RUN
 
     def slow(args):
         RUN.saved, RUN.out = 7, "records.jsonl"

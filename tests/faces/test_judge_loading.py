@@ -86,13 +86,14 @@ def test_the_regeneration_module_has_no_default_judge_and_takes_the_judge_argume
 
 
 def test_the_cli_flags_load_the_methods_default_without_model(loaded):
-    from vlmjudge.cli import build_parser, judge_from_args
+    from vlmjudge.cli import build_parser
+    from vlmjudge.cli.flags import judge_from_args
     args = build_parser().parse_args(["terravis", "score", "x.png", "--device", "cpu", "--revision", "r1"])
     assert args.model is None
     judge_from_args(args)
     assert [(r.model, r.device, r.revision) for r in loaded] == [(DEFAULT, "cpu", "r1")]
     bare = argparse.Namespace(model=None, backend="transformers", base_url=None, batch_size=1, cache=None)
-    from vlmjudge.intake import CommandError
+    from vlmjudge.cli.exits import CommandError
     with pytest.raises(CommandError, match="--model is required"):
         judge_from_args(bare)  # outside a method's sub-command there is no default
 

@@ -66,5 +66,5 @@ def _processor(path):
 
 
 def test_info_lists_the_families():
-    from vlmjudge.cli import collect_info
+    from vlmjudge.cli.info import collect_info
     assert collect_info()["families"] == {t: f.name for t, f in FAMILIES.items()}

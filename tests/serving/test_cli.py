@@ -49,7 +49,7 @@ def test_base_url_flag_points_the_shared_judge_flags_at_a_server():
     from serving_support import MODEL, replay_judge, start_server
 
     from vlmjudge.backends.openai import OpenAIJudge
-    from vlmjudge.cli import add_judge_flags, judge_from_args
+    from vlmjudge.cli.flags import add_judge_flags, judge_from_args
 
     requests = make_requests(2)
     parser = argparse.ArgumentParser()

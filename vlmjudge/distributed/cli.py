@@ -17,9 +17,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .common import ID_COLUMN, resolve_method
-from ..cli_intake import EXIT_EPILOG, add_on_error_flag
+from ..cli.exits import EXIT_NONE_SCORED, RUN, CommandError, exit_status
+from ..cli.flags import add_on_error_flag
+from ..cli.help import EXIT_EPILOG
+from ..cli.intake import image_items, looks_like_path
 from ..outputs import default_cache_path, with_resolution_note, write_jsonl, write_manifest
-from ..intake import EXIT_NONE_SCORED, RUN, CommandError, exit_status, image_items, looks_like_path
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,7 +69,7 @@ def _json_object(text: str) -> dict[str, Any]:
 
 def read_columns(path: str, takes_ids: bool) -> dict[str, list[Any]]:
     """Columns from a JSONL file (every row must have the same keys) or an image folder (ids: the
-    paths relative to it, `vlmjudge.intake.image_items`)."""
+    paths relative to it, `vlmjudge.cli.intake.image_items`)."""
     from ..outputs import iter_jsonl
 
     if os.path.isdir(path):
@@ -106,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, check the images, score this process's shard, gather, and write on process 0.
 
     Exit status as `vlmjudge` judging commands (see --help); Ctrl-C or SIGTERM prints one line."""
-    from ..intake import run_command
+    from ..cli.exits import run_command
 
     args = build_parser().parse_args(argv)
     return run_command(lambda: _run(args), "vlmjudge.distributed",
@@ -133,7 +135,8 @@ def _check_model(spec, args: argparse.Namespace) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from .accelerate_shards import default_state, score_dataset_accelerate
-    from ..cli_intake import finish, nothing_readable, screen, start_run
+    from ..cli.exits import finish, nothing_readable, start_run
+    from ..cli.intake import screen
 
     start_run(args.output)
     try:

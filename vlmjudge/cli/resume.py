@@ -1,37 +1,17 @@
-"""What the judging commands say about themselves: help that shows each option's default, and
-the "resuming: N of M done" line of a rerun.
+"""How a rerun of a judging command knows what an earlier run finished.
 
-Every judging command (`terravis score`, `viescore2 score`, `fager score`, `regeneration
-compare`, ...) builds its parser with `DefaultsHelpFormatter` (or `RawDefaultsHelpFormatter`
-where the description is laid out by hand), so `--help` gives each option's default without
-each help text repeating it.
+A rerun with the same response cache asks the judge only what it has not answered yet; these
+helpers count the items an earlier run's output already holds (cheaply: they read that output,
+never the images or the model), check that the earlier run asked the same questions, and print
+the "resuming: N of M done" line.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from pathlib import Path
 from typing import IO, Any, Callable, Collection, Iterable
-
-
-class DefaultsHelpFormatter(argparse.HelpFormatter):
-    """Appends "(default: X)" to an option's help, unless the help already says its default, the
-    default is None (the help then says in words what happens without the option), or the option
-    is an on/off flag (off unless given)."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if "default" in text.lower() or not action.option_strings or action.required:
-            return text
-        if action.default is None or action.default is argparse.SUPPRESS or action.nargs == 0:
-            return text
-        return f"{text} (default: %(default)s)"
-
-
-class RawDefaultsHelpFormatter(argparse.RawDescriptionHelpFormatter, DefaultsHelpFormatter):
-    """`DefaultsHelpFormatter` for a parser whose description keeps its own line breaks."""
 
 
 def say_resuming(done: int, total: int, stream: IO[str] | None = None) -> None:
@@ -52,7 +32,7 @@ def done_in_jsonl(path: str | os.PathLike, wanted: Collection[str], id_field: st
     Cheap: it reads the earlier output, never the images or the model. Lines that are not
     records (a manifest line, a blank line, a broken line) are ignored; a missing file is 0.
     """
-    from .outputs import iter_jsonl
+    from ..outputs import iter_jsonl
 
     if not Path(path).is_file():
         return 0
@@ -68,19 +48,10 @@ def done_in_records(records: Iterable[dict[str, Any]], wanted: Collection[str], 
     return len(done & {str(w) for w in wanted})
 
 
-def describe(parser: argparse.ArgumentParser, option: str, text: str) -> None:
-    """Give a shared option (e.g. --cache from `add_judge_flags`) the help of this command."""
-    for action in parser._actions:
-        if option in action.option_strings:
-            action.help = text
-            return
-    raise KeyError(f"{parser.prog} has no option {option}")
-
-
 def earlier_manifest(path: str | os.PathLike) -> dict[str, Any] | None:
     """The manifest of an earlier run whose records are `path` (beside them, or an older file's
     first line), or None; an unreadable one is None too, as then nothing is resumed."""
-    from .outputs import JsonlError, read_manifest
+    from ..outputs import JsonlError, read_manifest
 
     try:
         return read_manifest(path)

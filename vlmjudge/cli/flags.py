@@ -1,0 +1,119 @@
+"""The flags every judging command shares, and the judge and cache they stand for.
+
+`add_judge_flags` gives a command --model, --backend, --cache, --out and the rest;
+`judge_from_args` loads the judge those flags describe, as every face loads one; `cache_beside`
+is the one rule for where a command keeps its answer cache by default.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import IO, Any
+
+from .exits import CommandError
+from .intake import ON_ERROR_CHOICES, looks_like_path
+
+
+def add_judge_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags every judging command shares; each help says what happens without the flag."""
+    g = parser.add_argument_group("judge")
+    g.add_argument("--model", help="the judge: a Hub id, a local checkpoint folder, a server's model name, or a "
+                                   "replay JSONL of recorded answers (default: the method's default model)")
+    g.add_argument("--revision", default=None, help="Hub revision: branch, tag or commit (default: the main branch)")
+    g.add_argument("--backend", default="transformers",
+                   help="how the judge runs: transformers (in this process), openai (a server, see --base-url), "
+                        "replay (recorded answers) or module:Class (default: transformers)")
+    g.add_argument("--base-url", default=None,
+                   help="an OpenAI-compatible server, e.g. http://HOST:8000/v1 (vlmjudge serve, vLLM, SGLang); "
+                        "implies --backend openai (default: none, the model runs in this process)")
+    g.add_argument("--device", default=None, help="cpu, cuda, cuda:1, ... (default: cuda if available)")
+    g.add_argument("--dtype", default=None, help="bfloat16, float16, float32 (default: the backend's)")
+    g.add_argument("--batch-size", type=int, default=8, help="requests per model call (default: 8)")
+    g.add_argument("--cache", default=None,
+                   help="SQLite file of the judge's answers; a rerun with the same file resumes from it "
+                        "(default: no cache, unless the command says where it keeps one)")
+    g.add_argument("--key-fields", default=None,
+                   help="replay backend: comma-separated meta fields that key the answers, e.g. "
+                        "item_id,question_id (default: the request's content)")
+    g.add_argument("--out", default=None, help="where results go (default: the command's own, see its description)")
+
+
+def add_on_error_flag(parser: argparse.ArgumentParser) -> None:
+    """`--on-error skip|raise`, the same words on every judging command."""
+    parser.add_argument("--on-error", choices=ON_ERROR_CHOICES, default="skip",
+                        help="skip (default): bad images are listed as 'path: reason', written to "
+                             "<out>.failures.jsonl and the rest are scored; raise: the first bad image "
+                             "stops the run before the model loads")
+
+
+def add_no_cache_flag(parser: argparse.ArgumentParser) -> None:
+    """`--no-cache`: the judging commands cache answers beside --out unless told not to."""
+    parser.add_argument("--no-cache", action="store_true",
+                        help="do not cache the judge's answers (a rerun asks everything again)")
+
+
+def cache_beside(args: argparse.Namespace, out: str | os.PathLike) -> str | None:
+    """Set `args.cache` by the one default-cache rule and return it: --cache as given, none with
+    --no-cache, else `<stem>.cache.sqlite` beside the records file `out`."""
+    from ..outputs import default_cache_path
+
+    if getattr(args, "no_cache", False):
+        args.cache = None
+    elif getattr(args, "cache", None) is None:
+        args.cache = str(default_cache_path(out))
+    return args.cache
+
+
+def deprecated_spelling(message: str, stream: IO[str] | None = None) -> None:
+    """One 'deprecated:' line for an old way of giving an option that still works this release."""
+    print(f"deprecated: {message}; the old spelling is removed in the next release", file=stream or sys.stderr)
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of an error's text (or its type's name): a load failure is one line."""
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+def judge_from_args(args: argparse.Namespace, default_model: str | None = None) -> Any:
+    """A judge from the shared flags, loaded as every face loads one (`vlmjudge.faces`): without
+    --model, the method's default model (`default_model`, else that of the method whose
+    sub-command runs); a --model that cannot load is one clear line, at once."""
+    from ..faces.loading import judge_recipe
+    model = args.model or default_model or _default_model(args)
+    if not model:
+        raise CommandError("--model is required (this command has no default model)")
+    if args.backend == "transformers" and not getattr(args, "base_url", None) and looks_like_path(model) \
+            and not os.path.isdir(os.path.expanduser(model)):
+        raise CommandError(f"--model {model}: no such checkpoint folder")
+    extra: dict[str, Any] = {"batch_size": args.batch_size}
+    if getattr(args, "key_fields", None):
+        extra["key_fields"] = tuple(args.key_fields.split(","))
+    backend = args.backend
+    if getattr(args, "base_url", None):
+        if backend == "transformers":  # the default, and in-process: a server URL means the openai backend
+            backend = "openai"
+        elif backend != "openai":
+            raise SystemExit(f"--base-url is for the openai backend, not --backend {backend}")
+        extra["base_url"] = args.base_url
+    recipe = judge_recipe(model=os.path.expanduser(model) if looks_like_path(model) else model, backend=backend,
+                          revision=getattr(args, "revision", None), device=getattr(args, "device", None),
+                          dtype=getattr(args, "dtype", None), cache=args.cache, judge_kwargs=extra,
+                          where="--model")
+    try:
+        return recipe.load()
+    except (OSError, ValueError, ImportError) as exc:  # Hub and file errors are OSErrors
+        from ..cache import CacheFileError
+        if isinstance(exc, CacheFileError):
+            raise
+        raise CommandError(f"cannot load --model {model}: {_first_line(exc)}") from None
+
+
+def _default_model(args: argparse.Namespace) -> str | None:
+    """The default model of the method whose sub-command runs (None outside one, or without one)."""
+    name = getattr(args, "judge_method", None)
+    if name is None:
+        return None
+    from ..registry import get_method
+    return get_method(name).default_model
