@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from vlmjudge.intake import image_items
-from vlmjudge.outputs import default_cache_path
+from vlmjudge.outputs import default_cache_path, json_text
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -156,7 +156,7 @@ def run_score(args: argparse.Namespace) -> int:
                 meta = [_meta(images[i][1], args.t2i_model, screened.notes.get(i)) for i in chunk]
                 records = tv.score(pils, ids=[images[i][0] for i in chunk], meta=meta) if chunk else []
                 for index, record in zip(chunk, records):
-                    fh.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
+                    fh.write(json_text(record.to_json(), f"{out} record {record.image_id}") + "\n")
                     RUN.saved += 1
                     statuses[record.status] += 1
                     if record.score is not None:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from vlmjudge.intake import IMAGE_SUFFIXES, image_items
-from vlmjudge.outputs import iter_jsonl, with_resolution_note
+from vlmjudge.outputs import iter_jsonl, json_text, with_resolution_note
 
 from .evaluation import Reference, evaluate_suite, grid_iou
 from .grid import DEFAULT_N, parse_output, union_of
@@ -327,7 +327,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
             manifest = result.manifest
             for index, record in zip(chunk, result.records):
                 line = with_resolution_note(record.to_json(), screened.notes.get(index))
-                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+                fh.write(json_text(line, f"{out} record {ids[index]}") + "\n")
                 RUN.saved += 1
                 if record.status == "error":  # the judge gave no answer: no result for this image
                     failures.append(Failure(index, str(files[index]), "the judge gave no answer (finish reason "
