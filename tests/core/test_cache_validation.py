@@ -180,3 +180,22 @@ def test_terravis_rescores_exactly_after_its_cached_decisions_are_corrupted(tmp_
     assert rerun_judge.stats.cache_invalid == len(decisions) == rerun_judge.stats.model_calls
     assert all(0.0 <= r["eligibility_prob"] <= 1.0 for r in again if r.get("eligibility_prob") is not None)
 
+
+
+def test_terravis_score_over_a_damaged_default_cache_is_one_line_and_status_2(tmp_path, tiny_vlm_path, capsys):
+    """The CLI path end to end: `vlmjudge terravis score` finds its default cache damaged."""
+    from vlmjudge.cli import main
+    from vlmjudge.outputs import default_cache_path
+    (tmp_path / "imgs").mkdir()
+    Image.new("RGB", (64, 64), (90, 120, 60)).save(tmp_path / "imgs" / "a.png")
+    out = tmp_path / "r.jsonl"
+    damaged_cache(tmp_path).rename(default_cache_path(out))
+    model = tiny_vlm_path()
+    capsys.readouterr()  # the fixture's own output, when it builds the model here
+    status = main(["terravis", "score", str(tmp_path / "imgs"), "--model", model, "--device", "cpu",
+                   "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if "error:" in line]  # beside the weights' loading bar
+    assert status == 2 and "Traceback" not in err and len(errors) == 1
+    assert str(default_cache_path(out)) in errors[0] and "--no-cache" in errors[0]
+    assert not out.exists()  # no records from a run that could not trust its cache
