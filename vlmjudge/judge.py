@@ -247,6 +247,9 @@ class Judge(ABC):
                 if self.cache is not None:
                     encoded = [(keys[i], encode(out)) for i, out in zip(chunk, outputs) if storable(out)]
                     stored = [(k, v) for k, v in encoded if answer_problem(op, v, options) is None]
+                    if len(stored) < len(encoded):  # served as given, but a rerun would refuse them
+                        log.warning("%d %s answer(s) of the %s backend fail the cache's check and are not stored",
+                                    len(encoded) - len(stored), op, self.backend)
                     self.cache.put_many(stored)
                     stored_keys.update(k for k, _ in stored)
                 if bar is not None:

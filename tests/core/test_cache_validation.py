@@ -153,6 +153,14 @@ def test_nan_from_the_backend_is_a_failed_request_and_never_stored(tmp_path):
         ResponseCache(path).put_many([("k", {"Yes": float("nan")})])
 
 
+def test_a_text_answer_that_would_fail_the_check_is_served_but_not_stored(tmp_path):
+    from vlmjudge.requests import Answer
+    path = tmp_path / "r.sqlite"
+    odd = judge(path)
+    odd._generate = lambda chunk: [Answer("Yes", "stop", -1) for _ in chunk]
+    assert [a.text for a in odd.generate(asks(2))] == ["Yes", "Yes"] and len(ResponseCache(path)) == 0
+
+
 def test_terravis_rescores_exactly_after_its_cached_decisions_are_corrupted(tmp_path, tiny_vlm_path):
     """End to end on a tiny random model: every cached decision replaced by an out-of-range one."""
     from terravis import TerraVis, load_pack
