@@ -9,9 +9,8 @@ line; everything else sits beside it, named from the records file's stem:
     results.jsonl.failures.jsonl    the inputs that got no result, when there are any
 
 Older TerraVis files carry their manifest as the first line (`{"manifest": {...}}`); the readers
-here still take them. Every JSONL read in the suite goes through `iter_jsonl`, so a broken line is
-always named by file and line number; every record and manifest written goes through `json_text`,
-so none holds a bare NaN or Infinity, which no strict JSON reader takes.
+here still take them. Every JSONL read goes through `iter_jsonl` (a broken line is named by file
+and line), every record and manifest written through `json_text` (no bare NaN, which strict readers refuse).
 
 Examples:
     >>> import tempfile, pathlib

@@ -165,7 +165,8 @@ def test_terravis_rescores_exactly_after_its_cached_decisions_are_corrupted(tmp_
     """End to end on a tiny random model: every cached decision replaced by an out-of-range one."""
     from terravis import TerraVis, load_pack
     pack = load_pack({"system": "Judge the image.", "eligibility": "Is it a real scene?",
-                      "detection": "Answer Yes or No.", "severity": "{type_name}: {aspect}, {evidence}. Major or Minor?",
+                      "detection": "Answer Yes or No.",
+                      "severity": "{type_name}: {aspect}, {evidence}. Major or Minor?",
                       "limits": {"reason": 6, "aspect": 4, "evidence": 8},
                       "max_new_tokens": {"reason": 16, "evidence": 40}})
     images = [Image.new("RGB", (48, 40), (200, 30, 30)), Image.new("RGB", (40, 48), (30, 30, 200))]
