@@ -15,13 +15,16 @@ scorer counts as a parse failure and leaves out of every mean.
 
 Every reader here is linear in the length of its input and raises nothing but
 `AnswerParseError` on any string: no regular expression can backtrack, deep nesting and
-oversized integers in JSON are parse failures, not RecursionError or ValueError.
+oversized integers in JSON are parse failures, not RecursionError or ValueError, and an
+answer the schema refuses (a lone surrogate in its rationale) is one too.
 """
 from __future__ import annotations
 
 import json
 import re
 from typing import Any
+
+from pydantic import ValidationError
 
 from vlmjudge.text import remove_spans
 
@@ -110,7 +113,7 @@ def _from_leading_word(body: str, text: str) -> QuestionAnswer:
         head, tail = rest[:len(word)], rest[len(word):]
         if head.lower() == word and not (tail[:1].isalnum() or tail[:1] == "_"):
             tail = _skip(_skip(tail, _DECORATION), _SPACE_OR_SEPARATOR)
-            return QuestionAnswer(answer=word, rationale=_strip_label(tail.strip())[:MAX_RATIONALE])
+            return _question_answer(word, _strip_label(tail.strip())[:MAX_RATIONALE], text)
     raise AnswerParseError(f"no yes/no/unknown answer in {_preview(text)}")
 
 
@@ -161,7 +164,17 @@ def _from_json(fragment: str) -> QuestionAnswer:
         rationale = ""
     if not isinstance(rationale, str):
         raise AnswerParseError(f"JSON answer with a non-string rationale: {_preview(fragment)}")
-    return QuestionAnswer(answer=normalize_answer(data["answer"]), rationale=rationale.strip()[:MAX_RATIONALE])
+    return _question_answer(normalize_answer(data["answer"]), rationale.strip()[:MAX_RATIONALE], fragment)
+
+
+def _question_answer(answer: str, rationale: str, source: str) -> QuestionAnswer:
+    """The answer as the schema holds it; text the schema refuses (a lone surrogate, which no
+    record can be written with) is an AnswerParseError, counted as a parse failure by the scorer."""
+    try:
+        return QuestionAnswer(answer=answer, rationale=rationale)
+    except ValidationError as error:
+        problem = error.errors(include_url=False, include_input=False)[0]["msg"]
+        raise AnswerParseError(f"unreadable answer ({problem}) in {_preview(source)}") from None
 
 
 def remove_thinking(text: str) -> str:

@@ -24,7 +24,7 @@ from vlmjudge.cli.intake import Failure, Screened, image_items
 from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl, earlier_manifest, same_answers
 from vlmjudge.cli.scoring import Outcome, ScoreCommand, partial_output, run_scoring
 from vlmjudge.images import ImageInputError, to_pil
-from vlmjudge.outputs import write_manifest
+from vlmjudge.outputs import json_text, write_manifest
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -160,7 +160,7 @@ class _TerraVisScore(ScoreCommand):
                     meta = [_meta(images[i][1], args.t2i_model, screened.notes.get(i)) for i in chunk]
                     records = self.tv.score(pils, ids=[images[i][0] for i in chunk], meta=meta) if chunk else []
                     for index, record in zip(chunk, records):
-                        fh.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
+                        fh.write(json_text(record.to_json(), f"{self.out} record {record.image_id}") + "\n")
                         RUN.saved += 1
                         statuses[record.status] += 1
                         if record.score is not None:

@@ -42,7 +42,7 @@ from vlmjudge.cli.help import EXIT_EPILOG, RawDefaultsHelpFormatter, describe
 from vlmjudge.cli.intake import IMAGE_SUFFIXES, Failure, Screened, image_items
 from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl, earlier_manifest, same_answers
 from vlmjudge.cli.scoring import Outcome, ScoreCommand, partial_output, run_scoring
-from vlmjudge.outputs import iter_jsonl, with_resolution_note, write_manifest
+from vlmjudge.outputs import iter_jsonl, json_text, with_resolution_note, write_manifest
 
 from .evaluation import Reference, evaluate_suite, grid_iou
 from .grid import DEFAULT_N, parse_output, union_of
@@ -339,7 +339,7 @@ class _VIEScore2Score(ScoreCommand):
                 manifest = result.manifest
                 for index, record in zip(chunk, result.records):
                     line = with_resolution_note(record.to_json(), screened.notes.get(index))
-                    fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+                    fh.write(json_text(line, f"{out} record {self.ids[index]}") + "\n")
                     RUN.saved += 1
                     if record.status == "error":  # the judge gave no answer: no result for this image
                         failures.append(Failure(index, str(files[index]), "the judge gave no answer (finish "

@@ -4,20 +4,28 @@ SQLite in WAL mode: readers never block the single writer, and several processes
 share one file (each write is a short transaction, retried by SQLite's busy timeout).
 Values are JSON. Keys come from `cache_key`, which covers everything that changes an
 answer: backend, model, revision, dtype, the operation (with its options) and the
-request's content hash.
+request's content hash. A file is only trusted so far: every value is checked against
+its operation before it is served (`answer_problem`), and a damaged file is a
+`CacheFileError` that says how to start afresh, never a traceback or a wrong score.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import sqlite3
 import threading
 import time
-from typing import Any, Iterable, Sequence
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator, Sequence
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 _SQLITE_MAX_VARS = 900
+#: How far normalised option probabilities may sum from 1 (or raw ones above 1): float rounding only.
+PROB_SUM_TOLERANCE = 1e-3
+#: The fields of a stored text answer (`Answer.to_json`); failed answers ("error") are never stored.
+_ANSWER_FIELDS = {"text", "finish_reason", "num_tokens"}
 
 
 def cache_key(identity: dict[str, Any], operation: str, request_hash: str,
@@ -50,10 +58,73 @@ class CacheFileError(RuntimeError):
         True True
     """
 
-    def __init__(self, path: str, cause: BaseException) -> None:
+    def __init__(self, path: str, cause: BaseException | str) -> None:
         self.path = path
         super().__init__(f"the response cache {path} cannot be read ({cause}); move it aside "
-                         f"(mv {path} {path}.broken) and rerun: the run then starts a new cache")
+                         f"(mv {path} {path}.broken) or delete it and rerun, which starts a new cache, "
+                         f"or rerun with --no-cache")
+
+
+def answer_problem(op: str, value: Any, options: Sequence[str] | None = None) -> str | None:
+    """Why a stored value cannot be the answer to an `op` request, or None when it can: the one
+    check every backend's cached answers pass before they are served (a failing one is a miss).
+
+    "generate" holds `Answer.to_json()` of a finished answer; "choice_probs" holds exactly the
+    options, each a finite probability, summing to 1; "choice_probs_raw" the same summing to at
+    most 1 (full-vocabulary probabilities; all may be 0).
+
+    Examples:
+        >>> answer_problem("choice_probs", {"Yes": 0.25, "No": 0.75}, ["Yes", "No"]) is None
+        True
+        >>> answer_problem("choice_probs", {"foo": 1}, ["Yes", "No"])
+        "keys ['foo'] are not the options ['Yes', 'No']"
+        >>> answer_problem("choice_probs", {"Yes": 7.5, "No": -6.5}, ["Yes", "No"])
+        "'Yes' is 7.5, not a probability in [0, 1]"
+        >>> answer_problem("choice_probs_raw", {"Yes": 0.0, "No": 0.0}, ["Yes", "No"]) is None
+        True
+        >>> answer_problem("generate", {"text": "No", "finish_reason": "stop", "num_tokens": 1}) is None
+        True
+        >>> answer_problem("generate", {"text": None, "finish_reason": "stop", "num_tokens": 1})
+        'text is NoneType, not a string'
+    """
+    if op == "generate":
+        return _text_answer_problem(value)
+    if op in ("choice_probs", "choice_probs_raw"):
+        return _probs_problem(value, list(options or ()), normalised=op == "choice_probs")
+    raise ValueError(f"no check for cached answers of operation {op!r}")
+
+
+def _text_answer_problem(value: Any) -> str | None:
+    """A finished answer's fields, exactly: a text, "stop" or "length", a token count."""
+    if not isinstance(value, dict):
+        return f"a {type(value).__name__}, not an answer object"
+    if set(value) != _ANSWER_FIELDS:
+        return f"fields {sorted(value)} are not {sorted(_ANSWER_FIELDS)}"
+    if not isinstance(value["text"], str):
+        return f"text is {type(value['text']).__name__}, not a string"
+    if value["finish_reason"] not in ("stop", "length"):
+        return f"finish_reason {value['finish_reason']!r} is not 'stop' or 'length'"
+    count = value["num_tokens"]
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        return f"num_tokens {count!r} is not a count"
+    return None
+
+
+def _probs_problem(value: Any, options: list[str], normalised: bool) -> str | None:
+    """Exactly the options as keys, each a finite number in [0, 1], with the sum the operation gives."""
+    if not isinstance(value, dict):
+        return f"a {type(value).__name__}, not option probabilities"
+    if len(value) != len(options) or set(value) != set(options):
+        return f"keys {list(value)} are not the options {options}"
+    for option, p in value.items():
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p) or not 0 <= p <= 1:
+            return f"{option!r} is {p!r}, not a probability in [0, 1]"
+    total = sum(value.values())
+    if normalised and abs(total - 1) > PROB_SUM_TOLERANCE:
+        return f"probabilities sum to {total}, not 1"
+    if not normalised and total > 1 + PROB_SUM_TOLERANCE:
+        return f"probabilities sum to {total}, more than 1"
+    return None
 
 
 class ResponseCache:
@@ -79,10 +150,15 @@ class ResponseCache:
             self._prepare(timeout_s)
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("SELECT key, value FROM responses LIMIT 1").fetchall()
+            # Every page's structure, once per open (about 0.1 s per 100 MB): damage where this run's
+            # keys never lead would otherwise go unnoticed until a later run, or a write, met it.
+            verdict = self._conn.execute("PRAGMA quick_check(1)").fetchone()[0]
         except sqlite3.DatabaseError as exc:  # not a database, a malformed one, or a foreign table
             if "locked" in str(exc):  # busy, not broken: another process holds it past the timeout
                 raise
             raise CacheFileError(self.path, exc) from None
+        if verdict != "ok":
+            raise CacheFileError(self.path, f"its pages are damaged: {' '.join(str(verdict).split())[:200]}")
 
     def _prepare(self, timeout_s: float) -> None:
         """WAL mode and the table, retried while another process does the same: switching a
@@ -101,23 +177,37 @@ class ResponseCache:
                 delay = min(2 * delay, 0.5)
 
     def get_many(self, keys: Sequence[str]) -> dict[str, Any]:
-        """Values for the keys that are present; absent keys are simply missing."""
+        """Values for the keys that are present; absent keys are simply missing. A damaged page
+        or a value that is no JSON (SQL NULL, JSON null, other text) is a `CacheFileError`:
+        every writer stores JSON and never null, so the file itself was changed."""
         found: dict[str, Any] = {}
         unique = list(dict.fromkeys(keys))
-        with self._lock:
+        with self._lock, _damage_as_file_error(self.path):
             for start in range(0, len(unique), _SQLITE_MAX_VARS):
                 chunk = unique[start:start + _SQLITE_MAX_VARS]
                 marks = ",".join("?" * len(chunk))
                 rows = self._conn.execute(f"SELECT key, value FROM responses WHERE key IN ({marks})", chunk)
-                found.update((k, json.loads(v)) for k, v in rows)
+                found.update((k, self._decoded(k, v)) for k, v in rows)
         return found
 
+    def _decoded(self, key: str, text: Any) -> Any:
+        """One stored value, or a `CacheFileError` naming its key when it is no JSON value."""
+        try:
+            value = json.loads(text) if isinstance(text, str) else None
+        except (ValueError, RecursionError):  # not JSON, or nested past what json reads
+            value = None
+        if value is None:
+            raise CacheFileError(self.path, f"the value stored under key {key[:12]}... is not a JSON answer")
+        return value
+
     def put_many(self, items: Iterable[tuple[str, Any]]) -> None:
-        """Store values in one transaction: a crash leaves either all of them or none."""
-        rows = [(k, json.dumps(v, ensure_ascii=False)) for k, v in items]
+        """Store values in one transaction: a crash leaves either all of them or none. Values are
+        JSON with non-ASCII escaped (a lone surrogate in a text still stores) and never null, NaN
+        or Infinity (a ValueError names the key: the file stays standard JSON)."""
+        rows = [(k, _stored_text(k, v)) for k, v in items]
         if not rows:
             return
-        with self._lock:
+        with self._lock, _damage_as_file_error(self.path):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 self._conn.executemany("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)", rows)
@@ -127,10 +217,11 @@ class ResponseCache:
             self._conn.execute("COMMIT")
 
     def __len__(self) -> int:
-        with self._lock:
+        with self._lock, _damage_as_file_error(self.path):
             return self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
     def close(self) -> None:
+        """Close the connection; a later use of this object fails."""
         with self._lock:
             self._conn.close()
 
@@ -140,3 +231,27 @@ class ResponseCache:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["path"])
+
+
+def _stored_text(key: str, value: Any) -> str:
+    """The JSON text stored for one value; null, NaN and Infinity are refused (see `put_many`)."""
+    if value is None:
+        raise ValueError(f"cache key {key[:12]}...: None is not an answer (absent keys mean no answer)")
+    try:
+        return json.dumps(value, allow_nan=False)
+    except ValueError:
+        raise ValueError(f"cache key {key[:12]}...: the value holds NaN or Infinity: {value!r}") from None
+
+
+
+@contextmanager
+def _damage_as_file_error(path: str) -> Iterator[None]:
+    """SQLite errors that mean a damaged file (a malformed page, undecodable text) as a
+    `CacheFileError`; "locked" (another process holds the file past the busy timeout) is no
+    damage and passes as it is."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        if "locked" in str(exc):
+            raise
+        raise CacheFileError(path, exc) from None

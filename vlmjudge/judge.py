@@ -5,19 +5,23 @@ chunk of requests. The shared `Judge` base does what every backend needs identic
 input checks, the response cache (look up first, store each finished chunk at once so
 a killed run resumes), chunking with a progress bar, call counting and the manifest.
 Identical requests within one call (same content hash) are computed once and their
-answer is fanned back out in order (`stats.deduplicated` counts the copies).
+answer is fanned back out in order (`stats.deduplicated` counts the copies). A cached
+answer is served only after `answer_problem` accepts it; one it refuses is asked again.
 """
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
 
 from ._digests import digests_held
-from .cache import ResponseCache, cache_key
+from .cache import ResponseCache, answer_problem, cache_key
 from .requests import CANCEL_META_KEY, Answer, Request
+
+log = logging.getLogger(__name__)
 
 BACKENDS = {
     "transformers": "vlmjudge.backends.transformers:TransformersJudge",
@@ -64,6 +68,12 @@ class JudgeStats:
     prefix_cache_hits: int = 0
     prefix_cache_tokens: int = 0
     prefix_cache_evictions: int = 0
+    #: cached answers refused by `answer_problem` (wrong shape, NaN, out of range): asked again and
+    #: overwritten, never served
+    cache_invalid: int = 0
+    #: option probabilities the backend itself gave that fail the same check (NaN from a broken
+    #: model): served as a failed request (`{}`) and not stored
+    invalid_answers: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -198,9 +208,12 @@ class Judge(ABC):
             ident = self.identity()
             keys = [cache_key(ident, op, r.content_hash(), options) for r in requests]
             found = self.cache.get_many([k for k in keys if k is not None])
-            todo = []
+            todo, refused = [], {}
             for i, k in enumerate(keys):
-                if k in found:
+                problem = answer_problem(op, found[k], options) if k in found else None
+                if problem is not None:
+                    refused[k] = problem
+                if k in found and problem is None:
                     results[i] = decode(found[k])
                     self.stats.cache_hits += 1
                     if k in stored_keys:
@@ -209,6 +222,10 @@ class Judge(ABC):
                         self.stats.resumed_from_cache += 1
                 else:
                     todo.append(i)
+            if refused:
+                self.stats.cache_invalid += len(refused)
+                log.warning("%d cached %s answer(s) failed their check and are asked again (first: %s)",
+                            len(refused), op, next(iter(refused.values())))
         todo, copies = _unique(requests, todo, self.dedupe_key)
         self.stats.deduplicated += sum(len(c) for c in copies.values())
         chunks = [todo[s:s + self.batch_size] for s in range(0, len(todo), self.batch_size)]
@@ -222,12 +239,17 @@ class Judge(ABC):
                 if len(outputs) != len(chunk):
                     raise JudgeError(f"{self.backend} returned {len(outputs)} results for {len(chunk)} requests")
                 self.stats.model_calls += len(chunk)
+                outputs = [self._checked_output(op, out, options, encode, storable) for out in outputs]
                 for i, out in zip(chunk, outputs):
                     results[i] = out
                     for j in copies.get(i, ()):
                         results[j] = decode(encode(out))  # its own copy: callers may change answers
                 if self.cache is not None:
-                    stored = [(keys[i], encode(out)) for i, out in zip(chunk, outputs) if storable(out)]
+                    encoded = [(keys[i], encode(out)) for i, out in zip(chunk, outputs) if storable(out)]
+                    stored = [(k, v) for k, v in encoded if answer_problem(op, v, options) is None]
+                    if len(stored) < len(encoded):  # served as given, but a rerun would refuse them
+                        log.warning("%d %s answer(s) of the %s backend fail the cache's check and are not stored",
+                                    len(encoded) - len(stored), op, self.backend)
                     self.cache.put_many(stored)
                     stored_keys.update(k for k, _ in stored)
                 if bar is not None:
@@ -236,6 +258,21 @@ class Judge(ABC):
             if bar is not None:
                 bar.close()
         return results
+
+    def _checked_output(self, op: str, out: Any, options: list[str] | None, encode: Callable,
+                        storable: Callable) -> Any:
+        """A fresh answer through the cache's check: option probabilities that fail it (NaN from a
+        broken model) become a failed request, `{}`, so no record carries them; a text answer
+        is typed by `Answer`, so it passes as it is."""
+        if op == "generate" or not storable(out):
+            return out
+        problem = answer_problem(op, encode(out), options)
+        if problem is None:
+            return out
+        self.stats.invalid_answers += 1
+        log.warning("the %s backend gave %s answer %r (%s); counted as a failed request", self.backend, op,
+                    out, problem)
+        return {}
 
 
 def _unique(requests: list[Request], todo: list[int],

@@ -9,8 +9,8 @@ line; everything else sits beside it, named from the records file's stem:
     results.jsonl.failures.jsonl    the inputs that got no result, when there are any
 
 Older TerraVis files carry their manifest as the first line (`{"manifest": {...}}`); the readers
-here still take them. Every JSONL read in the suite goes through `iter_jsonl`, so a broken line is
-always named by file and line number.
+here still take them. Every JSONL read goes through `iter_jsonl` (a broken line is named by file
+and line), every record and manifest written through `json_text` (no bare NaN, which strict readers refuse).
 
 Examples:
     >>> import tempfile, pathlib
@@ -25,6 +25,7 @@ Examples:
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -131,6 +132,48 @@ def resolution_note_of(record: dict[str, Any]) -> str | None:
     return None
 
 
+def json_text(value: Any, where: str, **dump_options: Any) -> str:
+    """`value` as standard JSON; NaN or Infinity anywhere in it is a ValueError naming `where` and the
+    field. Why an error and not null: a method turns an undefined number into None with its reason
+    itself (a failed status, an error list), so a non-finite float reaching a writer is a bug upstream.
+
+    Examples:
+        >>> json_text({"id": "a.png", "score": 0.5}, "results.jsonl record 1")
+        '{"id": "a.png", "score": 0.5}'
+        >>> json_text({"id": "a.png", "checks": [{"prob": float("nan")}]}, "results.jsonl record 2")
+        Traceback (most recent call last):
+        ...
+        ValueError: results.jsonl record 2: field checks[0].prob is nan; records hold no NaN or Infinity
+
+        A lone surrogate, which UTF-8 cannot hold, is written as its JSON escape:
+
+        >>> print(json_text({"reason": "odd " + chr(0xD800)}, "results.jsonl record 3"))
+        {"reason": "odd \\ud800"}
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, **dump_options)
+    except ValueError:
+        field, bad = _non_finite_field(value, "") or ("(a value)", "not finite")
+        raise ValueError(f"{where}: field {field.lstrip('.')} is {bad}; records hold no NaN or Infinity") from None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (a judge's `\ud800` escape): escaped, so it stays as written
+        return json.dumps(value, ensure_ascii=True, allow_nan=False, **dump_options)
+    return text
+
+
+def _non_finite_field(value: Any, path: str) -> tuple[str, float] | None:
+    """(path as `a.b[2].c`, value) of the first NaN or infinite float in a JSON-like value, or None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (path, value)
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for key, item in items:
+        found = _non_finite_field(item, f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}")
+        if found is not None:
+            return found
+    return None
+
+
 def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
     """Every object of a JSON-lines file, in order (blank lines skipped)."""
     return [value for _, value in iter_jsonl(path)]
@@ -143,8 +186,8 @@ def write_jsonl(path: str | os.PathLike, rows: Iterable[dict[str, Any]]) -> None
     partial = file.with_name(file.name + ".partial")
     try:
         with open(partial, "w", encoding="utf-8") as handle:
-            for row in rows:
-                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            for number, row in enumerate(rows, 1):
+                handle.write(json_text(row, f"{file} record {number}") + "\n")
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
@@ -171,7 +214,7 @@ def write_manifest(out: str | os.PathLike, manifest: dict[str, Any]) -> Path:
     """Write the manifest of the run whose records are `out`; returns its path."""
     path = manifest_path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(manifest, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    path.write_text(json_text(manifest, f"{path} (manifest)", indent=2, default=str) + "\n", encoding="utf-8")
     return path
 
 

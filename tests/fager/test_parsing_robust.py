@@ -150,3 +150,61 @@ def test_oversized_or_broken_qa_csv_fields_are_qa_format_errors(body):
     from fager.qa_store import QAFormatError, parse_qa_csv
     with pytest.raises(QAFormatError):
         parse_qa_csv(QA_HEADER + body)
+
+
+#: What a server's `\ud800` escape or a damaged replay file can hand a reader: lone surrogates
+#: (raw, reversed pairs, and as JSON escapes), noncharacters and NUL.
+BAD_UNICODE = (st.sampled_from(["\ud800", "\udfff", "\udc00\ud800", "\ud83d", "\\ud800", "\\udc00", "\ufffe",
+                                "\uffff", "\x00", "\ufffd"]) | st.integers(0xD800, 0xDFFF).map(chr))
+GARBAGE = st.lists(BAD_UNICODE | st.text(max_size=6) | st.sampled_from(['{"answer": "yes", "rationale": "', '"}',
+                                                                        "Answer: yes - ", '{"answers": [', "]}"]),
+                   max_size=40).map("".join)
+
+
+@SETTINGS
+@given(GARBAGE)
+def test_lone_surrogates_and_invalid_unicode_are_read_or_refused(text):
+    _reads_or_refuses(text)
+
+
+@SETTINGS
+@given(ANSWER_WORDS, st.lists(BAD_UNICODE | st.text(max_size=4), min_size=1, max_size=8).map("".join),
+       st.booleans())
+def test_a_json_answer_with_a_bad_rationale_is_read_or_refused(answer, rationale, escaped):
+    """Escaped (`\\ud800` in ASCII JSON) or raw, a lone surrogate never escapes as a pydantic error."""
+    _reads_or_refuses(json.dumps({"answer": answer, "rationale": rationale}, ensure_ascii=escaped))
+
+
+@pytest.mark.parametrize("reply", ['{"answer": "yes", "rationale": "\ud800"}',
+                                   '{"answer": "yes", "rationale": "\\ud800"}', "yes - \udfff"])
+def test_a_lone_surrogate_is_an_answer_parse_error(reply):
+    with pytest.raises(AnswerParseError, match="unreadable answer"):
+        parse_answer(reply)
+
+
+@pytest.mark.parametrize("reply", ['{"answer": "yes", "rationale": "\ud800"}',
+                                   '{"answer": "no", "rationale": "\\udc00 escaped"}'])
+def test_fager_score_counts_a_surrogate_answer_as_a_parse_failure(reply):
+    """Through the whole pipeline: the one unreadable answer is a counted failure, left out of the
+    means; the call does not abort and every other question keeps its recorded answer."""
+    from pathlib import Path
+
+    from fagent_helpers import keyed_replay, noise, released, released_answers
+    from fager import read_qa_csv
+    from fager.pipeline import Fager
+
+    abo = Path(__file__).resolve().parents[1] / "data" / "fager" / "ABO"
+    record = released(abo, "real")[0]
+    item, qa_sets = str(record["index"]), read_qa_csv(abo / "QA.csv")
+
+    def score(answers):
+        return Fager(keyed_replay(answers)).score([noise(0)], [record["original_prompt"]], qa_sets=qa_sets,
+                                                  ids=[item])[0]
+
+    clean = score(released_answers([record]))
+    broken = score({**released_answers([record]), (item, 1): reply})
+    assert clean.counts.failed == 0 and broken.counts.failed == 1
+    assert [f.position for f in broken.parse_failures] == [1]
+    assert "unreadable answer" in broken.parse_failures[0].reason
+    kept = [(q.position, q.answer) for q in broken.questions if q.position != 1]
+    assert kept == [(q.position, q.answer) for q in clean.questions if q.position != 1]

@@ -10,6 +10,10 @@ A test file per method parametrizes one pytest case per line with `cases(corpus)
 - different, and a row of `deviations.DEVIATIONS` matches the input: xfail with that row's reason;
 - different otherwise: fail, showing the first differing path.
 
+An input outside the documented domain (a refusal row matches it) expects the library's documented
+error, raised (`ValueError`) or returned by the adapter as `{"error": ...}`: that is an xfail with the
+row's reason (a pass where the release raised too); a number computed there is a failure.
+
 Cases are never recognised by id: a deviation is a rule on the input, so another corpus of the same kind
 (`GOLDEN_DIR=...`, other seeds) runs under the same tests.
 """
@@ -110,16 +114,35 @@ def first_difference(actual, expected, path: str = "$") -> str | None:
 
 def replay(corpus: str, case: dict, compute) -> None:
     """Run `compute(case["input"])` and pass, xfail (release bug or tabled deviation) or fail."""
+    deviation = deviation_for(corpus, case["input"])
+    if deviation is not None and deviation.refuses:
+        _replay_refusal(case, compute, deviation)
+        return
     actual = compute(case["input"])
     difference = first_difference(actual, case["expected"])
     if difference is None:
         return
     if case.get("release_bug"):
         pytest.xfail(f"release bug, the project follows the paper: {case.get('note', '')}")
-    deviation = deviation_for(corpus, case["input"])
     if deviation is not None:
         pytest.xfail(f"documented deviation: {deviation.reason}")
     pytest.fail(f"{case['id']} differs from the release: {difference}", pytrace=False)
+
+
+def _replay_refusal(case: dict, compute, deviation) -> None:
+    """An out-of-domain input: the library's documented error is the expected outcome (a pass when the
+    release raised too, else an xfail with the row's reason); anything else it returns is a failure."""
+    try:
+        actual = compute(case["input"])
+    except ValueError as error:  # the documented error (pydantic's ValidationError is one)
+        actual = {"error": type(error).__name__}
+    refused = isinstance(actual, dict) and set(actual) == {"error"}
+    if refused and first_difference(actual, case["expected"]) is None:
+        return
+    if refused:
+        pytest.xfail(f"documented deviation, expected refusal: {deviation.reason}")
+    pytest.fail(f"{case['id']} is outside the documented domain ({deviation.reason}), yet the library "
+                f"computed {actual!r}", pytrace=False)
 
 
 def golden_test(corpus: str, compute, doc: str):

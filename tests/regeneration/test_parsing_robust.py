@@ -182,3 +182,23 @@ def test_a_degenerate_answer_is_a_counted_failure_on_every_rerun(tmp_path, score
         ok, failed = loop.run(refs)
         assert ok.status == "ok" and ok.clip == pytest.approx(100.0, abs=1e-6)
         assert failed.status == "failed" and failed.clip is None and failed.parse_failures == 1
+
+
+#: What a server's `\ud800` escape or a damaged replay file can hand a reader: lone surrogates
+#: (raw, reversed pairs, and as JSON escapes), noncharacters and NUL.
+BAD_UNICODE = (st.sampled_from(["\ud800", "\udfff", "\udc00\ud800", "\ud83d", "\\ud800", "\\udc00", "\ufffe",
+                                "\uffff", "\x00", "\ufffd"]) | st.integers(0xD800, 0xDFFF).map(chr))
+
+
+@PROPERTY
+@given(st.lists(BAD_UNICODE | JSONISH | st.text(max_size=6), max_size=80).map("".join))
+def test_lone_surrogates_and_invalid_unicode_are_read_or_refused(text):
+    _reads_or_refuses(text)
+
+
+@PROPERTY
+@given(st.lists(BAD_UNICODE | st.text(max_size=4), min_size=1, max_size=8).map("".join), st.booleans())
+def test_answers_with_bad_unicode_inside_their_strings_are_read_or_refused(text, escaped):
+    """Raw or escaped in ASCII JSON: a value, a JSONReadError or a ParseFailure, never a crash."""
+    for value in ({"score": 3, "reason": text}, {"prompts": [text, "a red cup"]}, {text: text}):
+        _reads_or_refuses(json.dumps(value, ensure_ascii=escaped))

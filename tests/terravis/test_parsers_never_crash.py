@@ -133,3 +133,25 @@ def test_one_megabyte_of_degenerate_text_is_read_or_refused(text):
     assert leading_option(text, ("Yes", "No")) in (None, "Yes")
     assert isinstance(answers.read_field(text, "Answer"), str)
     assert read_option(text, ("Yes", "No"), "Answer:\n", "detection").outcome in ("ok", "unparseable")
+
+
+#: What a server's `\ud800` escape or a damaged replay file can hand a reader: lone surrogates
+#: (raw, reversed pairs, and as JSON escapes), noncharacters and NUL.
+BAD_UNICODE = (st.sampled_from(["\ud800", "\udfff", "\udc00\ud800", "\ud83d", "\\ud800", "\\udc00", "\ufffe",
+                                "\uffff", "\x00", "\ufffd"]) | st.integers(0xD800, 0xDFFF).map(chr))
+
+
+@SETTINGS
+@given(st.lists(BAD_UNICODE | st.sampled_from(PIECES) | st.text(max_size=6), max_size=60).map("".join))
+def test_lone_surrogates_and_invalid_unicode_are_read_or_refused(text):
+    assert repr(read_everything(text)) == repr(json_reference(text))
+
+
+@SETTINGS
+@given(st.lists(BAD_UNICODE | st.text(max_size=4), min_size=1, max_size=8).map("".join), st.booleans())
+def test_an_evidence_object_with_bad_unicode_is_read_or_refused(text, escaped):
+    """Raw or escaped in ASCII JSON, a lone surrogate in a field is an unreadable evidence (None)."""
+    answer = json.dumps({"aspect": text, "evidence": text}, ensure_ascii=escaped)
+    read_everything(answer)
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in json.loads(answer)["aspect"]):  # an escaped pair decodes whole
+        assert parse_evidence(answer) is None

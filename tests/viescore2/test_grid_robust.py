@@ -135,3 +135,23 @@ def test_degenerate_megabyte_inputs_are_read(name):
 def test_non_strings_are_a_type_error():
     with pytest.raises(TypeError):
         parse_output(b"r1: 1")
+
+
+#: What a server's `\ud800` escape or a damaged replay file can hand a reader: lone surrogates
+#: (raw, reversed pairs, and as JSON escapes), noncharacters and NUL.
+BAD_UNICODE = (st.sampled_from(["\ud800", "\udfff", "\udc00\ud800", "\ud83d", "\\ud800", "\\udc00", "\ufffe",
+                                "\uffff", "\x00", "\ufffd"]) | st.integers(0xD800, 0xDFFF).map(chr))
+GRID_PIECES = st.sampled_from(["pq: 8/10", "sc: 6/10", "score: 7/10", "artifact:", "misalign:", "r5: 8,9!", "none",
+                               "\n", " ", ",", "!", "[", "]", "r", ":", "1", "12"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(BAD_UNICODE | GRID_PIECES | st.text(max_size=6), max_size=60).map("".join))
+def test_lone_surrogates_and_invalid_unicode_are_read_or_refused(text):
+    check_tolerant(text)
+    check_strict(text)
+
+
+def test_a_lone_surrogate_beside_a_valid_output_leaves_it_read():
+    parsed = check_tolerant("pq: 8/10 \ud800\nsc: 6/10\udfff\nr5: 8,9\n")
+    assert parsed.scores == {"pq": 8.0, "sc": 6.0} and sorted(parsed.union.cells) == [(5, 8), (5, 9)]
