@@ -12,7 +12,7 @@ from PIL import Image
 
 from vlmjudge import Request, load_judge
 from vlmjudge.cache import CacheFileError, ResponseCache, cache_key
-from vlmjudge.intake import run_command
+from vlmjudge.cli.exits import run_command
 
 OPTIONS = ["Yes", "No"]
 ANSWERS = {i: {"text": "Yes" if i % 3 else "No", "probs": {"Yes": 0.1 + 0.08 * i, "No": 0.3}} for i in range(10)}
