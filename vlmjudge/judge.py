@@ -20,7 +20,7 @@ from .cache import ResponseCache, cache_key
 from .requests import CANCEL_META_KEY, Answer, Request
 
 BACKENDS = {
-    "transformers": "vlmjudge.backends.transformers:TransformersJudge",
+    "transformers": "vlmjudge.backends.hf.judge:TransformersJudge",
     "openai": "vlmjudge.backends.openai:OpenAIJudge",
     "replay": "vlmjudge.backends.replay:ReplayJudge",
 }

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from vlmjudge import Decoding, Request
-from vlmjudge.backends import _hf_shared_attention as shared_attention
+from vlmjudge.backends.hf.prefix import shared_attention
 
 OPTIONS = ["Yes", "No"]
 TOL = 1e-5
@@ -210,8 +210,8 @@ def test_unit_prefixes_from_stored_rows_equal_those_from_a_padded_cache():
 
     from transformers import LlamaConfig
 
-    from vlmjudge.backends._hf_kvrun import _base
-    from vlmjudge.backends._hf_kvstore import RowKV
+    from vlmjudge.backends.hf.prefix.kv_run import _base
+    from vlmjudge.backends.hf.prefix.kv_store import RowKV
     g = torch.Generator().manual_seed(1)
 
     def kv(n):

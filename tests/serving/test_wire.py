@@ -133,8 +133,7 @@ def test_the_client_backend_loads_no_server_machinery():
 @pytest.mark.parametrize("old, new", [("vlmjudge._serve_parse", "vlmjudge.serve.parse"),
                                       ("vlmjudge._serve_http", "vlmjudge.serve.handler"),
                                       ("vlmjudge._serve_batcher", "vlmjudge.serve.batcher"),
-                                      ("vlmjudge._serve_faults", "vlmjudge.serve.faults"),
-                                      ("vlmjudge.backends._openai_wire", "vlmjudge.wire")])
+                                      ("vlmjudge._serve_faults", "vlmjudge.serve.faults")])
 def test_old_module_names_are_the_moved_modules(old, new):
     import importlib
     import sys

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
-from ._hf_prefix import _cache_layers
+from .cache_layers import cache_layers
 
 if TYPE_CHECKING:
     import torch
@@ -270,7 +270,7 @@ def blocker(model: Any) -> str | None:
     import torch
     if not hasattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu"):
         return "this torch has no CPU flash attention returning the log-sum-exp"
-    layers = _cache_layers(model)
+    layers = cache_layers(model)
     if not layers or any(type(layer) is not DynamicLayer for layer in layers):
         return "a cache layer is not plain full attention (sliding window, chunk or recurrent state)"
     implementations = {config._attn_implementation for config in attention_configs(model)}

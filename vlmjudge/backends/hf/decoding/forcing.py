@@ -24,7 +24,7 @@ import threading
 import weakref
 from typing import Any
 
-from ._hf_closing import JsonWalker, Unsupported
+from .closing import JsonWalker, Unsupported
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ def compiler_with_closers(tokenizer: Any, vocab_size: int, stop_ids: list[int]) 
         found = _SHARED.get(key)
         if found is not None and found[0]() is tokenizer:
             return found[1]
-    from ..grammar import ConstraintCompiler
+    from ....grammar import ConstraintCompiler
     compiler = ConstraintCompiler(tokenizer, vocab_size, stop_ids)
     compiler.closers = Closers(compiler, tokenizer)
     with _SHARED_LOCK:
@@ -145,7 +145,7 @@ class Closers:
         if constraint.kind != "json_schema" or not self.vocab.complete:
             return None
         if constraint.spec not in self._walkers:
-            from ..grammar import bounded_schema
+            from ....grammar import bounded_schema
             self._walkers[constraint.spec] = JsonWalker(bounded_schema(constraint.schema), self.vocab.count)
         return self._walkers[constraint.spec]
 

@@ -47,16 +47,18 @@ from __future__ import annotations
 import logging
 from typing import Any, Sequence
 
-from ..judge import Judge
-from ..requests import CANCEL_META_KEY, Answer, Request
-from . import _hf_batching as batching
-from . import _hf_identity as checkpoints
-from . import _hf_kvrun as kvrun
-from . import _hf_kvstore as kv_store
-from . import _hf_loading as loading
-from . import _hf_prefix as prefixes
-from . import _hf_vision as vision_store
-from ._hf_tokens import TokenIds, placeholder_ids
+from ...judge import Judge
+from ...requests import CANCEL_META_KEY, Answer, Request
+from . import batching
+from . import identity as checkpoints
+from .prefix import kv_run as kvrun
+from .prefix import kv_store
+from . import loading
+from .prefix import runner as prefix_runner
+from .prefix import units as prefixes
+from .prefix.cache_layers import sharing_blocker
+from .prefix import vision_cache as vision_store
+from .tokens import TokenIds, placeholder_ids
 
 logger = logging.getLogger(__name__)
 
@@ -134,9 +136,9 @@ class TransformersJudge(Judge):
         # vision outputs kept across calls (shared-prefix path, families in `_hf_vision`): an image asked
         # about in several stages goes through the tower once
         # a recurrent or hybrid cache cannot be shared: such a model runs the unshared path (logged)
-        self.sharing_blocker = prefixes.sharing_blocker(model, model_id) if prefix_reuse else None
+        self.sharing_blocker = sharing_blocker(model, model_id) if prefix_reuse else None
         self.prefix_reuse = prefix_reuse = prefix_reuse and self.sharing_blocker is None
-        self.stats = prefixes.SharingStats()  # JudgeStats + requests run unshared for want of sharing
+        self.stats = prefix_runner.SharingStats()  # JudgeStats + requests run unshared for want of sharing
         self._stores(vision_cache_mb if prefix_reuse else 0, kv_cache_mb if prefix_reuse else 0)
         self._image_token_ids = placeholder_ids(processor, model.config)  # the processor's, unexpanded
 
@@ -163,7 +165,7 @@ class TransformersJudge(Judge):
         self.vision_cache = vision_store.VisionCache(self.model, vision_mb)
         special = set(getattr(self.tokenizer, "added_tokens_decoder", {})) | set(self.tokenizer.all_special_ids)
         self.kv_cache = kv_store.PrefixKVStore(self.model, kv_mb, self.stats, special)
-        self._runner = prefixes.PrefixRunner(self.model, self.vision_cache, self.kv_cache)
+        self._runner = prefix_runner.PrefixRunner(self.model, self.vision_cache, self.kv_cache)
 
     # -- options ---------------------------------------------------------------------------
     def validate_options(self, options: Sequence[str]) -> None:
@@ -248,7 +250,7 @@ class TransformersJudge(Judge):
         then run as one batch, one decode for all of a call's evidence rows. Only images whose
         digest this run already holds (`digests_held`) are looked up: an image not hashed yet
         is new to the store, and hashing it here would move that work onto the critical path."""
-        from .._digests import held_digest
+        from ..._digests import held_digest
         if not self.kv_cache.enabled or not len(self.kv_cache) or not self._runner.shares(self.model.device):
             return set()
         held = set()
@@ -404,7 +406,7 @@ class TransformersJudge(Judge):
     def _generate_batch(self, batch: list[Request]) -> list[Answer]:
         import torch
 
-        from ._hf_decoding import RowControl
+        from .decoding.row_control import RowControl
         prepared = self._prepared(batch)
         if isinstance(prepared, prefixes.PreparedBatch):
             plans = [self._plan(r, text) for r, text in zip(batch, prepared.texts)]
@@ -431,7 +433,7 @@ class TransformersJudge(Judge):
         import torch
         from transformers import LogitsProcessorList, StoppingCriteriaList
 
-        from ._hf_decoding import RowControl, plain_generation_config
+        from .decoding.row_control import RowControl, plain_generation_config
         plans = [self._plan(r, text) for r, text in zip(batch, texts)]
         prompt_len = inputs["input_ids"].shape[1]
         control = RowControl(plans, prompt_len, self.eos_ids, self.tokenizer, self.vocab_size)
@@ -444,7 +446,7 @@ class TransformersJudge(Judge):
         return sequences[:, prompt_len:], control
 
     def _plan(self, request: Request, text: str):
-        from ._hf_decoding import RowPlan
+        from .decoding.row_control import RowPlan
         d, c = request.decoding, request.constraint
         plan = RowPlan(max_new_tokens=d.max_new_tokens, temperature=d.temperature, top_p=d.top_p,
                        seed=d.seed, stop=tuple(d.stop), cancelled=request.meta.get(CANCEL_META_KEY))
@@ -457,15 +459,15 @@ class TransformersJudge(Judge):
 
     def _grammar_compiler(self):
         if self._grammars is None:  # with the closers of JSON-schema rows beside it (`_hf_forcing`)
-            from ._hf_forcing import compiler_with_closers
+            from .decoding.forcing import compiler_with_closers
             self._grammars = compiler_with_closers(self.tokenizer, self.vocab_size, self.eos_ids)
         return self._grammars
 
     # -- records -----------------------------------------------------------------------------------
     def identity(self) -> dict[str, Any]:
         """A loaded checkpoint by content (folder digest or Hub commit), never by its path or name."""
-        from ..grammar import GRAMMAR_VERSION
-        rules = {"processor": self.processor_options, "grammar": GRAMMAR_VERSION, "layout": prefixes.LAYOUT_VERSION}
+        from ...grammar import GRAMMAR_VERSION
+        rules = {"processor": self.processor_options, "grammar": GRAMMAR_VERSION, "layout": prefix_runner.LAYOUT_VERSION}
         if self.checkpoint is None:
             return {**super().identity(), **rules}
         return {"backend": self.backend, "checkpoint": self.checkpoint, "dtype": self.dtype, **rules}

@@ -18,7 +18,7 @@ import sys
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
-from ._hf_prefix import Prompt, Unit
+from .prefix.units import Prompt, Unit
 
 #: Share of free accelerator memory a batch may plan to use (the rest: fragmentation, vision tower).
 MEMORY_SHARE = 0.5

@@ -50,6 +50,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from .cache_layers import cache_layers
+
 if TYPE_CHECKING:
     import torch
 
@@ -164,9 +166,8 @@ def verbatim_tail(expanded: Sequence[int], ids: Sequence[int], limit: int) -> in
 def supports(model: Any) -> bool:
     """Whether every cache layer of the model is a plain or a sliding-window KV layer (the only
     ones whose rows this store cuts and rebuilds; DSA indexers and recurrent states are not)."""
-    from transformers import DynamicCache
     from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
-    layers = list(getattr(DynamicCache(config=model.config), "layers", []))
+    layers = cache_layers(model)
     return bool(layers) and all(type(layer) in (DynamicLayer, DynamicSlidingWindowLayer) for layer in layers)
 
 

@@ -68,7 +68,7 @@ def image_keys(units: Sequence[Any], prompts: Sequence[Any], pil_lists: Sequence
 def _digest(memo: dict[tuple, str], key: tuple, pil: Any) -> str:
     """The pixel digest of an image, once per image object (or path) in a call."""
     if key not in memo:
-        from ..images import image_bytes_digest
+        from ....images import image_bytes_digest
         memo[key] = image_bytes_digest(pil)
     return memo[key]
 

@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from ._hf_schema_walk import (Unsupported, alternatives, branch, continuation, deref, inline, item_schema,
+from .schema_walk import (Unsupported, alternatives, branch, continuation, deref, inline, item_schema,
                               least_number, literals, min_items, next_keys, number_end, properties, schema_type)
 
 #: A piece of closing text, its token count (see `JsonWalker.count`) and the texts it joins,

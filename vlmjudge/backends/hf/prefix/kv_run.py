@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from . import _hf_prefix as prefixes
-from ._hf_kvstore import Entry, PrefixKVStore, RowKV, verbatim_tail
-from ._hf_vision import _digest, image_keys
+from . import units as prefixes
+from .kv_store import Entry, PrefixKVStore, RowKV, verbatim_tail
+from .vision_cache import _digest, image_keys
 
 if TYPE_CHECKING:
     import torch
@@ -161,7 +161,7 @@ def cached_prefixes(runner: Any, batch: prefixes.PreparedBatch, device: Any, dty
     if plan.hits and runner.shares(device):  # rows read in place: no padded copy of each whole row
         import torch
 
-        from ._hf_shared_attention import UnitPrefixes
+        from .shared_attention import UnitPrefixes
         cache = UnitPrefixes.of_rows(rows, bases, device)
         mask, nxt = None, torch.tensor([r.next for r in rows], dtype=torch.long, device=device)
     elif plan.hits:
