@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from . import units as prefixes
 from .kv_store import Entry, PrefixKVStore, RowKV, verbatim_tail
-from .vision_cache import _digest, image_keys
+from .vision_cache import image_keys, pixel_digest
 
 if TYPE_CHECKING:
     import torch
@@ -49,7 +49,7 @@ class KVPlan:
 
 
 def unit_digests(prompt: prefixes.Prompt, pils: Sequence[Any]) -> tuple[str, ...]:
-    return tuple(_digest(prompt.digests, key, pil) for key, pil in zip(prompt.image_key, pils))
+    return tuple(pixel_digest(prompt.digests, key, pil) for key, pil in zip(prompt.image_key, pils))
 
 
 def prepare(processor: Any, prompts: Sequence[prefixes.Prompt], pil_lists: Sequence[list],

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import array
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Sequence
@@ -51,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from .cache_layers import cache_layers
+from .sized_lru import SizedLRU
 
 if TYPE_CHECKING:
     import torch
@@ -171,28 +171,21 @@ def supports(model: Any) -> bool:
     return bool(layers) and all(type(layer) in (DynamicLayer, DynamicSlidingWindowLayer) for layer in layers)
 
 
-class PrefixKVStore:
+class PrefixKVStore(SizedLRU):
     """Prefix KV rows of one model by (image digests, token ids), within `max_mb` megabytes."""
 
     def __init__(self, model: Any, max_mb: float = DEFAULT_MB, stats: Any = None,
                  special_ids: Sequence[int] = ()) -> None:
-        if max_mb < 0:
-            raise ValueError(f"prefix KV cache size must be >= 0 MB, got {max_mb}")
+        super().__init__(max_mb, "prefix KV cache")
         self.enabled = max_mb > 0 and supports(model)
-        self.max_bytes = int(max_mb * 2**20)
         self.stats = stats               # the judge's stats: hits, skipped tokens, evictions
         self.special = frozenset(special_ids)
-        self._entries: OrderedDict[tuple, Entry] = OrderedDict()
         self._buckets: dict[tuple, dict[tuple, Entry]] = {}
-        self._bytes = 0
         self._lock = threading.Lock()
 
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    @property
-    def bytes(self) -> int:
-        return self._bytes
+    def _size(self, entry: Entry) -> int:
+        """An entry weighs its row's own tensors (a parent is an entry of its own)."""
+        return entry.kv.nbytes
 
     @staticmethod
     def _bucket(digests: tuple, ids: Sequence[int]) -> tuple | None:
@@ -216,14 +209,14 @@ class PrefixKVStore:
                 if cut and (best is None or cut > best[1]):
                     best = (entry, cut)
             if best is not None and touch:
-                self._touch(best[0])
+                self._touch_chain(best[0])
         return best
 
-    def _touch(self, entry: Entry) -> None:
+    def _touch_chain(self, entry: Entry) -> None:
         """Most recent: the entry, then its ancestors, so a parent always outlives its children."""
         while entry is not None:
-            self._entries.move_to_end(entry.key)
-            entry = self._entries.get(entry.parent) if entry.parent is not None else None
+            self._touch(entry.key)
+            entry = self._items.get(entry.parent) if entry.parent is not None else None
 
     @staticmethod
     def _usable(entry: Entry, common: int, images_end: int) -> int:
@@ -238,46 +231,45 @@ class PrefixKVStore:
 
     def has(self, key: tuple) -> bool:
         with self._lock:
-            return key in self._entries
+            return key in self._items
 
     def put(self, entry: Entry) -> Entry | None:
         """Keep `entry` (a key already kept stays as it is; a child needs its parent kept), then
         drop the least recently used entries, each with any children, until within budget.
         Returns the entry kept under its key (None: not kept)."""
-        size = entry.kv.nbytes
+        size = self._size(entry)
         bucket = self._bucket(entry.digests, entry.ids)
-        if size > self.max_bytes or bucket is None:
+        if not self._fits(size) or bucket is None:
             return None
         with self._lock:
-            if entry.key in self._entries:
-                self._touch(self._entries[entry.key])
-                return self._entries[entry.key]
-            parent = self._entries.get(entry.parent) if entry.parent is not None else None
+            if entry.key in self._items:
+                self._touch_chain(self._items[entry.key])
+                return self._items[entry.key]
+            parent = self._items.get(entry.parent) if entry.parent is not None else None
             if entry.parent is not None and parent is None:
                 return None  # its parent's tensors would be held without being counted
-            self._entries[entry.key] = entry
+            self._add(entry.key, entry, size)
             self._buckets.setdefault(bucket, {})[entry.key] = entry
-            self._bytes += size
             if parent is not None:
                 parent.children.append(entry.key)
-            self._touch(entry)
-            while self._bytes > self.max_bytes and self._entries:
-                self._drop(next(iter(self._entries)))
-            return self._entries.get(entry.key)
+            self._touch_chain(entry)
+            self._shrink()
+            return self._items.get(entry.key)
 
-    def _drop(self, key: tuple) -> None:
-        entry = self._entries.pop(key, None)
+    def _evict(self, key: tuple) -> Entry | None:
+        """Drop an entry, counted as an eviction, and with it every entry extending it."""
+        entry = super()._evict(key)
         if entry is None:
-            return
-        self._bytes -= entry.kv.nbytes
+            return None
         self._buckets[self._bucket(entry.digests, entry.ids)].pop(key, None)
         if self.stats is not None:
             self.stats.prefix_cache_evictions += 1
         for child in entry.children:
-            self._drop(child)
+            self._evict(child)
+        return entry
 
     def clear(self) -> None:
+        """Drop every entry (after an out-of-memory error), counting no evictions."""
         with self._lock:
-            self._entries.clear()
+            self._empty()
             self._buckets.clear()
-            self._bytes = 0

@@ -16,9 +16,10 @@ way (`ROW_FAMILIES`); the other families encode per call as before.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+from .sized_lru import SizedLRU
 
 if TYPE_CHECKING:
     import torch
@@ -61,11 +62,11 @@ def image_keys(units: Sequence[Any], prompts: Sequence[Any], pil_lists: Sequence
     keys = []
     for unit in units:
         head = prompts[unit.rows[0]]
-        keys += [_digest(head.digests, key, pil) for key, pil in zip(head.image_key, pil_lists[unit.rows[0]])]
+        keys += [pixel_digest(head.digests, key, pil) for key, pil in zip(head.image_key, pil_lists[unit.rows[0]])]
     return keys
 
 
-def _digest(memo: dict[tuple, str], key: tuple, pil: Any) -> str:
+def pixel_digest(memo: dict[tuple, str], key: tuple, pil: Any) -> str:
     """The pixel digest of an image, once per image object (or path) in a call."""
     if key not in memo:
         from ....images import image_bytes_digest
@@ -73,30 +74,19 @@ def _digest(memo: dict[tuple, str], key: tuple, pil: Any) -> str:
     return memo[key]
 
 
-class VisionCache:
+class VisionCache(SizedLRU):
     """Per-image vision features of one model, by pixel digest, within `max_mb` megabytes."""
 
     def __init__(self, model: Any, max_mb: float = DEFAULT_MB) -> None:
-        if max_mb < 0:
-            raise ValueError(f"vision cache size must be >= 0 MB, got {max_mb}")
+        super().__init__(max_mb, "vision cache")
         self.enabled = max_mb > 0 and supports(model)
         self._rows = _row_model(model)  # one pixel array per image, else Qwen-VL grids
         self._row_tensor = True         # whether the encoder stacks per-image features in one tensor
         self._inner = getattr(model, "model", None)
-        self.max_bytes = int(max_mb * 2**20)
-        self._store: OrderedDict[str, tuple[Any, list[Any]]] = OrderedDict()
-        self._bytes = 0
         self._output_type: type | None = None
         self._split_deepstack = True  # whether this transformers version splits deepstack features per image
         self.encoded = 0              # images run through the tower
         self.hits = 0                 # images served from the store
-
-    def __len__(self) -> int:
-        return len(self._store)
-
-    @property
-    def bytes(self) -> int:
-        return self._bytes
 
     @contextmanager
     def serving(self, keys: Sequence[str]) -> Iterator[None]:
@@ -130,7 +120,7 @@ class VisionCache:
             starts.append(starts[-1] + n)
         todo: list[int] = []  # the first place of each image the store lacks
         for i, key in enumerate(keys):
-            if key not in self._store and all(keys[j] != key for j in todo):
+            if key not in self._items and all(keys[j] != key for j in todo):
                 todo.append(i)
         fresh: dict[str, tuple[Any, list[Any]]] = {}
         if todo:
@@ -157,7 +147,7 @@ class VisionCache:
         n = int(pixel_values.shape[0])
         if len(keys) != n:
             raise RuntimeError(f"vision cache: {len(keys)} image keys for {n} images")
-        todo = [i for i, key in enumerate(keys) if key not in self._store and key not in keys[:i]]
+        todo = [i for i, key in enumerate(keys) if key not in self._items and key not in keys[:i]]
         fresh: dict[str, tuple[Any, list[Any]]] = {}
         if todo:
             def rows(value: Any) -> Any:  # per-image tensors (image sizes, patch positions) follow
@@ -198,24 +188,17 @@ class VisionCache:
         return self._output_type(**fields)
 
     # -- the store ---------------------------------------------------------------------------
-    def _touch(self, key: str) -> tuple[Any, list[Any]]:
-        self._store.move_to_end(key)
-        return self._store[key]
+    def _size(self, value: tuple[Any, list[Any]]) -> int:
+        """An image's features weigh its embeddings and its deepstack features."""
+        embeds, deep = value
+        return sum(int(t.numel()) * t.element_size() for t in (embeds, *deep))
 
     def _put(self, key: str, value: tuple[Any, list[Any]]) -> None:
-        size = _nbytes(value)
-        if size > self.max_bytes:
-            return
-        self._store[key] = value
-        self._bytes += size
-        while self._bytes > self.max_bytes:
-            _, old = self._store.popitem(last=False)
-            self._bytes -= _nbytes(old)
-
-
-def _nbytes(value: tuple[Any, list[Any]]) -> int:
-    embeds, deep = value
-    return sum(int(t.numel()) * t.element_size() for t in (embeds, *deep))
+        """Keep one image's features (unless they alone exceed the budget), evicting the oldest."""
+        size = self._size(value)
+        if self._fits(size):
+            self._add(key, value, size)
+            self._shrink()
 
 
 def _pooled_output_type(output_type: type) -> type:
