@@ -1,77 +1,51 @@
-"""The in-process Hugging Face backend: any `AutoModelForImageTextToText` checkpoint as a judge.
+"""The in-process transformers backend: any `AutoModelForImageTextToText` checkpoint as a judge.
 
-Requests are rendered with the model's chat template, the assistant `prefix` appended
-after the generation prompt, and run in batches under `torch.inference_mode`. By default
-(`prefix_reuse=True`) requests sharing images and a token prefix run the vision tower and
-that prefix once, and their suffixes against its KV cache (`_hf_prefix`); requests are
-grouped, sorted by size into batches and restored to order (`_hf_batching`), and the next
-batch's images are preprocessed on a worker thread while the model runs where a core is free
-for it (`prefetch=None`, the default: on an accelerator, or on a CPU with more cores than
-torch's threads; `batching.prefetch_pays`). On that path, a
-Qwen-VL, GLM-4V, Gemma, LLaVA or Pixtral model's vision-tower outputs are also kept across calls (`vision_cache_mb`, default
-2 GiB, 0 for off; see `_hf_vision`), so an image asked about in several calls (TerraVis
-stages, FAGER chunks) is encoded once; `stats.images_encoded` counts the tower's runs. Prefix KV
-rows are kept across calls too (`kv_cache_mb`, default 4 GiB, 0 for off; see `_hf_kvstore`): a
-later prompt starting with a kept prefix runs only its new tokens. `choice_probs`
-reads the next-token logits at the end of prompt + prefix, softmaxed over the option token
-ids only (`normalize=False`: each option id's probability under the full-vocabulary softmax).
-Generation decodes greedily with per-row control (grammar, first options, sampling
-seeds, stop strings, budgets; see `_hf_decoding`). With `prefix_reuse=False` every batch is
-one left-padded forward (or one `model.generate` call) over whole prompts: the unshared path
-that the shared one equals. A CUDA out-of-memory error halves the batch and retries, so no
-request is lost.
-
-`batch_size` is the number of full-length prompts (prefixes) per forward; None picks it on
-CUDA from free memory (a token budget) and uses 8 elsewhere. A unit whose prefix the KV store
-holds, on the shared-prefix layout (its rows read the stored prefix in place), runs no
-full-length prompt and is not counted. A call is handed to the backend in chunks of
-`chunk_size` requests (default 16 x batch_size, at least 512): large enough that
-requests sharing a prefix are seldom cut apart (a cut reruns that prefix once), small enough
-that the response cache, written after each chunk, keeps a killed run's finished work.
-
-Which token is an option: an option follows the prompt as a new word, i.e. after a space
-unless the prompt (template + prefix) ends in whitespace. After "Answer:" the "Yes" option
-is the token of " Yes"; right after Qwen's "assistant\\n" it is the token of "Yes". The id
-is found by tokenising the prompt's tail with and without the option, so `choice_probs`
-and the `first_options` restriction of constrained generation always read the same ids.
-Generated text keeps that leading space (it is what the model wrote).
-
-Constraints: the grammar covers the whole answer (the text after the prefix). With
-`first_options`, the first generated token is restricted to the option ids above, and the
-grammar must accept every one of them there (else ValueError): after "Answer:" write the
-grammar as `root ::= (" Yes" | " No") ...`. A JSON schema starts with "{", so it does not
-combine with `first_options`.
+Why in process: requests that share images and a prompt prefix (a method's stages, a QA
+set's chunks) run the vision tower and that prefix once, and keep both for later calls, which
+a server behind an HTTP API cannot be told to do. This module holds the judge's life cycle
+and batch loop; the request side is `preparation`, the model side `batch_forward`, and the
+sharing `prefix/`. docs/performance.md says what each saves and why it is exact.
 """
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+from typing import Any
 
 from ...judge import Judge
-from ...requests import CANCEL_META_KEY, Answer, Request
-from . import batching
+from ...requests import Answer, Request
+from . import batching, loading
 from . import identity as checkpoints
-from .prefix import kv_run as kvrun
+from .batch_forward import BatchForward
+from .preparation import RequestPreparation
 from .prefix import kv_store
-from . import loading
 from .prefix import runner as prefix_runner
 from .prefix import units as prefixes
-from .prefix.cache_layers import sharing_blocker
 from .prefix import vision_cache as vision_store
+from .prefix.cache_layers import sharing_blocker
 from .tokens import TokenIds, placeholder_ids
 
 logger = logging.getLogger(__name__)
 
-#: Characters of the prompt's end re-tokenised to find which token an option is.
-_TAIL_CHARS = 48
-#: Contexts `validate_options` checks: an option must be one token after either.
-_VALIDATION_TAILS = ("Answer:", "Answer:\n")
 #: Full-length prompts per forward when batch_size is None and the device is not CUDA.
 DEFAULT_BATCH_SIZE = 8
 
 
-class TransformersJudge(Judge):
-    """A Hugging Face vision-language model run in this process (the default backend)."""
+class TransformersJudge(RequestPreparation, BatchForward, Judge):
+    """A Hugging Face vision-language model run in this process (the default backend).
+
+    `prefix_reuse=True` (default) runs shared images and prefixes once; False runs every
+    batch as one left-padded forward over whole prompts, the unshared path the shared one
+    equals (a model whose cache cannot be shared falls back to it, logged). `vision_cache_mb`
+    (default 2 GiB) and `kv_cache_mb` (default 4 GiB; 0 turns either off) keep vision-tower
+    outputs and prefix KV rows across calls. `prefetch` (None: where a core is free for it)
+    prepares the next batch's inputs on a worker thread. `batch_size` counts full-length
+    prompts per forward (None: a token budget from free CUDA memory, else 8; a unit served in
+    place from the KV store is not counted); `chunk_size` requests are handed over at a time
+    (default 16 x batch_size, at least 512), so the response cache keeps a killed run's work.
+    A CUDA out-of-memory error halves the batch and retries, so no request is lost.
+    Constraints cover the whole answer after the prefix; with `first_options` the grammar must
+    accept each option's token first (after "Answer:", `root ::= (" Yes" | " No") ...`).
+    """
 
     backend = "transformers"
 
@@ -133,8 +107,8 @@ class TransformersJudge(Judge):
         self._prompts: dict[int, prefixes.Prompt] = {}
         self._token_ids = TokenIds(self.tokenizer)
         self._prefetcher: batching.Prefetcher | None = None
-        # vision outputs kept across calls (shared-prefix path, families in `_hf_vision`): an image asked
-        # about in several stages goes through the tower once
+        # vision outputs kept across calls (shared-prefix path, families in `prefix.vision_cache`): an
+        # image asked about in several stages goes through the tower once
         # a recurrent or hybrid cache cannot be shared: such a model runs the unshared path (logged)
         self.sharing_blocker = sharing_blocker(model, model_id) if prefix_reuse else None
         self.prefix_reuse = prefix_reuse = prefix_reuse and self.sharing_blocker is None
@@ -166,32 +140,6 @@ class TransformersJudge(Judge):
         special = set(getattr(self.tokenizer, "added_tokens_decoder", {})) | set(self.tokenizer.all_special_ids)
         self.kv_cache = kv_store.PrefixKVStore(self.model, kv_mb, self.stats, special)
         self._runner = prefix_runner.PrefixRunner(self.model, self.vision_cache, self.kv_cache)
-
-    # -- options ---------------------------------------------------------------------------
-    def validate_options(self, options: Sequence[str]) -> None:
-        """Every option must be one token both after a space and after whitespace (see module doc)."""
-        for tail in _VALIDATION_TAILS:
-            self.option_ids(tail, options)
-
-    def option_ids(self, prompt_text: str, options: Sequence[str]) -> list[int]:
-        """The token id each option would be as the next word after `prompt_text`."""
-        tail = prompt_text[-_TAIL_CHARS:]
-        key = (tail, tuple(options))
-        if key not in self._option_cache:
-            sep = "" if not tail or tail[-1].isspace() else " "
-            base = self.tokenizer.encode(tail, add_special_tokens=False)
-            ids = []
-            for option in options:
-                full = self.tokenizer.encode(tail + sep + option, add_special_tokens=False)
-                if len(full) != len(base) + 1 or full[:len(base)] != base:
-                    pieces = self.tokenizer.convert_ids_to_tokens(full[len(base):] if full[:len(base)] == base else full)
-                    raise ValueError(f"option {option!r} is not a single token after {tail[-12:]!r} "
-                                     f"(it tokenises as {pieces}); choose single-token options")
-                ids.append(full[-1])
-            if len(set(ids)) != len(ids):
-                raise ValueError(f"options {list(options)} share token ids {ids}")
-            self._option_cache[key] = ids
-        return self._option_cache[key]
 
     # -- the two primitives ----------------------------------------------------------------------
     def _generate(self, requests: list[Request]) -> list[Answer]:
@@ -230,6 +178,7 @@ class TransformersJudge(Judge):
             self._prompts = {}
 
     def _batches(self, requests: list[Request]) -> list[list[int]]:
+        """The call's batches (request positions): units planned under the row, unit and token limits."""
         prompts = [self._prompts[id(r)] for r in requests]
         units = prefixes.make_units(prompts) if self.prefix_reuse else None
         if units is None:
@@ -270,33 +219,11 @@ class TransformersJudge(Judge):
         return prefix + sum(prefix + len(prompts[i].ids) - unit.split for i in unit.rows)
 
     def _worker(self) -> batching.Prefetcher:
+        """The prefetch thread, started on first use (and not pickled)."""
         if self._prefetcher is None:
             self._prefetcher = batching.Prefetcher(self._prepare, self.processor,
                                                    one_thread=self.model.device.type == "cpu")
         return self._prefetcher
-
-    def _prompt(self, request: Request, digests: dict[tuple, str] | None = None,
-                renders: dict[tuple, str] | None = None, text: str | None = None) -> prefixes.Prompt:
-        """`renders` memoises chat-template renderings within one call, by the chat's repr (images
-        are placeholders there, or objects named by identity): one question of many images is one
-        text. `text`: the request's rendering, where the caller has it."""
-        text = text if text is not None else self._rendered(request, renders)
-        ids = list(self._token_ids(text))  # memoised: one question asked of many images is one text
-        prompt = prefixes.make_prompt(text, ids, request.images, request.pil_images(), self._image_token_ids,
-                                      stems=self._runner.stems)
-        if digests is not None:
-            prompt.digests = digests
-        return prompt
-
-    def _rendered(self, request: Request, renders: dict[tuple, str] | None) -> str:
-        """The request's prompt text, from `renders` (a call's memo) when it holds it."""
-        key = (repr(request.chat()), request.prefix) if renders is not None else None
-        text = renders.get(key) if key is not None else None
-        if text is None:
-            text = self.prompt_text(request)
-            if key is not None:
-                renders[key] = text
-        return text
 
     def _forward_or_split(self, op: str, batch: list[Request], options: list[str] | None) -> list:
         """Run a batch; on out-of-memory halve it and retry each half (a lone request fails alone)."""
@@ -326,142 +253,6 @@ class TransformersJudge(Judge):
         if op in ("choice_probs", "choice_probs_raw"):
             return self._probs_batch(batch, options or [], normalize=op == "choice_probs")
         raise ValueError(f"unknown operation {op!r}")
-
-    # -- one batch -------------------------------------------------------------------------------
-    def prompt_text(self, request: Request) -> str:
-        """The chat-template rendering of a request, generation prompt and prefix included."""
-        chat = request.chat()
-        renderer = self.processor if getattr(self.processor, "chat_template", None) else self.tokenizer
-        if not getattr(renderer, "chat_template", None):
-            raise ValueError(f"{self.model_id!r} has no chat template on its processor or tokenizer")
-        text = renderer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
-        return text + request.prefix
-
-    def _prepare(self, processor: Any, batch: list[Request]) -> Any:
-        """CPU inputs for a batch (run on the prefetch thread with its own processor copy):
-        a `PreparedBatch` for the shared-prefix path, else the processor's padded output."""
-        prompts = [self._prompts.get(id(r)) or self._prompt(r) for r in batch]
-        if self.prefix_reuse:
-            units = prefixes.make_units(prompts)
-            if units is not None:
-                return kvrun.prepare(processor, prompts, [r.pil_images() for r in batch], units, self.pad_id,
-                                     self.kv_cache, self.vision_cache.enabled)
-        texts = [p.text for p in prompts]
-        return prefixes.processor_inputs(processor, texts, [r.pil_images() for r in batch]), texts
-
-    def _prepared(self, batch: list[Request]) -> Any:
-        ready = self._prefetcher.take(batch) if self._prefetcher is not None else None
-        return ready if ready is not None else self._prepare(self.processor, batch)
-
-    def _to_device(self, inputs: Any) -> Any:
-        inputs = inputs.to(self.model.device)
-        for key, value in inputs.items():  # pixel values in the model's dtype; ids stay integers
-            if hasattr(value, "is_floating_point") and value.is_floating_point():
-                inputs[key] = value.to(self.model.dtype)
-        return inputs
-
-    def _count(self, images: int, tokens: int) -> None:
-        """Stats for a batch that ran (a batch lost to out-of-memory is not counted)."""
-        self.stats.forward_batches += 1
-        self.stats.images_encoded += images
-        self.stats.prefill_tokens += tokens
-
-    def _encoded(self, prepared: prefixes.PreparedBatch, before: int) -> int:
-        """Images the tower ran on for a shared-prefix batch (the vision cache served the rest)."""
-        return self.vision_cache.encoded - before if prepared.image_keys else prepared.n_images
-
-    def _count_plain(self, inputs: Any, batch: list[Request]) -> None:
-        if self.sharing_blocker is not None:
-            self.stats.unshared_fallback += len(batch)
-        self._count(sum(len(r.images) for r in batch), int(inputs["attention_mask"].sum()))
-
-    def _first_logits(self, batch: list[Request]) -> tuple[Any, list[str], Any]:
-        """Next-token logits (float32) after each prompt, the prompts, and what decoding needs
-        next (the shared-prefix state, or the padded inputs of the unshared path)."""
-        prepared = self._prepared(batch)
-        if isinstance(prepared, prefixes.PreparedBatch):
-            encoded = self.vision_cache.encoded
-            logits, state = self._runner.first_logits(prepared, self.model.device, self.model.dtype,
-                                                      by_length=True)  # nothing decodes after
-            self._count(self._encoded(prepared, encoded), prepared.prefill_tokens)
-            return logits, prepared.texts, state
-        inputs, texts = prepared
-        inputs = self._to_device(inputs)
-        logits = self.model(**inputs, use_cache=False, logits_to_keep=1).logits[:, -1, :].float()
-        self._count_plain(inputs, batch)
-        return logits, texts, None
-
-    def _probs_batch(self, batch: list[Request], options: list[str], normalize: bool = True) -> list[dict[str, float]]:
-        """Softmax over the option ids, or (normalize=False) their share of the full softmax."""
-        import torch
-        with torch.inference_mode():
-            logits, texts, _ = self._first_logits(batch)
-        out = []
-        for row, text in zip(logits, texts):
-            ids = self.option_ids(text, options)
-            probs = torch.softmax(row[ids], dim=-1) if normalize else torch.softmax(row, dim=-1)[ids]
-            out.append(dict(zip(options, probs.tolist())))
-        return out
-
-    def _generate_batch(self, batch: list[Request]) -> list[Answer]:
-        import torch
-
-        from .decoding.row_control import RowControl
-        prepared = self._prepared(batch)
-        if isinstance(prepared, prefixes.PreparedBatch):
-            plans = [self._plan(r, text) for r, text in zip(batch, prepared.texts)]
-            control = RowControl(plans, 0, self.eos_ids, self.tokenizer, self.vocab_size)
-            encoded = self.vision_cache.encoded
-            with torch.inference_mode():
-                first, state = self._runner.first_logits(prepared, self.model.device, self.model.dtype)
-                sequences = self._runner.decode(first, state, control, max(p.max_new_tokens for p in plans),
-                                                self.pad_id)
-            self._count(self._encoded(prepared, encoded), prepared.prefill_tokens)
-        else:
-            inputs, texts = prepared
-            inputs = self._to_device(inputs)
-            sequences, control = self._generate_plain(inputs, batch, texts)
-            self._count_plain(inputs, batch)
-        answers = []
-        for text, reason, n in control.finish(sequences):
-            self.stats.generated_tokens += n
-            answers.append(Answer(text, reason, n))
-        return answers
-
-    def _generate_plain(self, inputs: Any, batch: list[Request], texts: list[str]) -> tuple[Any, Any]:
-        """One `model.generate` call over whole, left-padded prompts (the unshared path)."""
-        import torch
-        from transformers import LogitsProcessorList, StoppingCriteriaList
-
-        from .decoding.row_control import RowControl, plain_generation_config
-        plans = [self._plan(r, text) for r, text in zip(batch, texts)]
-        prompt_len = inputs["input_ids"].shape[1]
-        control = RowControl(plans, prompt_len, self.eos_ids, self.tokenizer, self.vocab_size)
-        with torch.inference_mode(), plain_generation_config(self.model, self.eos_ids, self.pad_id) as config:
-            config.max_new_tokens = max(p.max_new_tokens for p in plans)
-            sequences = self.model.generate(**inputs, generation_config=config,
-                                            logits_processor=LogitsProcessorList([control]),
-                                            stopping_criteria=StoppingCriteriaList([control.stopping]))
-        control.prompt_len = 0
-        return sequences[:, prompt_len:], control
-
-    def _plan(self, request: Request, text: str):
-        from .decoding.row_control import RowPlan
-        d, c = request.decoding, request.constraint
-        plan = RowPlan(max_new_tokens=d.max_new_tokens, temperature=d.temperature, top_p=d.top_p,
-                       seed=d.seed, stop=tuple(d.stop), cancelled=request.meta.get(CANCEL_META_KEY))
-        if c is not None:
-            if c.first_options:
-                plan.first_ids = self.option_ids(text, c.first_options)
-            plan.matcher = self._grammar_compiler().matcher(c)
-            plan.closer = self._grammars.closers.row(c, plan.matcher)
-        return plan
-
-    def _grammar_compiler(self):
-        if self._grammars is None:  # with the closers of JSON-schema rows beside it (`_hf_forcing`)
-            from .decoding.forcing import compiler_with_closers
-            self._grammars = compiler_with_closers(self.tokenizer, self.vocab_size, self.eos_ids)
-        return self._grammars
 
     # -- records -----------------------------------------------------------------------------------
     def identity(self) -> dict[str, Any]:

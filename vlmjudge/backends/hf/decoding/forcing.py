@@ -1,21 +1,14 @@
 """JSON output that always closes within its token budget (the transformers backend's guarantee).
 
-Each row decoding under a JSON-schema constraint carries a `RowCloser`. It keeps a plan:
-the tokens of the shortest ending of the document from the current state (`_hf_closing`),
-checked on a fork of the row's grammar matcher (`accept_string`, then `is_completed`)
-whenever the plan is close to deciding anything. Before each token the closer looks at
-the token the row would take: if the ending from there, plus one end token, still fits
-in the budget left after it, the token goes through; otherwise the row takes the first
-token of its current plan instead. So the reserve is spent only when the budget reaches
-it, and a row whose budget runs out has written a complete document and its end token.
-A budget below the shortest document is refused when the request is made
-(`Closers.check_budget`). EBNF constraints get no closer: a row that runs out there ends
-with finish reason "length", as on server backends.
-
-Plans are written as tokens by `ByteVocab`: the longest vocabulary entry matching the
-next bytes, over the model's ordinary tokens (never special or added ones). A tokenizer
-without a token for every single byte cannot write every ending; such a model decodes
-without closers (logged once).
+Each row under a JSON-schema constraint carries a `RowCloser` with a plan: the tokens of the
+shortest ending from the current state (`closing`), checked on a fork of the row's matcher
+whenever the plan is close to deciding anything. Before each token the closer checks that the
+ending after it, plus one end token, still fits the budget left; if not, the row takes its
+plan's first token instead. So a row whose budget runs out has written a complete document and
+its end token; a budget below the shortest document is refused when the request is made
+(`Closers.check_budgets`). EBNF rows get no closer and end with "length", as on servers. Plans
+are written as tokens by `ByteVocab` (longest ordinary-token match); a tokenizer without a
+token for every byte decodes without closers (logged once).
 """
 from __future__ import annotations
 

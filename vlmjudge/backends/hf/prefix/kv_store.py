@@ -1,43 +1,12 @@
-"""Prefix KV cache kept across judge calls: a prompt prefix's keys and values, computed once.
+"""Prefix KV rows kept across judge calls, so a later prompt that starts with a kept prefix (same
+images by pixel digest, same token ids) runs only its new tokens and no vision tower.
 
-API (for method code and benchmarks):
-- On by default on the shared-prefix path: `TransformersJudge(..., kv_cache_mb=DEFAULT_MB)`, or
-  `load_judge(model, kv_cache_mb=...)` (passed through); `kv_cache_mb=0` turns it off, and so does
-  `prefix_reuse=False` (the unshared reference path, whose prefill stays as it is) and a model
-  whose cache cannot be shared (`sharing_blocker`). `judge.kv_cache` is the store (`len`, `bytes`,
-  `max_bytes`).
-- `judge.stats.prefix_cache_hits`: units (a shared prefix, or a lone request's prompt) whose
-  prefix, or part of it, was served from the store; `prefix_cache_tokens`: the prefill tokens
-  (visual tokens included) those hits skipped; `prefix_cache_evictions`: entries dropped to stay
-  within the budget. `prefill_tokens` counts only the tokens that ran.
-- A later call reuses an entry when its prompt starts with the entry's tokens (same images by
-  pixel digest, same token ids, all image placeholders inside the reused part): it runs only the
-  tokens after it, and no vision tower. Stages that ask about one image should therefore start
-  their prompts alike (system, image, shared instructions), and put what differs last.
-- Kept: each unit's prefix, and each request's whole prompt as a child of it (its own columns
-  only), so a continuation (evidence after a check: the check's prompt, its answer, more text)
-  runs only its new tokens; such a request is served as a unit of its own. An out-of-memory
-  error empties the store before the halved retry.
-- Not shared: text before the first image across different images (entries are per image set;
-  within one batch such a stem runs once, `_hf_prefix.shared_stem`, but each batch runs it again),
-  and prefixes between batches of one call prepared while the earlier batch runs (the prefetch
-  thread plans batch k+1 before batch k has kept its prefixes).
-
-What an entry is: the KV row of one unit prefix (`_hf_prefix`) after its forward, keyed by the
-pixel digests of its images and its tokenizer ids (image placeholders unexpanded), with its
-length in cache columns (placeholders expanded) and its next position (Qwen's multimodal rotary
-positions included: text tokens after the last image advance every axis by one, so a shorter
-cut's next position is the entry's minus the columns cut). A full-attention entry can be cut
-anywhere inside its text tail; a sliding-window layer keeps only its last W-1 columns, so an entry
-longer than the window is reused only at its exact end. Cuts stay inside the *verbatim tail*:
-the trailing tokens that the processor's expanded ids and the tokenizer's ids share (a processor
-that re-tokenises around an image, e.g. Gemma 3's newlines, would shift a cut made nearer the
-image); a cut at the tail's very start needs a special token before it (nothing merges across).
-
-Entries live on the model's device, least recently used first out, within `kv_cache_mb` (an
-entry larger than the budget is not kept). Lookups run on the prefetch thread and stores on the
-main one, under a lock; a batch holds the entries it was planned with, so an eviction between
-planning and running only frees memory later.
+An entry is one unit prefix's KV row (`RowKV`), keyed by digests and tokenizer ids, with its
+length in cache columns and its next position; a request's whole prompt is kept as a child of
+its unit's prefix (its own columns only). Cuts stay inside the verbatim tail, where processor
+and tokenizer ids agree; a sliding layer's entry is reused only at its end when longer than the
+window. Least recently used first out within `kv_cache_mb`; lookups (prefetch thread) and
+stores (main thread) share a lock. docs/performance.md has the API and the reasons.
 """
 from __future__ import annotations
 

@@ -48,7 +48,7 @@ class PrefixRunner:
         from . import shared_attention
         self.model = model
         self.vision = vision  # a `VisionCache`, used for batches that carry image keys
-        self.kv = kv          # a `PrefixKVStore` (`_hf_kvstore`) kept across calls, or None
+        self.kv = kv          # a `PrefixKVStore` (`kv_store`) kept across calls, or None
         self._cache_cls = DynamicCache
         params = inspect.signature(model.forward).parameters
         self.cache_kw = "cache" if "cache" in params else "past_key_values"
@@ -59,7 +59,7 @@ class PrefixRunner:
         # a stem runs apart (`shared_stem`) on plain full-attention caches only: copying a stem row
         # per unit fails in Llama 4's chunked layer, and Gemma's images must run from column 0
         self.stems = not self.windowed and getattr(model.config, "model_type", None) not in IMAGES_FROM_COLUMN_ZERO
-        # suffixes read one prefix row per unit, not a copy per request (`_hf_shared_attention`)
+        # suffixes read one prefix row per unit, not a copy per request (`shared_attention`)
         self.shared_blocker = shared_attention.blocker(model)
         self._attention_configs = shared_attention.attention_configs(model) if self.shared_blocker is None else []
 
@@ -105,7 +105,7 @@ class PrefixRunner:
     def first_logits(self, batch: PreparedBatch, device: Any, dtype: Any,
                      by_length: bool = False) -> tuple[torch.Tensor, dict]:
         """Next-token logits (R, V, float32) after every request's prompt, and the decoding state.
-        With a prefix KV store (`_hf_kvrun`), units it holds skip their prefix forward.
+        With a prefix KV store (`kv_run`), units it holds skip their prefix forward.
         `by_length`: nothing decodes after, so suffixes may run in blocks of like length."""
         bases = None
         if self.kv is not None and self.kv.enabled:
@@ -157,7 +157,7 @@ class PrefixRunner:
         `keep(block cache, rows, suffix lengths)` sees each block's cache after its forward.
         `by_length` runs suffixes of like length together (`_like_lengths`): fewer pads to run,
         but more blocks, each a forward per step if a decode followed. Where the model `shares`,
-        the rows read the prefixes in place (`_hf_shared_attention`), each unit's *base* (per unit
+        the rows read the prefixes in place (`shared_attention`), each unit's *base* (per unit
         `bases`: the stored ancestor that units share, and its columns; None: its whole prefix) once."""
         import torch
 

@@ -134,7 +134,7 @@ class PreparedBatch:
     prefill_tokens: int                    # real tokens run: prefixes once, plus every suffix
     extra: dict[str, Any] = field(default_factory=dict)
     image_keys: list[str] = field(default_factory=list)  # pixel digest per image, for a vision cache
-    kv: Any = None  # what the prefix KV store serves and keeps for this batch (`_hf_kvrun.KVPlan`)
+    kv: Any = None  # what the prefix KV store serves and keeps for this batch (`kv_run.KVPlan`)
     stem: int = 0   # leading prefix columns every unit shares, run once for all (`shared_stem`)
 
     @property

@@ -1,18 +1,12 @@
 """Vision-tower outputs kept across judge calls, so that an image is encoded once.
 
-A method asks about one image in several judge calls: TerraVis in three stages (eligibility,
-the 18 checks, evidence for the positives), FAGER in one call per QA chunk. Shared-prefix
-batching runs the vision tower once per call; this store makes it once per image. It works
-for the Qwen-VL family, whose inner model encodes images in
-`get_image_features(pixel_values, image_grid_thw)`: while a prefix forward runs, that method
-is replaced on the instance by one that looks each image up by the digest of its pixels and
-runs the tower on the images it has not seen only. The tower attends within each image, so
-an image's features do not depend on the images encoded beside it (up to float rounding).
-
-Entries are tensors on the model's device, kept least-recently-used first out within a byte
-budget (a Qwen3-VL-8B image at 1024² holds ~32 MB: 1,024 tokens x 4,096 x 4 feature sets x
-bf16). Gemma 3 and LLaVA, whose inputs hold one pixel array per image, are served the same
-way (`ROW_FAMILIES`); the other families encode per call as before.
+A method asks about one image in several calls (TerraVis' three stages, FAGER's QA chunks);
+shared-prefix batching runs the tower once per call, this store once per image. While a prefix
+forward runs, the inner model's `get_image_features` is replaced on the instance by one that
+looks each image up by its pixel digest and encodes only the others; the tower attends within
+each image, so features do not depend on their neighbours (up to float rounding). It serves
+Qwen-VL grids and the families with one pixel array per image (`ROW_FAMILIES`); tiled inputs
+encode per call. Least recently used first out within `vision_cache_mb` (`SizedLRU`).
 """
 from __future__ import annotations
 
