@@ -1,4 +1,4 @@
-"""Shared-prefix attention (`_hf_shared_attention`, issue 22): suffix and decode rows read their
+"""Shared-prefix attention (`hf.prefix.shared_attention`, issue 22): suffix and decode rows read their
 unit's prefix once, split at the prefix's end and merged by log-sum-exp. The split equals
 softmax attention over the concatenated columns; a model judged through it answers as the
 plain layout does; a layer that bypasses it is refused, and models it cannot serve say why."""
