@@ -130,6 +130,7 @@ class TransformersJudge(RequestPreparation, BatchForward, Judge):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore the settings and rebuild the stores empty, at their pickled budgets."""
         store_mb = state.pop("_store_mb")
         self.__dict__.update(state)
         self._stores(*store_mb)
@@ -143,14 +144,17 @@ class TransformersJudge(RequestPreparation, BatchForward, Judge):
 
     # -- the two primitives ----------------------------------------------------------------------
     def _generate(self, requests: list[Request]) -> list[Answer]:
+        """Generated answers; a constrained row's budget is checked before any model work."""
         if any(r.constraint is not None for r in requests):  # before any model work
             self._grammar_compiler().closers.check_budgets(requests)
         return self._run_in_batches("generate", requests, None)
 
     def _choice_probs(self, requests: list[Request], options: list[str]) -> list[dict[str, float]]:
+        """Option probabilities softmaxed over the option ids only."""
         return self._run_in_batches("choice_probs", requests, options)
 
     def _choice_probs_raw(self, requests: list[Request], options: list[str]) -> list[dict[str, float]]:
+        """Each option id's probability under the full-vocabulary softmax."""
         return self._run_in_batches("choice_probs_raw", requests, options)
 
     def _run_in_batches(self, op: str, requests: list[Request], options: list[str] | None) -> list:

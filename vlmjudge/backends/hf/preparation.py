@@ -50,7 +50,6 @@ class RequestPreparation:
             self._option_cache[key] = ids
         return self._option_cache[key]
 
-
     def _prompt(self, request: Request, digests: dict[tuple, str] | None = None,
                 renders: dict[tuple, str] | None = None, text: str | None = None) -> prefixes.Prompt:
         """`renders` memoises chat-template renderings within one call, by the chat's repr (images
@@ -73,7 +72,6 @@ class RequestPreparation:
             if key is not None:
                 renders[key] = text
         return text
-
 
     def prompt_text(self, request: Request) -> str:
         """The chat-template rendering of a request, generation prompt and prefix included."""
