@@ -42,14 +42,14 @@ def build_tiny(family: str = "qwen3_vl", yes_bias: float = 0.0, folder: str | No
 
 def load_model(path: str, device: str | None = None, dtype: str | None = None) -> tuple[Any, Any]:
     """(model, processor) through the backend's own loading code."""
-    from vlmjudge.backends.transformers import TransformersJudge
+    from vlmjudge.backends.hf.judge import TransformersJudge
     judge = TransformersJudge(path, device=device, dtype=dtype)
     return judge.model, judge.processor
 
 
 def judge_on(model: Any, processor: Any, **kwargs: Any) -> Judge:
     """A fresh judge (zeroed counters) on an already loaded model."""
-    from vlmjudge.backends.transformers import TransformersJudge
+    from vlmjudge.backends.hf.judge import TransformersJudge
     return TransformersJudge(model, processor, progress=False, **kwargs)
 
 

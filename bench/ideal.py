@@ -18,7 +18,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from vlmjudge.backends._hf_prefix import common_prefix_length
+from vlmjudge.backends.hf.prefix.units import common_prefix_length
 from vlmjudge.requests import Request
 
 
@@ -89,7 +89,7 @@ def record(judge: Any) -> Iterator[Recorder]:
 
 def ideal_prefill(judge: Any, requests: Sequence[Request]) -> int:
     """Trie nodes over the expanded prompts of `requests` on a transformers judge."""
-    from vlmjudge.backends._hf_prompt_ids import prompt_token_keys
+    from .prompt_ids import prompt_token_keys
     digests: dict = {}
     return trie_nodes(prompt_token_keys(judge, r, digests) for r in requests)
 
@@ -99,7 +99,7 @@ def stage_breakdown(judge: Any, calls: Sequence[tuple]) -> dict[str, tuple[int, 
     tokens the judge counted, the ideal's share: the trie nodes its prompts add to those of every
     earlier call, and the stage's seconds. The shares add up to the run's ideal, so a stage whose
     prefill is far above its share runs again what an earlier stage already ran."""
-    from vlmjudge.backends._hf_prompt_ids import prompt_token_keys
+    from .prompt_ids import prompt_token_keys
     digests: dict = {}
     out: dict[str, list] = {}
     trie = Trie()

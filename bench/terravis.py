@@ -2,32 +2,13 @@
 
     python -m bench.terravis --images 16 --size 1024 --model tiny
 
-Paths, all on the same images and model, in this process:
-
-- reference: per image, eligibility, then its 18 questions in one batch generating the full
-  constrained answer text, then severities; whole prompts, no prefix reuse
-  (`terravis.reference_records` on a judge with `prefix_reuse=False`).
-- reference + prefix reuse: the same requests on the default judge.
-- optimized, one image at a time: `TerraVis(judge).score([image])` per image.
-- optimized: `TerraVis(judge).score(images)`, the default path.
-The three steps between them are the ratios printed for prefix reuse, one-token decisions
-(with generation only where a decision calls for it) and cross-image batching; their product
-is the speedup. On a subset (`--ablation-images`) it also runs the optimized path with prefix
-reuse off, with the cross-call prefix KV store off, with that store and the vision cache off
-(each stage encodes its images again: images x stages) and with decisions generated instead
-of read. Every path must give the same records
-(decisions, evidence, severities, scores) before anything is printed. Beside each path's
-prefill tokens it prints that path's ideal (`bench.ideal`: the token trie over every prompt the
-path sends, each distinct prefix once, images as their visual tokens). Before the last two
-lines it prints the FLOPs the reference and optimized paths' kernels ran (`bench.compute`, an
-untimed pass) and their ratio: the speedup that doing less work gives at equal FLOP rates.
-The last two lines are `prefill/ideal: <optimized prefill / its ideal>` and
-`speedup: <optimized / reference images per second>` (the second with the reference path only).
-With the reference, the optimized path runs a second time after it (`AGAIN`, records checked
-too), and the speedup takes the mean of its two times: the host these benchmarks run on changes
-speed by tens of percent within minutes, and a path of a few seconds timed on one side of a
-path of a minute and a half measures that as much as the code. Timing it on both sides weighs a
-drift on both sides of the reference alike; each run's own speedup is printed beside.
+Runs the reference (per image: eligibility, 18 questions in one batch with full constrained
+answers, severities; `prefix_reuse=False`), the reference with prefix reuse, the optimized path
+one image at a time and `TerraVis(judge).score(images)` on the same images, checks that their
+records agree, and prints the ratio of each step, each path's prefill beside its ideal, the
+kernels' FLOPs, and last `prefill/ideal:` and `speedup:` (the optimized path timed on both
+sides of the reference, as the host's speed drifts). Ablations run on `--ablation-images`.
+bench/README.md describes every line.
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # Tiny models gain nothing from threads; on 2 shared cores OpenMP spin-waiting made them ~10x slower.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-# The checkpoint-digest memo (vlmjudge.backends._hf_identity) goes to a throwaway folder, not ~/.cache.
+# The checkpoint-digest memo (vlmjudge.backends.hf.identity) goes to a throwaway folder, not ~/.cache.
 os.environ.setdefault("VLMJUDGE_HOME", __import__("tempfile").mkdtemp(prefix="vlmjudge-home-"))
 
 import shutil

@@ -12,8 +12,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-#: Why a family's vision-tower outputs are not kept across calls (see `_hf_vision`): the store
-#: swaps the inner model's `get_image_features` for one that splits the forward's images and
+#: Why a family's vision-tower outputs are not kept across calls (`backends.hf.prefix.vision_cache`):
+#: the store swaps the inner model's `get_image_features` for one that splits the forward's images and
 #: serves each by its pixel digest. It splits Qwen-VL patch grids (`image_grid_thw`) and one
 #: pixel array per image (Gemma 3/4, LLaVA, Pixtral); tiled inputs carry no tile count per
 #: image in the forward, so they are not split yet and those families encode every call.

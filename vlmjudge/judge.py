@@ -24,7 +24,7 @@ from .requests import CANCEL_META_KEY, Answer, Request
 log = logging.getLogger(__name__)
 
 BACKENDS = {
-    "transformers": "vlmjudge.backends.transformers:TransformersJudge",
+    "transformers": "vlmjudge.backends.hf.judge:TransformersJudge",
     "openai": "vlmjudge.backends.openai:OpenAIJudge",
     "replay": "vlmjudge.backends.replay:ReplayJudge",
 }

@@ -2,7 +2,7 @@
 temporary Hub cache, loaded by Hub id and revision exactly as a user's model would be."""
 import pytest
 
-from vlmjudge.backends.transformers import TransformersJudge
+from vlmjudge.backends.hf.judge import TransformersJudge
 from vlmjudge.testing import install_in_hf_cache
 
 REPOS = {"qwen3_vl": "org/tiny-qwen3-vl", "llava": "org/tiny-llava"}

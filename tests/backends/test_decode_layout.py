@@ -6,9 +6,9 @@ import pytest
 import torch
 from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 
-from vlmjudge.backends._hf_growing import GrowingLayer, adopt_growing
-from vlmjudge.backends._hf_prefix import _like_lengths
-from vlmjudge.backends._hf_tokens import TokenIds
+from vlmjudge.backends.hf.prefix.growing_cache import GrowingLayer, adopt_growing
+from vlmjudge.backends.hf.prefix.runner import _like_lengths
+from vlmjudge.backends.hf.tokens import TokenIds
 
 
 def _filled_layer(rows=3, heads=2, columns=5, dim=4):

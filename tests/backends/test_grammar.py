@@ -94,7 +94,7 @@ def test_bad_constraints_are_clear_errors(compiler):
 
 
 def test_import_vlmjudge_does_not_import_xgrammar():
-    code = ("import sys, vlmjudge, vlmjudge.grammar, vlmjudge.backends.transformers\n"
+    code = ("import sys, vlmjudge, vlmjudge.grammar, vlmjudge.backends.hf.judge\n"
             "assert 'xgrammar' not in sys.modules, 'xgrammar imported eagerly'\n"
             "assert 'torch' not in sys.modules, 'torch imported eagerly'\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

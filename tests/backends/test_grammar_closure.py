@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from vlmjudge import Constraint
-from vlmjudge.backends._hf_forcing import compiler_with_closers
+from vlmjudge.backends.hf.decoding.forcing import compiler_with_closers
 from vlmjudge.requests import Decoding, Request
 
 
@@ -178,7 +178,7 @@ def test_judges_on_one_tokenizer_share_one_compiler_until_it_is_gone(judge):
     import copy
     import gc
 
-    from vlmjudge.backends import _hf_forcing
+    from vlmjudge.backends.hf.decoding import forcing
     args = (judge.vocab_size, judge.eos_ids)
     first = compiler_with_closers(judge.tokenizer, *args)
     assert compiler_with_closers(judge.tokenizer, *args) is first
@@ -187,10 +187,10 @@ def test_judges_on_one_tokenizer_share_one_compiler_until_it_is_gone(judge):
     own = compiler_with_closers(other, *args)
     assert own is not first
     key = (id(other), *args[:1], tuple(args[1]), len(other))
-    assert _hf_forcing._SHARED[key][1] is own
+    assert forcing._SHARED[key][1] is own
     del other, own
     gc.collect()
-    assert key not in _hf_forcing._SHARED
+    assert key not in forcing._SHARED
 
 
 def _choices(compiler, constraint, budget, seed, read_bitmask=False):
@@ -199,7 +199,7 @@ def _choices(compiler, constraint, budget, seed, read_bitmask=False):
     `read_bitmask`: tell the closer what the bitmask says of each candidate, as decoding does."""
     import xgrammar as xgr
 
-    from vlmjudge.backends._hf_decoding import _holds
+    from vlmjudge.backends.hf.decoding.row_control import _holds
     rng = random.Random(seed)
     matcher = compiler.matcher(constraint)
     closer = compiler.closers.row(constraint, matcher)
@@ -229,10 +229,10 @@ def test_skipping_the_plan_inside_a_long_enough_string_decides_as_planning_does(
     """`RowCloser._keeps_ending` lets plain characters through without planning the ending
     anew; every shipped schema takes the same tokens, at every budget, as when it plans each one,
     and a fresh plan is always what planning afresh gives."""
-    from vlmjudge.backends import _hf_forcing
+    from vlmjudge.backends.hf.decoding import forcing
     skipped = []
-    keeps = _hf_forcing.RowCloser._keeps_ending
-    monkeypatch.setattr(_hf_forcing.RowCloser, "_keeps_ending",
+    keeps = forcing.RowCloser._keeps_ending
+    monkeypatch.setattr(forcing.RowCloser, "_keeps_ending",
                         lambda self, t: keeps(self, t) and (skipped.append(t) or True))
     runs = [(name, budget, seed) for name in sorted(SHIPPED) for seed, budget in enumerate((1, 12, 40, 90))]
     fast = {}
@@ -241,7 +241,7 @@ def test_skipping_the_plan_inside_a_long_enough_string_decides_as_planning_does(
         taken, closer, _ = _choices(compiler, constraint, compiler.closers.shortest(constraint) + budget, seed)
         fast[name, budget] = (taken, closer.steered)
     assert skipped  # the shortcut ran
-    monkeypatch.setattr(_hf_forcing.RowCloser, "_keeps_ending", lambda self, t: False)
+    monkeypatch.setattr(forcing.RowCloser, "_keeps_ending", lambda self, t: False)
     for name, budget, seed in runs:
         constraint = SHIPPED[name]
         taken, closer, _ = _choices(compiler, constraint, compiler.closers.shortest(constraint) + budget, seed)
@@ -266,7 +266,7 @@ def test_a_bitmask_bit_is_what_the_matcher_accepts(compiler):
     sequence, at the first steps of every shipped schema, it says what `accept_token` says."""
     import xgrammar as xgr
 
-    from vlmjudge.backends._hf_decoding import _holds
+    from vlmjudge.backends.hf.decoding.row_control import _holds
     stops = set(compiler.stop_token_ids)
     bitmask = xgr.allocate_token_bitmask(1, compiler.vocab_size)
     assert _holds(None, 0, 5) is None and _holds(bitmask.numpy(), 0, bitmask.shape[1] * 32) is None

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from vlmjudge import Decoding, Request
-from vlmjudge.backends import _hf_kvstore as kv_store
-from vlmjudge.backends.transformers import TransformersJudge
+from vlmjudge.backends.hf.prefix import kv_store
+from vlmjudge.backends.hf.judge import TransformersJudge
 from vlmjudge.testing.tiny_families import FAMILIES, build_tiny_family
 
 OPTIONS = ["Yes", "No"]
@@ -269,7 +269,7 @@ def test_packed_prefix_lengths_equal_the_plain_count():
     comparison of the planner counts, at every length and divergence point."""
     import random
 
-    from vlmjudge.backends._hf_prefix import common_prefix_length
+    from vlmjudge.backends.hf.prefix.units import common_prefix_length
     rng = random.Random(3)
     for _ in range(500):
         a = [rng.randrange(3) for _ in range(rng.randrange(0, 90))]

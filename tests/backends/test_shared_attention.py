@@ -1,4 +1,4 @@
-"""Shared-prefix attention (`_hf_shared_attention`, issue 22): suffix and decode rows read their
+"""Shared-prefix attention (`hf.prefix.shared_attention`, issue 22): suffix and decode rows read their
 unit's prefix once, split at the prefix's end and merged by log-sum-exp. The split equals
 softmax attention over the concatenated columns; a model judged through it answers as the
 plain layout does; a layer that bypasses it is refused, and models it cannot serve say why."""
@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from vlmjudge import Decoding, Request
-from vlmjudge.backends import _hf_shared_attention as shared_attention
+from vlmjudge.backends.hf.prefix import shared_attention
 
 OPTIONS = ["Yes", "No"]
 TOL = 1e-5
@@ -210,8 +210,8 @@ def test_unit_prefixes_from_stored_rows_equal_those_from_a_padded_cache():
 
     from transformers import LlamaConfig
 
-    from vlmjudge.backends._hf_kvrun import _base
-    from vlmjudge.backends._hf_kvstore import RowKV
+    from vlmjudge.backends.hf.prefix.kv_run import _base
+    from vlmjudge.backends.hf.prefix.kv_store import RowKV
     g = torch.Generator().manual_seed(1)
 
     def kv(n):

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from vlmjudge import Request
-from vlmjudge.backends.transformers import TransformersJudge
+from vlmjudge.backends.hf.judge import TransformersJudge
 from vlmjudge.testing import build_tiny_vlm
 from vlmjudge.testing.tiny_vlm import OPTION_WORDS
 

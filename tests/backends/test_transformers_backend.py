@@ -71,7 +71,7 @@ def test_offline_subprocess_loads_by_plain_hub_id(hub, tmp_path):
 
 
 def test_built_model_object_needs_processor(loaded):
-    from vlmjudge.backends.transformers import TransformersJudge
+    from vlmjudge.backends.hf.judge import TransformersJudge
     with pytest.raises(ValueError, match="processor"):
         TransformersJudge(loaded["qwen3_vl"].model)
     with pytest.raises(ValueError, match="multimodal processor"):
@@ -138,8 +138,8 @@ def test_prefetch_defaults_to_on_only_where_a_core_is_free_for_it(loaded, monkey
     """`prefetch=None` (the default) prepares ahead on a CPU only where this process has more
     cores than torch's threads: where torch's threads take them all, the worker would take turns
     with them. An explicit choice is kept either way."""
-    from vlmjudge.backends import _hf_batching as batching
-    from vlmjudge.backends.transformers import TransformersJudge
+    from vlmjudge.backends.hf import batching
+    from vlmjudge.backends.hf.judge import TransformersJudge
     base = loaded["qwen3_vl"]
     threads = torch.get_num_threads()
     monkeypatch.setattr(batching.os, "sched_getaffinity", lambda pid: set(range(threads)), raising=False)
@@ -155,7 +155,7 @@ def test_prefetch_defaults_to_on_only_where_a_core_is_free_for_it(loaded, monkey
 def test_the_worker_keeps_torchs_threads_beside_an_accelerator(loaded):
     """`one_thread=False` (a model on an accelerator): the worker prepares with torch's thread
     count, not one."""
-    from vlmjudge.backends._hf_batching import Prefetcher
+    from vlmjudge.backends.hf.batching import Prefetcher
     seen = []
     batch = ["a request"]
     for one_thread in (False, True):
@@ -368,7 +368,7 @@ def test_dtype_and_device_map_from_a_local_folder(hub, noise):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_batched_equals_single(hub, noise):
-    from vlmjudge.backends.transformers import TransformersJudge
+    from vlmjudge.backends.hf.judge import TransformersJudge
     cache, commits = hub
     repo, commit = commits["qwen3_vl"]
     batched = TransformersJudge(repo, revision=commit, hf_cache_dir=str(cache), device="cuda", batch_size=4)

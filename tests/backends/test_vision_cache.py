@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from vlmjudge import Request
-from vlmjudge.backends import _hf_vision
-from vlmjudge.backends.transformers import TransformersJudge
+from vlmjudge.backends.hf.prefix import vision_cache
+from vlmjudge.backends.hf.judge import TransformersJudge
 
 OPTIONS = ["Yes", "No"]
 
@@ -98,7 +98,7 @@ def test_llava_rows_are_served_and_the_unshared_path_encodes_per_call(loaded, no
     """LLaVA (one pixel array per image) is served by the store too (issue 20); the unshared
     path never is. Families with tiled inputs are covered in tests/families."""
     llava = loaded["llava"]
-    assert _hf_vision.supports(llava.model)
+    assert vision_cache.supports(llava.model)
     judge = TransformersJudge(llava.model, llava.processor, kv_cache_mb=0)
     images = noise(2)
     first = judge.choice_probs(_questions(images), OPTIONS)
@@ -116,7 +116,7 @@ def test_llava_rows_are_served_and_the_unshared_path_encodes_per_call(loaded, no
 
 
 def test_a_key_count_that_does_not_match_the_forward_is_an_error(loaded):
-    cache = _hf_vision.VisionCache(loaded["qwen3_vl"].model)
+    cache = vision_cache.VisionCache(loaded["qwen3_vl"].model)
     grid = torch.tensor([[1, 4, 4]])
     with pytest.raises(RuntimeError, match="2 image keys for 1 images"):
         cache._features(None, ["a", "b"], torch.zeros(16, 8), grid, {})

@@ -9,7 +9,7 @@ import time
 from PIL import Image
 
 from vlmjudge import Request, load_judge
-from vlmjudge.backends import _hf_identity
+from vlmjudge.backends.hf import identity
 from vlmjudge.testing import build_tiny_vlm
 
 OPTIONS = ["Yes", "No"]
@@ -55,14 +55,14 @@ def test_digests_are_reused_while_size_and_mtime_hold(tmp_path, monkeypatch):
     folder = tmp_path / "judge"
     build_tiny_vlm(folder, seed=0)
     monkeypatch.setenv("VLMJUDGE_HOME", str(tmp_path / "home"))
-    first = _hf_identity.folder_digest(folder)
+    first = identity.folder_digest(folder)
     hashed = []
-    original = _hf_identity.hashlib.sha256
-    monkeypatch.setattr(_hf_identity.hashlib, "sha256", lambda *a: hashed.append(a) or original(*a))
-    assert _hf_identity.folder_digest(folder) == first
+    original = identity.hashlib.sha256
+    monkeypatch.setattr(identity.hashlib, "sha256", lambda *a: hashed.append(a) or original(*a))
+    assert identity.folder_digest(folder) == first
     assert len(hashed) == 1  # only the listing digest: every file digest came from the memo
     weights = next(folder.glob("*.safetensors"))
     time.sleep(0.01)
     weights.write_bytes(weights.read_bytes())  # same content, new mtime: re-hashed, same digest
     hashed.clear()
-    assert _hf_identity.folder_digest(folder) == first and len(hashed) == 2
+    assert identity.folder_digest(folder) == first and len(hashed) == 2

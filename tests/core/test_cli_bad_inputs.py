@@ -273,7 +273,7 @@ def test_a_tiny_qwen3_vl_scores_the_good_images_of_the_bad_folder(tmp_path, tiny
     """A real (tiny, random) Qwen3-VL through the transformers backend: the pre-load check keeps
     the 1x400 image, which its processor cannot resize, out of the batch; the 40 px image is scored."""
     pytest.importorskip("xgrammar")
-    pytest.importorskip("vlmjudge.backends.transformers")
+    pytest.importorskip("vlmjudge.backends.hf.judge")
     model = tiny_vlm_path("qwen3_vl")
     folder = tmp_path / "images"
     write_good(folder)

@@ -47,7 +47,7 @@ def test_replay_serves_recorded_probabilities_as_recorded():
 def test_openai_backend_reads_raw_probabilities_from_top_logprobs(monkeypatch):
     """Top logprobs " Yes" ln 0.4, "Maybe" ln 0.3, "No" ln 0.1: raw Yes 0.4 and No 0.1; an option
     outside the top logprobs has 0; a response without logprobs gives no score, never a one-hot."""
-    from vlmjudge.backends._openai_wire import OPTIONS_FIELD
+    from vlmjudge.wire import OPTIONS_FIELD
     from vlmjudge.backends.openai import OpenAIJudge
     monkeypatch.setenv("VLMJUDGE_TEST_KEY", "sk-test")
     judge = OpenAIJudge("m", base_url="http://127.0.0.1:9/v1", api_key_env="VLMJUDGE_TEST_KEY", concurrency=1)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vlmjudge.backends.transformers import TransformersJudge
+from vlmjudge.backends.hf.judge import TransformersJudge
 from vlmjudge.testing.tiny_families import WINDOWED, build_tiny_family
 
 #: A window shorter than the suite's long prompts (which run 60-200 tokens).

@@ -11,7 +11,7 @@ import os
 import pytest
 
 from vlmjudge import Constraint, Decoding, Request
-from vlmjudge.backends.transformers import TransformersJudge
+from vlmjudge.backends.hf.judge import TransformersJudge
 from vlmjudge.families import FAMILIES as SUPPORTED
 from vlmjudge.testing.tiny_families import FAMILIES, WINDOWED
 
@@ -79,9 +79,9 @@ def test_shared_prefix_greedy_texts_equal_unshared(family, judges, images):
 
 def test_shared_prefix_attention_runs_where_the_cache_is_plain(family, judges, images, monkeypatch):
     """On CPU, every family whose shared prefix is a plain "yes" (full attention only) reads each
-    prefix once per unit (`_hf_shared_attention`), and the tests above cover it; windowed and
+    prefix once per unit (`shared_attention`), and the tests above cover it; windowed and
     hybrid ones (Mistral 3 is built here with a window) keep a copy per request, and say why."""
-    from vlmjudge.backends import _hf_shared_attention as shared_attention
+    from vlmjudge.backends.hf.prefix import shared_attention
     shared, _ = judges(family)
     calls = []
     split = shared_attention._split
@@ -159,11 +159,11 @@ def test_split_where_the_processor_retokenises_around_an_image(family, judges, i
 
 def test_a_text_stem_before_the_images_runs_once(family, judges, images, monkeypatch):
     """Units of different images whose prompts start with the same long text (a system prompt)
-    run that stem once per batch, not once per image (`_hf_prefix.shared_stem`), and answer as the
+    run that stem once per batch, not once per image (`units.shared_stem`), and answer as the
     unshared path does, by probabilities and greedy texts, whether the units read the stem in place
     (CPU) or each hold a copy of it (other devices). Windowed families (Gemma 3 and 4, whose
     images must also run from column 0, and Llama 4) keep the stem in every unit."""
-    from vlmjudge.backends import _hf_prefix as prefixes
+    from vlmjudge.backends.hf.prefix import runner, units
     shared, unshared = judges(family)
     same_size = [im.resize((48, 48)) for im in images[:3]]
     requests = [Request(images=[im], system=INSTRUCTIONS * 2, text=f"Question {k}: is there a cat?", prefix="Answer:")
@@ -186,15 +186,15 @@ def test_a_text_stem_before_the_images_runs_once(family, judges, images, monkeyp
     assert len({round(p["Yes"], 6) for p in p_plain}) == 3  # the images matter
     # the layout of other devices (CUDA): the stem's row copied to every unit, not read in place
     with monkeypatch.context() as m:
-        m.setattr(prefixes.PrefixRunner, "shares", lambda self, device: False)
+        m.setattr(runner.PrefixRunner, "shares", lambda self, device: False)
         p_copied, ran_copied, t_copied = run(TransformersJudge(shared.model, shared.processor, batch_size=8, **kv_off))
     assert close(p_copied, p_plain) and t_copied == t_plain and ran_copied == ran_stem
-    shortest = prefixes.MIN_STEM
-    monkeypatch.setattr(prefixes, "MIN_STEM", 10**9)
+    shortest = units.MIN_STEM
+    monkeypatch.setattr(units, "MIN_STEM", 10**9)
     p_whole, ran_whole, _ = run(TransformersJudge(shared.model, shared.processor, batch_size=8, **kv_off))
     assert close(p_stem, p_whole)
     if SUPPORTED[family].shared_prefix.startswith("yes") and shared._runner.stems:
         assert ran_whole - ran_stem >= 2 * shortest  # two of the three units skipped the stem
     else:  # no units (the unshared fallback), or a model that must see its images from column 0
         assert ran_whole == ran_stem
-        assert family in prefixes.IMAGES_FROM_COLUMN_ZERO or shared._runner.windowed or shared.sharing_blocker
+        assert family in runner.IMAGES_FROM_COLUMN_ZERO or shared._runner.windowed or shared.sharing_blocker

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from vlmjudge.backends.transformers import TransformersJudge
+from vlmjudge.backends.hf.judge import TransformersJudge
 from vlmjudge.families import FAMILIES, UnsupportedArchitecture, family_of, markdown_table
 from vlmjudge.testing.tiny_families import FAMILIES as BUILT
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("xgrammar")
-pytest.importorskip("vlmjudge.backends.transformers")
+pytest.importorskip("vlmjudge.backends.hf.judge")
 
 from regen_helpers import reference_images
 

@@ -103,7 +103,7 @@ def test_identical_requests_run_once_and_one_leaving_does_not_stop_the_other():
 def test_row_control_closes_a_cancelled_row_at_the_next_token():
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from vlmjudge.backends._hf_decoding import RowControl, RowPlan
+    from vlmjudge.backends.hf.decoding.row_control import RowControl, RowPlan
 
     class _Tokenizer:
         def decode(self, ids, skip_special_tokens=True):
@@ -122,7 +122,7 @@ def test_row_control_closes_a_cancelled_row_at_the_next_token():
 
 def test_the_transformers_backend_passes_the_cancel_flag_to_its_row_plan():
     pytest.importorskip("transformers")
-    from vlmjudge.backends.transformers import TransformersJudge
+    from vlmjudge.backends.hf.judge import TransformersJudge
 
     flag = threading.Event().is_set
     request = Request(text="hi", meta={CANCEL_META_KEY: flag})

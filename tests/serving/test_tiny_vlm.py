@@ -10,7 +10,7 @@ pytest.importorskip("transformers")
 @pytest.fixture(scope="module")
 def tiny_judge(tiny_vlm_path):
     """The suite's shared tiny Qwen3-VL (yes_bias 0), loaded once for this module."""
-    from vlmjudge.backends.transformers import TransformersJudge
+    from vlmjudge.backends.hf.judge import TransformersJudge
     return TransformersJudge(tiny_vlm_path("qwen3_vl"), batch_size=4)
 
 
@@ -22,7 +22,7 @@ def _requests(images, n=8, **decoding):
 
 
 def _same_model(judge):
-    from vlmjudge.backends.transformers import TransformersJudge
+    from vlmjudge.backends.hf.judge import TransformersJudge
     return TransformersJudge(judge.model, judge.processor, batch_size=4)
 
 

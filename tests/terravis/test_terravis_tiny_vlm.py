@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 pytest.importorskip("xgrammar")
-pytest.importorskip("vlmjudge.backends.transformers")
+pytest.importorskip("vlmjudge.backends.hf.judge")
 
 from terravis import TerraVis, load_pack, reference_records  # noqa: E402
 from terravis.core import make_items  # noqa: E402

@@ -12,7 +12,7 @@ from tvf_helpers import TEST_PACK, make_images
 def tiny_model(tiny_vlm_path):
     """The suite's tiny random Qwen3-VL biased towards "Yes" (8 nats)."""
     pytest.importorskip("xgrammar")
-    pytest.importorskip("vlmjudge.backends.transformers")
+    pytest.importorskip("vlmjudge.backends.hf.judge")
     return tiny_vlm_path("qwen3_vl", yes_bias=8.0)
 
 

@@ -5,7 +5,7 @@ import pytest
 
 from bench import LogitShift, bench_images, option_token_ids, shift_for_rate
 from bench.terravis import detection_margins, make_all_eligible
-from vlmjudge.backends.transformers import TransformersJudge
+from vlmjudge.backends.hf.judge import TransformersJudge
 
 
 @pytest.fixture(scope="session")

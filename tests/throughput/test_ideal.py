@@ -4,7 +4,7 @@ import pytest
 
 from bench.ideal import ideal_prefill, record, trie_nodes
 from vlmjudge import Request
-from vlmjudge.backends._hf_prompt_ids import expanded_image_token_id, prompt_token_keys
+from bench.prompt_ids import expanded_image_token_id, prompt_token_keys
 
 
 @pytest.mark.parametrize("sequences, nodes", [
@@ -81,7 +81,7 @@ def test_record_keeps_every_request_and_restores_the_judge(judge_for, noise):
 @pytest.mark.parametrize("family", ["qwen3_vl", "llava"])
 def test_the_processors_expansion_names_the_same_tokens(judge_for, noise, family):
     """Where the processor cannot tell visual-token counts, its own expansion is read: the same keys."""
-    from vlmjudge.backends._hf_prompt_ids import _expanded_by_processor
+    from bench.prompt_ids import _expanded_by_processor
     from vlmjudge.images import image_bytes_digest
     judge = judge_for(family)
     a, b = noise(2, sizes=((48, 32),), seed=7)

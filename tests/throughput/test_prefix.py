@@ -2,7 +2,7 @@
 import pytest
 
 from vlmjudge import Constraint, Decoding, Request
-from vlmjudge.backends import _hf_prefix as prefixes
+from vlmjudge.backends.hf.prefix import units as prefixes
 
 FAMILIES = ["qwen3_vl", "llava"]
 QUESTIONS = ["Is there a cat?", "Does the image show a red car on the street?", "Is the sky blue?",

@@ -4,7 +4,7 @@ in one call, and the per-stage accounting of the benchmark adds up. Counters onl
 from bench import judge_on
 from bench.ideal import Trie, record, stage_breakdown, trie_nodes
 from bench.terravis import bench_pack, record_view
-from vlmjudge.backends._hf_prompt_ids import prompt_token_keys
+from bench.prompt_ids import prompt_token_keys
 
 
 def _run(model, processor, images, **judge_kw):

@@ -1,31 +1,9 @@
 """Any OpenAI-compatible server as a judge: vLLM serve, SGLang, `vlmjudge serve`, hosted APIs.
 
 Why it exists: one GPU server (or a hosted model) can judge for many processes and
-machines. What it adds over the SDK:
-
-- A call's requests go out in prefix order (same system turn, image, ... adjacent; one
-  prefix's requests back to back, one burst), so the server's prefix cache hits; answers come
-  back in the caller's order. `stats.cached_prompt_tokens` adds up the prompt tokens the server
-  says its cache served (`usage.prompt_tokens_details.cached_tokens`).
-- A thread pool bounds concurrency; retries with exponential backoff and jitter on 429,
-  5xx, timeouts, dropped connections and 2xx bodies that are not a chat completion
-  (truncated JSON, a proxy's HTML page; counted in `stats.unparseable_responses`). After
-  the last retry the request becomes a failed Answer (finish_reason "error", never
-  cached, never a guess); any other 4xx raises `OpenAIRequestError`.
-- The cache identity includes the endpoint (`base_url`, without credentials), so two
-  servers that publish the same model name never share cached answers.
-- The assistant prefix goes as a final assistant message with `continue_final_message`
-  (the vLLM / SGLang extension). JSON schemas go as `response_format`; EBNF grammars in
-  the extension field the server reads (`grammar_field`). `Constraint.first_options`
-  goes as `vlmjudge_first_options`, which `vlmjudge serve` honours; vLLM, SGLang and
-  hosted APIs ignore it, so there the grammar or schema alone constrains the answer.
-- `choice_probs` reads the first token's `top_logprobs` (and sends the options as
-  `vlmjudge_options` for `vlmjudge serve`). Where the server gives no logprobs, or none
-  of the options, it generates a few tokens and takes the leading option (one-hot); the
-  manifest counts these as `choice_probs_fallbacks`.
-  `choice_probs(..., normalize=False)` reads the options' full-vocabulary probabilities
-  from the same `top_logprobs` (an option outside them has 0), with no one-hot fallback.
-- `batch_api=True` sends each chunk as one Batch-API job (upload, poll, download).
+machines. `OpenAIJudge` lists what it adds over the SDK (prefix-ordered requests, bounded
+concurrency with retries, endpoint-scoped cache identity, constraints and option
+probabilities through the servers' extensions, the Batch API).
 
 The API key is read from the environment variable `api_key_env` when the client is
 built; it is never stored on the judge, pickled, logged, cached or put in a manifest.
@@ -97,7 +75,34 @@ class _GaveUp(Exception):
 
 
 class OpenAIJudge(Judge):
-    """A judge that sends requests to an OpenAI-compatible chat-completions endpoint."""
+    """A judge that sends requests to an OpenAI-compatible chat-completions endpoint.
+
+    What it adds over the SDK:
+
+    - A call's requests go out in prefix order (same system turn, image, ... adjacent; one
+      prefix's requests back to back, one burst), so the server's prefix cache hits; answers come
+      back in the caller's order. `stats.cached_prompt_tokens` adds up the prompt tokens the server
+      says its cache served (`usage.prompt_tokens_details.cached_tokens`).
+    - A thread pool bounds concurrency; retries with exponential backoff and jitter on 429,
+      5xx, timeouts, dropped connections and 2xx bodies that are not a chat completion
+      (truncated JSON, a proxy's HTML page; counted in `stats.unparseable_responses`). After
+      the last retry the request becomes a failed Answer (finish_reason "error", never
+      cached, never a guess); any other 4xx raises `OpenAIRequestError`.
+    - The cache identity includes the endpoint (`base_url`, without credentials), so two
+      servers that publish the same model name never share cached answers.
+    - The assistant prefix goes as a final assistant message with `continue_final_message`
+      (the vLLM / SGLang extension). JSON schemas go as `response_format`; EBNF grammars in
+      the extension field the server reads (`grammar_field`). `Constraint.first_options`
+      goes as `vlmjudge_first_options`, which `vlmjudge serve` honours; vLLM, SGLang and
+      hosted APIs ignore it, so there the grammar or schema alone constrains the answer.
+    - `choice_probs` reads the first token's `top_logprobs` (and sends the options as
+      `vlmjudge_options` for `vlmjudge serve`). Where the server gives no logprobs, or none
+      of the options, it generates a few tokens and takes the leading option (one-hot); the
+      manifest counts these as `choice_probs_fallbacks`.
+      `choice_probs(..., normalize=False)` reads the options' full-vocabulary probabilities
+      from the same `top_logprobs` (an option outside them has 0), with no one-hot fallback.
+    - `batch_api=True` sends each chunk as one Batch-API job (upload, poll, download).
+    """
 
     backend = "openai"
 

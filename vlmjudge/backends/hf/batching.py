@@ -1,6 +1,6 @@
 """Which requests run together, how many fit, and preparing the next batch while one runs.
 
-Requests are grouped into units (see `_hf_prefix`; without prefix reuse every request is its
+Requests are grouped into units (see `prefix.units`; without prefix reuse every request is its
 own unit), units sorted by size (images, pixels, tokens) so that a batch pads little, and
 packed greedily under three limits: units per batch (the configured batch size: full-length
 rows), requests per batch (lowered after an out-of-memory error), and on CUDA a token budget
@@ -18,7 +18,7 @@ import sys
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
-from ._hf_prefix import Prompt, Unit
+from .prefix.units import Prompt, Unit
 
 #: Share of free accelerator memory a batch may plan to use (the rest: fragmentation, vision tower).
 MEMORY_SHARE = 0.5

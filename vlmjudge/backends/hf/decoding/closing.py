@@ -1,20 +1,15 @@
 """The shortest way to finish a JSON document from where decoding stands, schema-aware.
 
-xgrammar's matcher can say whether a text is complete but not how far the nearest end
-is, and constrained decoding must know that distance to stop in time (`_hf_forcing`).
-`JsonWalker` follows the bytes a JSON-schema grammar lets through (one-line JSON, ", "
-and ": " separators, properties in schema order, as `vlmjudge.grammar` compiles them)
-on a stack of frames, and `closing` writes the minimal text that ends the document from
-that stack: the open string closed (after `minLength` characters), a number or literal
-finished, each open container given its missing required properties or `minItems` items
-as their shortest values (the shortest enum member, `minimum` for a positive range,
-`[]`, `{}` with its required keys), then closed. The minimal value of every sub-schema
-and the tail of every container are computed once per walker. The few byte-level
-choices that depend on the grammar (which digit ends a number inside its range, which
-continuation byte ends a character) are tried on a fork of the matcher. The caller
-checks the whole text on another fork before trusting it; a schema outside the handled
-subset (patterns, formats, free `additionalProperties`, ambiguous `anyOf` branches)
-gives None and the caller falls back to a slower grammar-only search.
+xgrammar's matcher says whether a text is complete, not how far the nearest end is, and
+constrained decoding must know that distance to stop in time (`forcing`). `JsonWalker` follows
+the bytes a JSON-schema grammar lets through (one-line JSON, ", " and ": " separators,
+properties in schema order, as `vlmjudge.grammar` compiles them) on a stack of frames, and
+`closing` writes the minimal ending from that stack: the open string closed (after
+`minLength`), a number or literal finished, each open container given its missing required
+properties or `minItems` items as their shortest values, then closed. Byte choices that depend
+on the grammar are tried on a fork of the matcher, and the caller checks the whole text on
+another fork; a schema outside the handled subset (patterns, formats, free
+`additionalProperties`, ambiguous `anyOf`) gives None, and the caller searches by grammar alone.
 """
 from __future__ import annotations
 
@@ -22,7 +17,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from ._hf_schema_walk import (Unsupported, alternatives, branch, continuation, deref, inline, item_schema,
+from .schema_walk import (Unsupported, alternatives, branch, continuation, deref, inline, item_schema,
                               least_number, literals, min_items, next_keys, number_end, properties, schema_type)
 
 #: A piece of closing text, its token count (see `JsonWalker.count`) and the texts it joins,

@@ -1,27 +1,21 @@
-"""Shared-prefix batches served by the prefix KV store (`_hf_kvstore`): plan, run, keep.
+"""Shared-prefix batches served by the prefix KV store (`kv_store`): plan, run, keep.
 
-Planning (`prepare`, on the prefetch thread): each unit of a batch is looked up by its images'
-pixel digests and its prefix ids. Units the store holds no usable entry for run as before
-(`_hf_prefix.prepare`: the processor, the vision tower, the prefix forward); the processor never
-sees the others, whose requests' suffixes are still cut at the unit's split.
-
-Running (`cached_prefixes`, called by `PrefixRunner.first_logits`): the fresh units' prefix
-forward; then each served unit's entry, cut to the reused columns, and the unit's own tokens
-after them (its *extension*) run against it, in one forward per extension length, so no pad
-lies between entry and extension (a sliding window counts columns). Every unit's prefix row is
-then set, right-aligned, into one left-padded cache (a sliding layer's `cumulative_length` is one
-value per layer: the common width), with the 2-D mask hiding the pads and each row's next
-position explicit, and the suffixes run on it as on the uncached path. Each new unit prefix (a
-fresh one, or an entry extended) is kept for later calls.
+Planning (`prepare`, on the prefetch thread) looks each unit up by its images' pixel digests and
+prefix ids; units without a usable entry go through the processor as before (`units.prepare`).
+Running (`cached_prefixes`, from `PrefixRunner.first_logits`): the fresh units' prefix forward,
+then each served entry cut to its reused columns with the unit's own tokens after it run against
+it, one forward per extension length (no pad between entry and extension: a sliding window
+counts columns). The rows are set right-aligned into one left-padded cache (or read in place
+where attention is shared), the suffixes run on it, and every new prefix is kept.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from . import _hf_prefix as prefixes
-from ._hf_kvstore import Entry, PrefixKVStore, RowKV, verbatim_tail
-from ._hf_vision import _digest, image_keys
+from . import units as prefixes
+from .kv_store import Entry, PrefixKVStore, RowKV, verbatim_tail
+from .vision_cache import image_keys, pixel_digest
 
 if TYPE_CHECKING:
     import torch
@@ -49,7 +43,7 @@ class KVPlan:
 
 
 def unit_digests(prompt: prefixes.Prompt, pils: Sequence[Any]) -> tuple[str, ...]:
-    return tuple(_digest(prompt.digests, key, pil) for key, pil in zip(prompt.image_key, pils))
+    return tuple(pixel_digest(prompt.digests, key, pil) for key, pil in zip(prompt.image_key, pils))
 
 
 def prepare(processor: Any, prompts: Sequence[prefixes.Prompt], pil_lists: Sequence[list],
@@ -161,7 +155,7 @@ def cached_prefixes(runner: Any, batch: prefixes.PreparedBatch, device: Any, dty
     if plan.hits and runner.shares(device):  # rows read in place: no padded copy of each whole row
         import torch
 
-        from ._hf_shared_attention import UnitPrefixes
+        from .shared_attention import UnitPrefixes
         cache = UnitPrefixes.of_rows(rows, bases, device)
         mask, nxt = None, torch.tensor([r.next for r in rows], dtype=torch.long, device=device)
     elif plan.hits:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-from ..images import image_bytes_digest
-from ..requests import Request
-from ._hf_batching import image_tokens
+from vlmjudge.backends.hf.batching import image_tokens
+from vlmjudge.images import image_bytes_digest
+from vlmjudge.requests import Request
 
 #: Processor attributes that name the token the processor repeats once per visual token.
 _EXPANDED_ATTRS = ("image_token",)

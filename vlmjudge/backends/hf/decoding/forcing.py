@@ -1,21 +1,14 @@
 """JSON output that always closes within its token budget (the transformers backend's guarantee).
 
-Each row decoding under a JSON-schema constraint carries a `RowCloser`. It keeps a plan:
-the tokens of the shortest ending of the document from the current state (`_hf_closing`),
-checked on a fork of the row's grammar matcher (`accept_string`, then `is_completed`)
-whenever the plan is close to deciding anything. Before each token the closer looks at
-the token the row would take: if the ending from there, plus one end token, still fits
-in the budget left after it, the token goes through; otherwise the row takes the first
-token of its current plan instead. So the reserve is spent only when the budget reaches
-it, and a row whose budget runs out has written a complete document and its end token.
-A budget below the shortest document is refused when the request is made
-(`Closers.check_budget`). EBNF constraints get no closer: a row that runs out there ends
-with finish reason "length", as on server backends.
-
-Plans are written as tokens by `ByteVocab`: the longest vocabulary entry matching the
-next bytes, over the model's ordinary tokens (never special or added ones). A tokenizer
-without a token for every single byte cannot write every ending; such a model decodes
-without closers (logged once).
+Each row under a JSON-schema constraint carries a `RowCloser` with a plan: the tokens of the
+shortest ending from the current state (`closing`), checked on a fork of the row's matcher
+whenever the plan is close to deciding anything. Before each token the closer checks that the
+ending after it, plus one end token, still fits the budget left; if not, the row takes its
+plan's first token instead. So a row whose budget runs out has written a complete document and
+its end token; a budget below the shortest document is refused when the request is made
+(`Closers.check_budgets`). EBNF rows get no closer and end with "length", as on servers. Plans
+are written as tokens by `ByteVocab` (longest ordinary-token match); a tokenizer without a
+token for every byte decodes without closers (logged once).
 """
 from __future__ import annotations
 
@@ -24,7 +17,7 @@ import threading
 import weakref
 from typing import Any
 
-from ._hf_closing import JsonWalker, Unsupported
+from .closing import JsonWalker, Unsupported
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +99,7 @@ def compiler_with_closers(tokenizer: Any, vocab_size: int, stop_ids: list[int]) 
         found = _SHARED.get(key)
         if found is not None and found[0]() is tokenizer:
             return found[1]
-    from ..grammar import ConstraintCompiler
+    from ....grammar import ConstraintCompiler
     compiler = ConstraintCompiler(tokenizer, vocab_size, stop_ids)
     compiler.closers = Closers(compiler, tokenizer)
     with _SHARED_LOCK:
@@ -145,7 +138,7 @@ class Closers:
         if constraint.kind != "json_schema" or not self.vocab.complete:
             return None
         if constraint.spec not in self._walkers:
-            from ..grammar import bounded_schema
+            from ....grammar import bounded_schema
             self._walkers[constraint.spec] = JsonWalker(bounded_schema(constraint.schema), self.vocab.count)
         return self._walkers[constraint.spec]
 

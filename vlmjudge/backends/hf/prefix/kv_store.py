@@ -1,54 +1,25 @@
-"""Prefix KV cache kept across judge calls: a prompt prefix's keys and values, computed once.
+"""Prefix KV rows kept across judge calls, so a later prompt that starts with a kept prefix (same
+images by pixel digest, same token ids) runs only its new tokens and no vision tower.
 
-API (for method code and benchmarks):
-- On by default on the shared-prefix path: `TransformersJudge(..., kv_cache_mb=DEFAULT_MB)`, or
-  `load_judge(model, kv_cache_mb=...)` (passed through); `kv_cache_mb=0` turns it off, and so does
-  `prefix_reuse=False` (the unshared reference path, whose prefill stays as it is) and a model
-  whose cache cannot be shared (`sharing_blocker`). `judge.kv_cache` is the store (`len`, `bytes`,
-  `max_bytes`).
-- `judge.stats.prefix_cache_hits`: units (a shared prefix, or a lone request's prompt) whose
-  prefix, or part of it, was served from the store; `prefix_cache_tokens`: the prefill tokens
-  (visual tokens included) those hits skipped; `prefix_cache_evictions`: entries dropped to stay
-  within the budget. `prefill_tokens` counts only the tokens that ran.
-- A later call reuses an entry when its prompt starts with the entry's tokens (same images by
-  pixel digest, same token ids, all image placeholders inside the reused part): it runs only the
-  tokens after it, and no vision tower. Stages that ask about one image should therefore start
-  their prompts alike (system, image, shared instructions), and put what differs last.
-- Kept: each unit's prefix, and each request's whole prompt as a child of it (its own columns
-  only), so a continuation (evidence after a check: the check's prompt, its answer, more text)
-  runs only its new tokens; such a request is served as a unit of its own. An out-of-memory
-  error empties the store before the halved retry.
-- Not shared: text before the first image across different images (entries are per image set;
-  within one batch such a stem runs once, `_hf_prefix.shared_stem`, but each batch runs it again),
-  and prefixes between batches of one call prepared while the earlier batch runs (the prefetch
-  thread plans batch k+1 before batch k has kept its prefixes).
-
-What an entry is: the KV row of one unit prefix (`_hf_prefix`) after its forward, keyed by the
-pixel digests of its images and its tokenizer ids (image placeholders unexpanded), with its
-length in cache columns (placeholders expanded) and its next position (Qwen's multimodal rotary
-positions included: text tokens after the last image advance every axis by one, so a shorter
-cut's next position is the entry's minus the columns cut). A full-attention entry can be cut
-anywhere inside its text tail; a sliding-window layer keeps only its last W-1 columns, so an entry
-longer than the window is reused only at its exact end. Cuts stay inside the *verbatim tail*:
-the trailing tokens that the processor's expanded ids and the tokenizer's ids share (a processor
-that re-tokenises around an image, e.g. Gemma 3's newlines, would shift a cut made nearer the
-image); a cut at the tail's very start needs a special token before it (nothing merges across).
-
-Entries live on the model's device, least recently used first out, within `kv_cache_mb` (an
-entry larger than the budget is not kept). Lookups run on the prefetch thread and stores on the
-main one, under a lock; a batch holds the entries it was planned with, so an eviction between
-planning and running only frees memory later.
+An entry is one unit prefix's KV row (`RowKV`), keyed by digests and tokenizer ids, with its
+length in cache columns and its next position; a request's whole prompt is kept as a child of
+its unit's prefix (its own columns only). Cuts stay inside the verbatim tail, where processor
+and tokenizer ids agree; a sliding layer's entry is reused only at its end when longer than the
+window. Least recently used first out within `kv_cache_mb`; lookups (prefetch thread) and
+stores (main thread) share a lock. docs/performance.md has the API and the reasons.
 """
 from __future__ import annotations
 
 import array
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
+
+from .cache_layers import cache_layers
+from .sized_lru import SizedLRU
 
 if TYPE_CHECKING:
     import torch
@@ -164,34 +135,26 @@ def verbatim_tail(expanded: Sequence[int], ids: Sequence[int], limit: int) -> in
 def supports(model: Any) -> bool:
     """Whether every cache layer of the model is a plain or a sliding-window KV layer (the only
     ones whose rows this store cuts and rebuilds; DSA indexers and recurrent states are not)."""
-    from transformers import DynamicCache
     from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
-    layers = list(getattr(DynamicCache(config=model.config), "layers", []))
+    layers = cache_layers(model)
     return bool(layers) and all(type(layer) in (DynamicLayer, DynamicSlidingWindowLayer) for layer in layers)
 
 
-class PrefixKVStore:
+class PrefixKVStore(SizedLRU):
     """Prefix KV rows of one model by (image digests, token ids), within `max_mb` megabytes."""
 
     def __init__(self, model: Any, max_mb: float = DEFAULT_MB, stats: Any = None,
                  special_ids: Sequence[int] = ()) -> None:
-        if max_mb < 0:
-            raise ValueError(f"prefix KV cache size must be >= 0 MB, got {max_mb}")
+        super().__init__(max_mb, "prefix KV cache")
         self.enabled = max_mb > 0 and supports(model)
-        self.max_bytes = int(max_mb * 2**20)
         self.stats = stats               # the judge's stats: hits, skipped tokens, evictions
         self.special = frozenset(special_ids)
-        self._entries: OrderedDict[tuple, Entry] = OrderedDict()
         self._buckets: dict[tuple, dict[tuple, Entry]] = {}
-        self._bytes = 0
         self._lock = threading.Lock()
 
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    @property
-    def bytes(self) -> int:
-        return self._bytes
+    def _size(self, entry: Entry) -> int:
+        """An entry weighs its row's own tensors (a parent is an entry of its own)."""
+        return entry.kv.nbytes
 
     @staticmethod
     def _bucket(digests: tuple, ids: Sequence[int]) -> tuple | None:
@@ -215,14 +178,14 @@ class PrefixKVStore:
                 if cut and (best is None or cut > best[1]):
                     best = (entry, cut)
             if best is not None and touch:
-                self._touch(best[0])
+                self._touch_chain(best[0])
         return best
 
-    def _touch(self, entry: Entry) -> None:
+    def _touch_chain(self, entry: Entry) -> None:
         """Most recent: the entry, then its ancestors, so a parent always outlives its children."""
         while entry is not None:
-            self._entries.move_to_end(entry.key)
-            entry = self._entries.get(entry.parent) if entry.parent is not None else None
+            self._touch(entry.key)
+            entry = self._items.get(entry.parent) if entry.parent is not None else None
 
     @staticmethod
     def _usable(entry: Entry, common: int, images_end: int) -> int:
@@ -237,46 +200,45 @@ class PrefixKVStore:
 
     def has(self, key: tuple) -> bool:
         with self._lock:
-            return key in self._entries
+            return key in self._items
 
     def put(self, entry: Entry) -> Entry | None:
         """Keep `entry` (a key already kept stays as it is; a child needs its parent kept), then
         drop the least recently used entries, each with any children, until within budget.
         Returns the entry kept under its key (None: not kept)."""
-        size = entry.kv.nbytes
+        size = self._size(entry)
         bucket = self._bucket(entry.digests, entry.ids)
-        if size > self.max_bytes or bucket is None:
+        if not self._fits(size) or bucket is None:
             return None
         with self._lock:
-            if entry.key in self._entries:
-                self._touch(self._entries[entry.key])
-                return self._entries[entry.key]
-            parent = self._entries.get(entry.parent) if entry.parent is not None else None
+            if entry.key in self._items:
+                self._touch_chain(self._items[entry.key])
+                return self._items[entry.key]
+            parent = self._items.get(entry.parent) if entry.parent is not None else None
             if entry.parent is not None and parent is None:
                 return None  # its parent's tensors would be held without being counted
-            self._entries[entry.key] = entry
+            self._add(entry.key, entry, size)
             self._buckets.setdefault(bucket, {})[entry.key] = entry
-            self._bytes += size
             if parent is not None:
                 parent.children.append(entry.key)
-            self._touch(entry)
-            while self._bytes > self.max_bytes and self._entries:
-                self._drop(next(iter(self._entries)))
-            return self._entries.get(entry.key)
+            self._touch_chain(entry)
+            self._shrink()
+            return self._items.get(entry.key)
 
-    def _drop(self, key: tuple) -> None:
-        entry = self._entries.pop(key, None)
+    def _evict(self, key: tuple) -> Entry | None:
+        """Drop an entry, counted as an eviction, and with it every entry extending it."""
+        entry = super()._evict(key)
         if entry is None:
-            return
-        self._bytes -= entry.kv.nbytes
+            return None
         self._buckets[self._bucket(entry.digests, entry.ids)].pop(key, None)
         if self.stats is not None:
             self.stats.prefix_cache_evictions += 1
         for child in entry.children:
-            self._drop(child)
+            self._evict(child)
+        return entry
 
     def clear(self) -> None:
+        """Drop every entry (after an out-of-memory error), counting no evictions."""
         with self._lock:
-            self._entries.clear()
+            self._empty()
             self._buckets.clear()
-            self._bytes = 0

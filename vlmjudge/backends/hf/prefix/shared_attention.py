@@ -1,36 +1,13 @@
-"""Shared-prefix attention: every suffix and decode row reads its unit's prefix keys once.
+"""Shared-prefix attention on CPU: every suffix and decode row reads its unit's prefix keys once.
 
-On the shared-prefix path (`_hf_prefix`) each request's suffix, and each token decoded after
-it, attends over its unit's prefix (an image's ~1,700 columns under TerraVis' 18 checks). The
-plain layout copies that prefix into every request's cache row, so attention reads one copy
-per row. Here the shared part, the *base*, stays one row (`SharedPrefix`): a unit's prefix, or
-the prefix KV store's oldest stored ancestor that several units extend (TerraVis' evidence
-requests are units of one request each, each extending its own detection prompt, and all of
-an image's extending its image prefix: that is their base). A request's cache
-row (`SuffixCache`) holds only its columns after the base: its unit's own columns, then its
-suffix and the tokens it decodes. Each layer's attention is split at the base's end and the two
-parts are merged exactly, by their log-sum-exp (cascade attention):
-
-    out = o_b + (o_r - o_b) * sigmoid(l_r - l_b)
-
-o_b and l_b are a query's output and log-sum-exp over its base, computed with the base's
-queries stacked into one sequence (one read of the base for all its rows); o_r and l_r are the
-same over the row's own columns, masked as transformers masks them. That is softmax attention
-over the concatenated columns, reordered: the result equals the plain layout's up to float
-rounding.
-
-Where it runs (`blocker` says why not): on CPU (the kernel is PyTorch's CPU flash attention,
-which returns the log-sum-exp), on models whose every cache layer is a plain full-attention
-layer and whose attention implementation is sdpa. Sliding-window, chunked and recurrent
-models, and CUDA devices, keep the plain layout.
-
-The same split serves a batch's prefix forward whose units start with one text stem
-(`_hf_prefix.shared_stem`): the stem's single row is the base of every unit's row.
-
-How it is reached: `attention` is registered as the attention implementation `NAME` (an sdpa
-wrapper: outside a shared forward it is sdpa itself), and `attending` switches the model's
-attention configs to it for one forward, then back. A forward in which a layer did not call
-it raises: that layer would have attended over its suffix alone.
+Instead of a copy of the prefix in every request's cache row, the shared part (the *base*: a
+unit's prefix, or the KV store's oldest entry that several units extend) stays one row
+(`SharedPrefix`), and a request's row (`SuffixCache`) holds only its columns after it. Each
+layer's attention is split at the base's end and the parts merged by log-sum-exp (cascade
+attention), exact up to float rounding. Only where PyTorch's CPU flash attention gives the
+log-sum-exp, on plain full-attention caches under sdpa (`blocker` says why not). `attention`
+is registered as the implementation `NAME`, and `attending` switches a model to it for one
+forward; a layer that did not call it raises. docs/performance.md has the derivation.
 """
 from __future__ import annotations
 
@@ -42,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
-from ._hf_prefix import _cache_layers
+from .cache_layers import cache_layers
 
 if TYPE_CHECKING:
     import torch
@@ -170,7 +147,7 @@ class UnitPrefixes:
 
     @classmethod
     def of_rows(cls, rows: list[Any], bases: list[tuple[Any, int]], device: Any) -> UnitPrefixes:
-        """From the prefix KV store's rows (`_hf_kvstore.RowKV`), one per unit, without the
+        """From the prefix KV store's rows (`kv_store.RowKV`), one per unit, without the
         left-padded copy of every whole row that `of` reads: a base is the first columns of a
         row holding it (a view where one stored piece holds exactly those), and only the own
         columns are copied, into the right-aligned own tensors."""
@@ -270,7 +247,7 @@ def blocker(model: Any) -> str | None:
     import torch
     if not hasattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu"):
         return "this torch has no CPU flash attention returning the log-sum-exp"
-    layers = _cache_layers(model)
+    layers = cache_layers(model)
     if not layers or any(type(layer) is not DynamicLayer for layer in layers):
         return "a cache layer is not plain full attention (sliding window, chunk or recurrent state)"
     implementations = {config._attn_implementation for config in attention_configs(model)}

@@ -1,4 +1,4 @@
-"""JSON-schema questions `_hf_closing` asks: references, alternatives, literals, bounds, and
+"""JSON-schema questions `closing` asks: references, alternatives, literals, bounds, and
 the byte-level endings tried on a matcher fork."""
 from __future__ import annotations
 

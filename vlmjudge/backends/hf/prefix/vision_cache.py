@@ -1,24 +1,19 @@
 """Vision-tower outputs kept across judge calls, so that an image is encoded once.
 
-A method asks about one image in several judge calls: TerraVis in three stages (eligibility,
-the 18 checks, evidence for the positives), FAGER in one call per QA chunk. Shared-prefix
-batching runs the vision tower once per call; this store makes it once per image. It works
-for the Qwen-VL family, whose inner model encodes images in
-`get_image_features(pixel_values, image_grid_thw)`: while a prefix forward runs, that method
-is replaced on the instance by one that looks each image up by the digest of its pixels and
-runs the tower on the images it has not seen only. The tower attends within each image, so
-an image's features do not depend on the images encoded beside it (up to float rounding).
-
-Entries are tensors on the model's device, kept least-recently-used first out within a byte
-budget (a Qwen3-VL-8B image at 1024² holds ~32 MB: 1,024 tokens x 4,096 x 4 feature sets x
-bf16). Gemma 3 and LLaVA, whose inputs hold one pixel array per image, are served the same
-way (`ROW_FAMILIES`); the other families encode per call as before.
+A method asks about one image in several calls (TerraVis' three stages, FAGER's QA chunks);
+shared-prefix batching runs the tower once per call, this store once per image. While a prefix
+forward runs, the inner model's `get_image_features` is replaced on the instance by one that
+looks each image up by its pixel digest and encodes only the others; the tower attends within
+each image, so features do not depend on their neighbours (up to float rounding). It serves
+Qwen-VL grids and the families with one pixel array per image (`ROW_FAMILIES`); tiled inputs
+encode per call. Least recently used first out within `vision_cache_mb` (`SizedLRU`).
 """
 from __future__ import annotations
 
-from collections import OrderedDict
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+from .sized_lru import SizedLRU
 
 if TYPE_CHECKING:
     import torch
@@ -61,42 +56,31 @@ def image_keys(units: Sequence[Any], prompts: Sequence[Any], pil_lists: Sequence
     keys = []
     for unit in units:
         head = prompts[unit.rows[0]]
-        keys += [_digest(head.digests, key, pil) for key, pil in zip(head.image_key, pil_lists[unit.rows[0]])]
+        keys += [pixel_digest(head.digests, key, pil) for key, pil in zip(head.image_key, pil_lists[unit.rows[0]])]
     return keys
 
 
-def _digest(memo: dict[tuple, str], key: tuple, pil: Any) -> str:
+def pixel_digest(memo: dict[tuple, str], key: tuple, pil: Any) -> str:
     """The pixel digest of an image, once per image object (or path) in a call."""
     if key not in memo:
-        from ..images import image_bytes_digest
+        from ....images import image_bytes_digest
         memo[key] = image_bytes_digest(pil)
     return memo[key]
 
 
-class VisionCache:
+class VisionCache(SizedLRU):
     """Per-image vision features of one model, by pixel digest, within `max_mb` megabytes."""
 
     def __init__(self, model: Any, max_mb: float = DEFAULT_MB) -> None:
-        if max_mb < 0:
-            raise ValueError(f"vision cache size must be >= 0 MB, got {max_mb}")
+        super().__init__(max_mb, "vision cache")
         self.enabled = max_mb > 0 and supports(model)
         self._rows = _row_model(model)  # one pixel array per image, else Qwen-VL grids
         self._row_tensor = True         # whether the encoder stacks per-image features in one tensor
         self._inner = getattr(model, "model", None)
-        self.max_bytes = int(max_mb * 2**20)
-        self._store: OrderedDict[str, tuple[Any, list[Any]]] = OrderedDict()
-        self._bytes = 0
         self._output_type: type | None = None
         self._split_deepstack = True  # whether this transformers version splits deepstack features per image
         self.encoded = 0              # images run through the tower
         self.hits = 0                 # images served from the store
-
-    def __len__(self) -> int:
-        return len(self._store)
-
-    @property
-    def bytes(self) -> int:
-        return self._bytes
 
     @contextmanager
     def serving(self, keys: Sequence[str]) -> Iterator[None]:
@@ -130,7 +114,7 @@ class VisionCache:
             starts.append(starts[-1] + n)
         todo: list[int] = []  # the first place of each image the store lacks
         for i, key in enumerate(keys):
-            if key not in self._store and all(keys[j] != key for j in todo):
+            if key not in self._items and all(keys[j] != key for j in todo):
                 todo.append(i)
         fresh: dict[str, tuple[Any, list[Any]]] = {}
         if todo:
@@ -157,7 +141,7 @@ class VisionCache:
         n = int(pixel_values.shape[0])
         if len(keys) != n:
             raise RuntimeError(f"vision cache: {len(keys)} image keys for {n} images")
-        todo = [i for i, key in enumerate(keys) if key not in self._store and key not in keys[:i]]
+        todo = [i for i, key in enumerate(keys) if key not in self._items and key not in keys[:i]]
         fresh: dict[str, tuple[Any, list[Any]]] = {}
         if todo:
             def rows(value: Any) -> Any:  # per-image tensors (image sizes, patch positions) follow
@@ -198,24 +182,17 @@ class VisionCache:
         return self._output_type(**fields)
 
     # -- the store ---------------------------------------------------------------------------
-    def _touch(self, key: str) -> tuple[Any, list[Any]]:
-        self._store.move_to_end(key)
-        return self._store[key]
+    def _size(self, value: tuple[Any, list[Any]]) -> int:
+        """An image's features weigh its embeddings and its deepstack features."""
+        embeds, deep = value
+        return sum(int(t.numel()) * t.element_size() for t in (embeds, *deep))
 
     def _put(self, key: str, value: tuple[Any, list[Any]]) -> None:
-        size = _nbytes(value)
-        if size > self.max_bytes:
-            return
-        self._store[key] = value
-        self._bytes += size
-        while self._bytes > self.max_bytes:
-            _, old = self._store.popitem(last=False)
-            self._bytes -= _nbytes(old)
-
-
-def _nbytes(value: tuple[Any, list[Any]]) -> int:
-    embeds, deep = value
-    return sum(int(t.numel()) * t.element_size() for t in (embeds, *deep))
+        """Keep one image's features (unless they alone exceed the budget), evicting the oldest."""
+        size = self._size(value)
+        if self._fits(size):
+            self._add(key, value, size)
+            self._shrink()
 
 
 def _pooled_output_type(output_type: type) -> type:

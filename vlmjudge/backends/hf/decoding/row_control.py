@@ -7,7 +7,7 @@ row's grammar mask, first-token option restriction and (for sampled rows) draws 
 with the row's own seeded generator, leaving only that token open; as a stopping criterion
 it feeds each new token to the row's grammar matcher and closes the row on EOS, a stop
 string or its own budget. A row's draws thus do not depend on what else is in the batch.
-A row under a JSON-schema constraint also has a closer (`_hf_forcing.RowCloser`): the token
+A row under a JSON-schema constraint also has a closer (`forcing.RowCloser`): the token
 it would take (its draw, or the argmax) goes through only while the shortest ending of its
 document still fits in the budget after it; otherwise the closer's next token is taken.
 """
@@ -38,7 +38,7 @@ class RowPlan:
     matcher: Any = None                 # an xgrammar GrammarMatcher, or None
     first_ids: list[int] | None = None  # allowed ids at the first answer position
     cancelled: Any = None               # a callable: True once nobody waits for this row
-    closer: Any = None                  # a `_hf_forcing.RowCloser` (JSON-schema rows), or None
+    closer: Any = None                  # a `forcing.RowCloser` (JSON-schema rows), or None
     generator: torch.Generator | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:

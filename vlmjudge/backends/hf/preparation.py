@@ -1,0 +1,109 @@
+"""Request preparation for the transformers judge: chat-template rendering, tokenizer ids, which
+token an option is, and a batch's CPU inputs (built on the prefetch thread where one runs).
+
+An option is the next word after the prompt: after a space unless the prompt (template +
+prefix) ends in whitespace, so after "Answer:" the "Yes" option is the token of " Yes" and
+right after Qwen's "assistant\\n" it is "Yes". The id is found by tokenising the prompt's tail
+with and without the option, so `choice_probs` and constrained generation's `first_options`
+always read the same ids.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ...requests import Request
+from .prefix import kv_run as kvrun
+from .prefix import units as prefixes
+
+#: Characters of the prompt's end re-tokenised to find which token an option is.
+_TAIL_CHARS = 48
+#: Contexts `validate_options` checks: an option must be one token after either.
+_VALIDATION_TAILS = ("Answer:", "Answer:\n")
+
+
+class RequestPreparation:
+    """The request-side half of `TransformersJudge` (mixed into it): reads its tokenizer,
+    processor, token memo, runner and prefetcher, and changes no model state."""
+
+    def validate_options(self, options: Sequence[str]) -> None:
+        """Every option must be one token both after a space and after whitespace (see module doc)."""
+        for tail in _VALIDATION_TAILS:
+            self.option_ids(tail, options)
+
+    def option_ids(self, prompt_text: str, options: Sequence[str]) -> list[int]:
+        """The token id each option would be as the next word after `prompt_text`."""
+        tail = prompt_text[-_TAIL_CHARS:]
+        key = (tail, tuple(options))
+        if key not in self._option_cache:
+            sep = "" if not tail or tail[-1].isspace() else " "
+            base = self.tokenizer.encode(tail, add_special_tokens=False)
+            ids = []
+            for option in options:
+                full = self.tokenizer.encode(tail + sep + option, add_special_tokens=False)
+                if len(full) != len(base) + 1 or full[:len(base)] != base:
+                    pieces = self.tokenizer.convert_ids_to_tokens(full[len(base):] if full[:len(base)] == base else full)
+                    raise ValueError(f"option {option!r} is not a single token after {tail[-12:]!r} "
+                                     f"(it tokenises as {pieces}); choose single-token options")
+                ids.append(full[-1])
+            if len(set(ids)) != len(ids):
+                raise ValueError(f"options {list(options)} share token ids {ids}")
+            self._option_cache[key] = ids
+        return self._option_cache[key]
+
+    def _prompt(self, request: Request, digests: dict[tuple, str] | None = None,
+                renders: dict[tuple, str] | None = None, text: str | None = None) -> prefixes.Prompt:
+        """`renders` memoises chat-template renderings within one call, by the chat's repr (images
+        are placeholders there, or objects named by identity): one question of many images is one
+        text. `text`: the request's rendering, where the caller has it."""
+        text = text if text is not None else self._rendered(request, renders)
+        ids = list(self._token_ids(text))  # memoised: one question asked of many images is one text
+        prompt = prefixes.make_prompt(text, ids, request.images, request.pil_images(), self._image_token_ids,
+                                      stems=self._runner.stems)
+        if digests is not None:
+            prompt.digests = digests
+        return prompt
+
+    def _rendered(self, request: Request, renders: dict[tuple, str] | None) -> str:
+        """The request's prompt text, from `renders` (a call's memo) when it holds it."""
+        key = (repr(request.chat()), request.prefix) if renders is not None else None
+        text = renders.get(key) if key is not None else None
+        if text is None:
+            text = self.prompt_text(request)
+            if key is not None:
+                renders[key] = text
+        return text
+
+    def prompt_text(self, request: Request) -> str:
+        """The chat-template rendering of a request, generation prompt and prefix included."""
+        chat = request.chat()
+        renderer = self.processor if getattr(self.processor, "chat_template", None) else self.tokenizer
+        if not getattr(renderer, "chat_template", None):
+            raise ValueError(f"{self.model_id!r} has no chat template on its processor or tokenizer")
+        text = renderer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+        return text + request.prefix
+
+    def _prepare(self, processor: Any, batch: list[Request]) -> Any:
+        """CPU inputs for a batch (run on the prefetch thread with its own processor copy):
+        a `PreparedBatch` for the shared-prefix path, else the processor's padded output."""
+        prompts = [self._prompts.get(id(r)) or self._prompt(r) for r in batch]
+        if self.prefix_reuse:
+            units = prefixes.make_units(prompts)
+            if units is not None:
+                return kvrun.prepare(processor, prompts, [r.pil_images() for r in batch], units, self.pad_id,
+                                     self.kv_cache, self.vision_cache.enabled)
+        texts = [p.text for p in prompts]
+        return prefixes.processor_inputs(processor, texts, [r.pil_images() for r in batch]), texts
+
+    def _prepared(self, batch: list[Request]) -> Any:
+        """A batch's inputs: the prefetcher's, when it prepared them, else made here."""
+        ready = self._prefetcher.take(batch) if self._prefetcher is not None else None
+        return ready if ready is not None else self._prepare(self.processor, batch)
+
+    def _to_device(self, inputs: Any) -> Any:
+        """Processor outputs on the model's device, pixel values in its dtype."""
+        inputs = inputs.to(self.model.device)
+        for key, value in inputs.items():  # pixel values in the model's dtype; ids stay integers
+            if hasattr(value, "is_floating_point") and value.is_floating_point():
+                inputs[key] = value.to(self.model.dtype)
+        return inputs
+
