@@ -132,6 +132,5 @@ SPEC = MethodSpec(
     description="Factuality against a verified three-level rubric: yes/no/unknown questions per fact, "
                 "level-1 gate, keep/edit/regenerate with feedback. Score 0-100.",
 )
-normalize = SPEC.normalize  # the former module function, kept one release
 
-__all__ = ["FagerRecord", "FagerScorer", "SPEC", "build", "normalize", "parse_qa_value", "render"]
+__all__ = ["FagerRecord", "FagerScorer", "SPEC", "build", "parse_qa_value", "render"]

@@ -21,8 +21,10 @@ from vlmjudge.images import to_pil
 from vlmjudge.intake import IMAGE_SUFFIXES, is_image_file
 from vlmjudge.outputs import iter_jsonl
 
-from .judging import judge_text_image, normalize_rating
-from .core import ItemResult, LoopConfig, RegenerationLoop
+from .judging import judge_text_image
+from .scoring import normalize_rating
+from .core import ItemResult, RegenerationLoop
+from .config import LoopConfig
 from .plots import image_grid, progress_figure, save_figure
 from .runfolder import RunFolder, check_item_id
 from .similarity import SimilarityScorer

@@ -30,14 +30,14 @@ from vlmjudge.images import to_pil
 
 from .asking import json_request, run_stage
 from .baselines import direct_prompts, interrogator_prompts
-from .config import DEFAULT_ASPECTS, LOOP_VERSION, PROMPT_MODES, LoopConfig  # noqa: F401  (re-exported, as before)
+from .config import LOOP_VERSION, LoopConfig
 from .iut import InitialPrompt, IUTResult, build_iuts, initial_prompts
 from .judging import MLLMScores, judge_pairs
 from .pack import PromptPack, load_pack
 from .parsing import ParseFailure
 from .runfolder import RunFolder, check_item_id
 from .schema import Feedback, PromptList, prompt_list_schema
-from .scoring import SELECTION_PRESETS, combine, final_pick, select  # noqa: F401  (combine, presets: re-exported)
+from .scoring import final_pick, select
 from .similarity import SimilarityScorer
 
 log = logging.getLogger(__name__)

@@ -24,8 +24,8 @@ _EXPORTS = {
     **dict.fromkeys(("RunResult", "VIEScore2", "VIEScore2Record", "read_answer"), ".core"),
     **dict.fromkeys(("DEFAULT_CELL_THRESHOLD", "MARK_THRESHOLD", "grid_from_boxes", "grid_from_heatmap",
                      "grid_from_heatmaps", "grid_from_mask"), ".raster"),
-    **dict.fromkeys(("REWARD_WEIGHTS", "RewardFunction", "dice_reward", "fbeta_reward", "reward_functions",
-                     "rewards"), ".rewards"),
+    **dict.fromkeys(("RewardFunction", "reward_functions", "rewards"), ".rewards"),
+    **dict.fromkeys(("REWARD_WEIGHTS", "dice_reward", "fbeta_reward"), ".scoring"),
     **dict.fromkeys(("GridIoU", "GridF1", "VIEScore2Score", "viescore2_score"), ".metric"),
 }
 

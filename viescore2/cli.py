@@ -40,7 +40,8 @@ from vlmjudge.intake import IMAGE_SUFFIXES, image_items
 from vlmjudge.outputs import iter_jsonl, with_resolution_note
 
 from .evaluation import Reference, evaluate_suite, grid_iou
-from .grid import DEFAULT_N, parse_output, union_of
+from .grid import DEFAULT_N, union_of
+from .parsing import parse_output
 
 #: `score` runs this many judge batches at a time, writing their records before the next.
 SCORE_CHUNK_BATCHES = 4

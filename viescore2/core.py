@@ -26,11 +26,11 @@ from vlmjudge.judge import Judge
 from vlmjudge.requests import Answer, Decoding, Request
 
 from .explain import explain
-from .grid import (CATEGORIES, DEFAULT_N, CategoryGrids, Grid, GridStatus, Localization, ParsedOutput,
-                   overall_score)
+from .grid import CATEGORIES, DEFAULT_N, CategoryGrids, Grid, GridStatus, Localization, ParsedOutput
 from .pack import Fields, FieldsLike, PackLike, load_pack
 from .output_grammar import GridBounds, output_constraint, token_budget
 from .parsing import parse_grid, parse_output
+from .scoring import overall_score
 
 Status = Literal["ok", "partial", "failed", "error"]
 

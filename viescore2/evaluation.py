@@ -17,10 +17,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .grid import (CATEGORIES, DEFAULT_N, SCORE_KEYS, CategoryGrids, Grid, Localization, ParsedOutput,
-                   overall_score, union_of)
+from .grid import CATEGORIES, DEFAULT_N, SCORE_KEYS, CategoryGrids, Grid, Localization, ParsedOutput, union_of
 from .parsing import parse_grid, parse_output
-from .scoring import geometric_overall  # noqa: F401  (re-exported: viescore2.evaluation.geometric_overall)
+from .scoring import overall_score
 
 
 MIN_PAIRS = 3  # the release reports no correlation from fewer valid pairs

@@ -20,7 +20,8 @@ from vlmjudge.report_page import (
     mean, page, read_run, summary_table, worst_section, write_page,
 )
 
-from .grid import DEFAULT_N, parse_grid
+from .grid import DEFAULT_N
+from .parsing import parse_grid
 
 #: The score range of VIEScore2 (0-10), the histogram's x axis.
 SCORE_RANGE = (0.0, 10.0)

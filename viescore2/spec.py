@@ -44,4 +44,3 @@ SPEC = MethodSpec(
     description="0-10 scores (overall, or PQ and SC with overall sqrt(PQ*SC)) and a 16 x 16 grid of defect "
                 "cells (visual artifacts, semantic misalignments) in one constrained judge pass.",
 )
-build, normalize = SPEC.build, SPEC.normalize  # the former module functions, kept one release

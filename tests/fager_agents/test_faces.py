@@ -13,7 +13,7 @@ import torch
 
 from fager import format_qa_csv, read_qa_csv
 from fager.metric import FagerScore
-from fager.pipeline import Fager
+from fager.core import Fager
 from fager.spec import SPEC, parse_qa_value
 from vlmjudge.registry import get_method
 from vlmjudge.testing.conformance import check_method

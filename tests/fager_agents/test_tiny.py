@@ -10,7 +10,7 @@ import csv
 import pytest
 
 from fager.baseline import VQAScoreBaseline, baseline_ab_test
-from fager.pipeline import Fager
+from fager.core import Fager
 from fager.schema import QAItems, ReferenceExtraction, Rubric, Verification
 
 from fagent_helpers import TINY_PACK, noise

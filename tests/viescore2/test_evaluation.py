@@ -3,8 +3,10 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from viescore2.evaluation import (Reference, average_ranks, evaluate_suite, geometric_overall, grid_iou,
-                                  localization_metrics, pearson, pixel_iou, preference_accuracy, same_support, srcc)
+from viescore2.evaluation import (
+    Reference, average_ranks, evaluate_suite, grid_iou, localization_metrics, pearson, pixel_iou, preference_accuracy, same_support, srcc,
+)
+from viescore2.scoring import geometric_overall
 from viescore2.grid import CategoryGrids, Grid
 
 SQUARE = Grid({(1, 1), (1, 2), (2, 1), (2, 2)})
