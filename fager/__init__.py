@@ -8,7 +8,7 @@ VQAScore-style baseline and replay of saved runs (formats in fager/README.md).
 """
 from __future__ import annotations
 
-from vlmjudge._lazy import lazy_exports
+from vlmjudge.lazy import lazy_exports
 
 #: Public name -> the module it lives in; each loads on first use (`FagerScore` needs torch and torchmetrics).
 _EXPORTS = {

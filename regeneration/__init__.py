@@ -8,7 +8,7 @@ CLIP and DINOv2 encoders), `judging` (MLLM ratings), `iut`, `baselines`, `benchm
 """
 from __future__ import annotations
 
-from vlmjudge._lazy import lazy_exports
+from vlmjudge.lazy import lazy_exports
 
 #: Public name -> the module it lives in; each loads on first use, so `import regeneration` imports no torch.
 _EXPORTS = {

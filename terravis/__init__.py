@@ -8,7 +8,7 @@ S = exp(-lam (N_major + alpha N_minor)). The layout every method package shares 
 """
 from __future__ import annotations
 
-from vlmjudge._lazy import lazy_exports
+from vlmjudge.lazy import lazy_exports
 
 #: Public name -> the module it lives in; each loads on first use (the torchmetrics face imports torch).
 _EXPORTS = {

@@ -9,7 +9,7 @@ heatmaps and boxes), `rewards` (GRPO reward callables), `evaluation` (paper metr
 """
 from __future__ import annotations
 
-from vlmjudge._lazy import lazy_exports
+from vlmjudge.lazy import lazy_exports
 
 #: Public name -> the module it lives in; each loads on first use (the torchmetrics faces import torch).
 _EXPORTS = {
