@@ -19,8 +19,8 @@ from vlmjudge.report_page import (
     summary_table, worst_section, write_page,
 )
 
+from .records import Verdict
 from .replay import ReplayFormatError, read_details
-from .schema import Verdict
 
 #: FAGER scores are in 0-100: the histogram's x axis.
 SCORE_RANGE = (0.0, 100.0)

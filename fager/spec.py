@@ -15,8 +15,9 @@ from vlmjudge.registry import DEFAULT_JUDGE_MODEL, MethodSpec, renders
 
 from .core import Fager
 from .qa_store import QA_COLUMNS, parse_qa_csv
+from .records import Verdict
 from .references import MappingReferences
-from .schema import QASet, Verdict
+from .schema import QASet
 from .scoring import GatingPolicy
 
 

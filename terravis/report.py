@@ -298,8 +298,8 @@ def write_report(paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike,
     histogram needs a scored image, the violation shares a detected violation."""
     from vlmjudge.report_page import NOTHING_SCORED, write_page
 
+    from .figures import plot_level_shares, plot_score_histogram, plot_type_shares
     from .report_html import render_html
-    from .report_plots import plot_level_shares, plot_score_histogram, plot_type_shares
 
     evaluators = load_runs(paths)
     data = build_report(evaluators, group_by, human, violation_below, style_classifier)

@@ -3,9 +3,10 @@
 The layout every method package shares (README.md): `core` (`VIEScore2` over any judge), `pack`
 (field configurations and instruction packs), `scoring` (the overall score and reward math),
 `parsing` (judge text to scores and grids), `metric` (`VIEScore2Score`, torchmetrics), `spec`,
-`cli` and `report`. Besides: `grid` (the grid format), `raster` (ground truth from masks,
-heatmaps and boxes), `rewards` (GRPO reward callables), `evaluation` (paper metrics), `explain`,
-`render`, `data` (SFT/GRPO examples) and `output_grammar` (EBNF constraints).
+`cli` and `report`; `records` (`VIEScore2Record`), `human` (ground-truth grids from stored
+annotations) and `figures` (overlays). Besides: `grid` (the grid format), `raster` (ground truth from
+masks, heatmaps and boxes), `rewards` (GRPO reward callables), `evaluation` (paper metrics),
+`explain`, `data` (SFT/GRPO examples) and `output_grammar` (EBNF constraints).
 """
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ _EXPORTS = {
     **dict.fromkeys(("Fields", "InstructionPack", "all_fields", "build_instruction", "load_pack",
                      "training_instruction"), ".pack"),
     **dict.fromkeys(("output_constraint", "output_grammar", "token_budget"), ".output_grammar"),
-    **dict.fromkeys(("RunResult", "VIEScore2", "VIEScore2Record", "read_answer"), ".core"),
+    **dict.fromkeys(("RunResult", "VIEScore2", "read_answer"), ".core"),
+    "VIEScore2Record": ".records",
     **dict.fromkeys(("DEFAULT_CELL_THRESHOLD", "MARK_THRESHOLD", "grid_from_boxes", "grid_from_heatmap",
                      "grid_from_heatmaps", "grid_from_mask"), ".raster"),
     **dict.fromkeys(("RewardFunction", "reward_functions", "rewards"), ".rewards"),

@@ -135,7 +135,7 @@ def _image_path(images: Path, key: str, record: dict) -> Path | None:
 
 
 def _write_overlays(args: argparse.Namespace, ids: list[str], texts: list[str], refs: list[Reference]) -> int:
-    from .render import save_overlay
+    from .figures import save_overlay
     out, images = Path(args.overlays), Path(args.images)
     out.mkdir(parents=True, exist_ok=True)
     records = {k: r for k, (_, r) in _by_id(args.references, "reference").items()}
@@ -345,7 +345,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     print(format_table(summary))
     print(f"wrote {out} and {manifest_path}")
     if args.overlays:
-        from .render import save_overlay
+        from .figures import save_overlay
         folder = Path(args.overlays)
         folder.mkdir(parents=True, exist_ok=True)
         drawn = [r for r in records if r.localization is not None]

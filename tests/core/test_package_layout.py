@@ -1,7 +1,8 @@
 """Conformance of the four method packages to one layout: the same module for the same role.
 
 Each package has the role modules and a README.md as top-level files, its README starts with the
-shared layout table, its `__init__.py` uses the one lazy-import scheme, and no module is kept
+shared layout table, its `__init__.py` uses the one lazy-import scheme, a second-tier role (baselines,
+figures, human ratings, records) has one module name wherever a package has it, and no module is kept
 under a name from before 0.1.0: the package is unreleased, so moved modules have no aliases.
 """
 from __future__ import annotations
@@ -20,11 +21,46 @@ PACKAGES = ("terravis", "viescore2", "fager", "regeneration")
 ROLE_MODULES = ("core.py", "pack.py", "scoring.py", "parsing.py", "metric.py", "spec.py", "cli.py", "report.py")
 ROLE_FILES = (*ROLE_MODULES, "README.md")
 
-# Module names from before 0.1.0 (now role modules); nothing may import them or hold a file of that name.
+# Module names from before 0.1.0, now under role names; nothing may import them or hold a file so named.
 OLD_MODULES = (
     "terravis.prompts", "viescore2.pipeline", "viescore2.instructions", "viescore2.grid_reader",
     "viescore2.score_metric", "viescore2.metrics", "fager.pipeline", "regeneration.loop", "regeneration.prompts",
+    "terravis.variants", "fager.baseline", "terravis.report_plots", "regeneration.plots", "viescore2.render",
+    "viescore2.annotations",
 )
+
+# Second-tier roles, which not every method has: role module -> the packages that have that role.
+SECOND_TIER = {
+    "baselines.py": ("terravis", "fager", "regeneration"),  # the methods the paper compares with
+    "figures.py": ("terravis", "viescore2", "regeneration"),  # PNG figures
+    "human.py": ("terravis", "viescore2"),  # human ratings or annotations read as ground truth
+    "records.py": PACKAGES,  # the per-item record type
+}
+# The names those modules had before they shared one name.
+OLD_SECOND_TIER = ("variants.py", "baseline.py", "report_plots.py", "plots.py", "render.py", "annotations.py")
+# Each package's per-item record type, which lives in its records.py.
+RECORD_TYPES = {"terravis": "ImageRecord", "viescore2": "VIEScore2Record", "fager": "Verdict",
+                "regeneration": "ItemResult"}
+
+
+@pytest.mark.parametrize("role", sorted(SECOND_TIER))
+def test_a_second_tier_role_has_one_name(role):
+    """A package with the role holds it under the shared name, and a module of that name in a package
+    not listed is a role this table has not been told about."""
+    holders = {package for package in PACKAGES if (REPO / package / role).is_file()}
+    assert holders == set(SECOND_TIER[role]), f"{role}: in {sorted(holders)}, expected {sorted(SECOND_TIER[role])}"
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_module_keeps_an_old_second_tier_name(package):
+    kept = [name for name in OLD_SECOND_TIER if (REPO / package / name).exists()]
+    assert not kept, f"{package}/ keeps {kept}; the role names are {sorted(SECOND_TIER)}"
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_the_record_type_lives_in_records(package):
+    record = getattr(importlib.import_module(package), RECORD_TYPES[package])
+    assert record.__module__ == f"{package}.records"
 
 
 @pytest.mark.parametrize("package", PACKAGES)

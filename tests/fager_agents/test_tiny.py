@@ -9,7 +9,7 @@ import csv
 
 import pytest
 
-from fager.baseline import VQAScoreBaseline, baseline_ab_test
+from fager.baselines import VQAScoreBaseline, baseline_ab_test
 from fager.core import Fager
 from fager.schema import QAItems, ReferenceExtraction, Rubric, Verification
 
