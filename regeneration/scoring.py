@@ -18,7 +18,15 @@ from typing import Any, Protocol
 
 class Ratings(Protocol):
     """What `summarize_ratings` reads of one pair's ratings (`regeneration.judging.MLLMScores` has
-    it); judging.py imports this module for `normalize_rating`, so the type is described here."""
+    it); judging.py imports this module for `normalize_rating`, so the type is described here.
+
+    Examples:
+        Any object with these attributes will do:
+
+        >>> from types import SimpleNamespace
+        >>> summarize_ratings([SimpleNamespace(content_norm=1.0, perceptual_norm=None, failures=["perceptual"])])
+        {'mllm_content': 1.0, 'mllm_perceptual': None, 'mllm_parse_failures': 1}
+    """
 
     failures: Sequence[Any]
 

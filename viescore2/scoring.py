@@ -14,7 +14,14 @@ from typing import Mapping, Protocol
 
 class GridCells(Protocol):
     """What the reward math reads of a grid (`viescore2.grid.Grid` has it); grid.py imports this
-    module for the overall score, so the type is described here rather than imported."""
+    module for the overall score, so the type is described here rather than imported.
+
+    Examples:
+        >>> from viescore2.grid import Grid
+        >>> same = Grid({(1, 1)}, marks={(1, 1)}, n=2)
+        >>> weighted_counts(same, same), fbeta_reward(same, same)
+        ((2.0, 0.0, 0.0), 1.0)
+    """
 
     n: int
     cells: frozenset[tuple[int, int]]

@@ -140,7 +140,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_modules_install(args: argparse.Namespace) -> int:
-    from .evaluate_modules import install_modules
+    from .hub.evaluate_modules import install_modules
     installed = install_modules(args.metrics_dir, args.names or None)
     for name, module in installed.items():
         print(f"installed {name} -> {module}")
@@ -148,7 +148,7 @@ def _cmd_modules_install(args: argparse.Namespace) -> int:
 
 
 def _cmd_space_push(args: argparse.Namespace) -> int:
-    from .spaces import push_space, stage_space
+    from .hub.spaces import push_space, stage_space
     if args.stage:
         staged = stage_space(args.folder, args.stage, wheel=args.wheel)
         print(f"staged {', '.join(p.name for p in staged)} in {args.stage}")
