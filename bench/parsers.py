@@ -26,7 +26,7 @@ def readers() -> dict[str, Callable[[str], object]]:
     from regeneration.parsing import JSONReadError, extract_json
     from terravis.answers import read_detection, read_severity
     from terravis.parsing import first_json_object, parse_evidence
-    from viescore2.grid import parse_output
+    from viescore2.parsing import parse_output
 
     def tolerant(read: Callable[[str], object], *failures: type[BaseException]) -> Callable[[str], object]:
         def run(text: str) -> object:

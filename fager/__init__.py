@@ -2,19 +2,20 @@
 
 The layout every method package shares (README.md): `core` (`Fager`: `build_qa`, `score`), `pack`
 (the agents' prompts), `scoring` (answer points and gating), `parsing`, `metric` (`FagerScore`,
-torchmetrics), `spec`, `cli` and `report`. Besides: the record schemas, the QA-set store, the
-agents (`FagerAgents`), reference providers, refinement (`refine`), the Factual A/B test, the
-VQAScore-style baseline and replay of saved runs (formats in fager/README.md).
+torchmetrics), `spec`, `cli` and `report`; `records` (`Verdict`) and `baselines` (VQAScore-style).
+Besides: the schemas of what the agents write, the QA-set store, the agents (`FagerAgents`),
+reference providers, refinement (`refine`), the Factual A/B test and replay of saved runs
+(formats in fager/README.md).
 """
 from __future__ import annotations
 
-from vlmjudge._lazy import lazy_exports
+from vlmjudge.lazy import lazy_exports
 
 #: Public name -> the module it lives in; each loads on first use (`FagerScore` needs torch and torchmetrics).
 _EXPORTS = {
     **dict.fromkeys(("ABReport", "ab_test"), ".abtest"),
     **dict.fromkeys(("AgentOutput", "FagerAgents"), ".agents"),
-    **dict.fromkeys(("VQAScoreBaseline", "baseline_ab_test"), ".baseline"),
+    **dict.fromkeys(("VQAScoreBaseline", "baseline_ab_test"), ".baselines"),
     **dict.fromkeys(("PromptPack", "load_pack"), ".pack"),
     **dict.fromkeys(("AnswerParseError", "normalize_answer", "parse_answer", "read_answer_list"), ".parsing"),
     **dict.fromkeys(("Fager", "QABuild", "QABuildError"), ".core"),
@@ -26,10 +27,10 @@ _EXPORTS = {
     **dict.fromkeys(("ReplayFormatError", "details_scores", "format_summary", "read_details", "read_summary",
                      "rescore", "rescore_details", "summary_scores", "verdict_to_record", "write_summary",
                      "write_verdicts"), ".replay"),
-    **dict.fromkeys(("CATEGORIES", "LEVELS", "AnswerCounts", "CategoryFacts", "FactChange", "Gating",
-                     "LevelRubric", "LevelScores", "ParseFailure", "QAItem", "QAItems", "QASet",
-                     "QuestionAnswer", "QuestionResult", "ReferenceExtraction", "Rubric", "Verdict",
-                     "Verification"), ".schema"),
+    **dict.fromkeys(("CATEGORIES", "LEVELS", "CategoryFacts", "FactChange", "LevelRubric", "QAItem", "QAItems",
+                     "QASet", "QuestionAnswer", "ReferenceExtraction", "Rubric", "Verification"), ".schema"),
+    **dict.fromkeys(("AnswerCounts", "Gating", "LevelScores", "ParseFailure", "QuestionResult", "Verdict"),
+                    ".records"),
     **dict.fromkeys(("ANSWER_POINTS", "DEFAULT_POLICY", "SCORING_VERSION", "GatingPolicy", "answer_points",
                      "decide", "mean_score", "score_answer", "score_answers", "should_keep",
                      "should_regenerate"), ".scoring"),

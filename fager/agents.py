@@ -22,9 +22,9 @@ from vlmjudge.requests import Answer, Constraint, Decoding, Request
 from .agents_schema import model_schema, qa_schema, verification_schema
 from .pack import PromptPack, load_pack
 from .parsing import AnswerParseError, load_json, strip_fence
+from .records import QuestionResult
 from .schema import (
-    MAX_QA_ITEMS, FactEntry, QAItem, QAItems, QuestionAnswer, QuestionResult, ReferenceExtraction, Rubric,
-    Verification,
+    MAX_QA_ITEMS, FactEntry, QAItem, QAItems, QuestionAnswer, ReferenceExtraction, Rubric, Verification,
 )
 
 M = TypeVar("M", bound=BaseModel)

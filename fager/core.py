@@ -27,8 +27,9 @@ from .agents import FagerAgents, feedback_text
 from .pack import PromptPack
 from .parsing import AnswerParseError, parse_answer
 from .qa_store import AgentModels, QARecord, QASetKey, QAStore
+from .records import Verdict
 from .references import as_provider, digest, load_references
-from .schema import QAItem, QASet, QuestionAnswer, ReferenceExtraction, Verdict
+from .schema import QAItem, QASet, QuestionAnswer, ReferenceExtraction
 from .scoring import (
     DEFAULT_POLICY, SCORING_VERSION, GatingPolicy, mean_score, score_answers, should_regenerate,
 )

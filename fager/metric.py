@@ -29,7 +29,7 @@ from vlmjudge.faces.metric import JudgeMetric, State, batch_value
 from vlmjudge.images import to_pil_list
 
 from .core import Fager
-from .schema import Verdict
+from .records import Verdict
 from .spec import SPEC
 
 __all__ = ["FagerScore", "fager_score"]

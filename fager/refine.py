@@ -38,8 +38,8 @@ from vlmjudge.images import image_bytes_digest, to_pil
 from vlmjudge.outputs import iter_jsonl
 
 from .core import Fager
+from .records import Verdict
 from .replay import write_summary, write_verdicts
-from .schema import Verdict
 
 Action = Literal["keep", "edit", "regenerate", "none"]
 ActionStatus = Literal["done", "reused", "unchanged", "no_generator", "no_editor", "no_feedback", "undecided"]

@@ -16,10 +16,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from vlmjudge.outputs import JsonlError, iter_jsonl
 
-from .schema import (
-    ANSWERS, LEVELS, AnswerCounts, Category, Decision, Gating, Importance, Level, LevelScores,
-    ParseFailure, QuestionAnswer, QuestionResult, Verdict,
-)
+from .records import AnswerCounts, Gating, LevelScores, ParseFailure, QuestionResult, Verdict
+from .schema import ANSWERS, LEVELS, Category, Decision, Importance, Level, QuestionAnswer
 from .scoring import DEFAULT_POLICY, GatingPolicy, score_answers
 
 RELEASED_SUMMARY_COLUMNS: tuple[str, ...] = (

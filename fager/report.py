@@ -3,7 +3,7 @@
 It reads a run folder's `details.jsonl` (the project's Verdict lines, or the released layout)
 and writes into `--out`: `report.html` at the top, `summary.json`, and the figures (the overall
 score histogram and the keep / edit / regenerate decisions). The page has the shared look of
-every method's report (`vlmjudge.report_page`): the summary first, then the figures, then the
+every method's report (`vlmjudge.reports.page`): the summary first, then the figures, then the
 lowest-scored images with their level scores, answers and decision.
 """
 from __future__ import annotations
@@ -14,13 +14,13 @@ from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
-from vlmjudge.report_page import (
+from vlmjudge.reports.page import (
     NOTHING_SCORED, ReportInputError, add_report_command, figures_section, fmt_number, low_res_mark, mean, page,
     summary_table, worst_section, write_page,
 )
 
+from .records import Verdict
 from .replay import ReplayFormatError, read_details
-from .schema import Verdict
 
 #: FAGER scores are in 0-100: the histogram's x axis.
 SCORE_RANGE = (0.0, 100.0)
@@ -79,7 +79,7 @@ def _lowest(verdicts: Sequence[Verdict], worst: int) -> str:
 def write_report(run: str | os.PathLike, out_dir: str | os.PathLike, worst: int = 20) -> list[Path]:
     """Write the report of one FAGER run (folder or details.jsonl) into `out_dir`; returns the
     written paths (summary.json, the figures drawn, report.html last)."""
-    from vlmjudge.report_figures import bars, histogram
+    from vlmjudge.reports.figures import bars, histogram
 
     details = details_path(run)
     verdicts = read_verdicts(details)

@@ -1,4 +1,4 @@
-"""Pydantic models for every record FAGER reads, writes or asks a model to produce.
+"""Pydantic models for what FAGER asks a model to produce and the QA sets built from it.
 
 The models that an agent fills in (Rubric, ReferenceExtraction, Verification, QAItem,
 QuestionAnswer) forbid unknown keys and bound every string and list, so that
@@ -41,13 +41,13 @@ FactText = Annotated[str, Field(min_length=1, max_length=MAX_FACT)]
 RationaleText = Annotated[str, Field(max_length=MAX_RATIONALE)]
 
 
-class _Strict(BaseModel):
+class StrictModel(BaseModel):
     """Base: unknown keys are an error, so a schema-drifting model output is caught."""
 
     model_config = ConfigDict(extra="forbid")
 
 
-class CategoryFacts(_Strict):
+class CategoryFacts(StrictModel):
     """The facts one rubric category requires, with how much they matter.
 
     Examples:
@@ -76,7 +76,7 @@ def _empty_category() -> CategoryFacts:
     return CategoryFacts(importance="low", facts=[])
 
 
-class LevelRubric(_Strict):
+class LevelRubric(StrictModel):
     """One level of the rubric: the nine categories, always all present.
 
     Examples:
@@ -101,7 +101,7 @@ class LevelRubric(_Strict):
         return cls(**{c: _empty_category() for c in CATEGORIES})
 
 
-class FactEntry(_Strict):
+class FactEntry(StrictModel):
     """One fact with its place in the rubric, the unit that becomes one question."""
 
     level: Level
@@ -110,7 +110,7 @@ class FactEntry(_Strict):
     fact: str
 
 
-class Rubric(_Strict):
+class Rubric(StrictModel):
     """The three-level factual rubric (coarse identity -> key components -> fine details).
 
     Examples:
@@ -145,7 +145,7 @@ class Rubric(_Strict):
         return out
 
 
-class ReferenceExtraction(_Strict):
+class ReferenceExtraction(StrictModel):
     """What the reference-guided agent saw in reference images: visible evidence only.
 
     Examples:
@@ -161,7 +161,7 @@ class ReferenceExtraction(_Strict):
     notes: str = Field(max_length=1000)
 
 
-class FactChange(_Strict):
+class FactChange(StrictModel):
     """One fact the verification agent dropped or added, with why.
 
     Examples:
@@ -186,7 +186,7 @@ class FactChange(_Strict):
         return [value] if isinstance(value, str) else value
 
 
-class Verification(_Strict):
+class Verification(StrictModel):
     """The verified rubric plus the explicit drop/add decisions that produced it.
 
     Examples:
@@ -217,7 +217,7 @@ class Verification(_Strict):
         return self
 
 
-class QAItem(_Strict):
+class QAItem(StrictModel):
     """One yes-expected question generated from exactly one rubric fact.
 
     Examples:
@@ -233,13 +233,13 @@ class QAItem(_Strict):
     source_fact: str = Field(min_length=1, max_length=MAX_FACT)
 
 
-class QAItems(_Strict):
+class QAItems(StrictModel):
     """The QA agent's whole output for one rubric (the shape a constrained decoder fills)."""
 
     items: list[QAItem] = Field(max_length=MAX_QA_ITEMS)
 
 
-class QASet(_Strict):
+class QASet(StrictModel):
     """A prompt's QA items in evaluation order, with the dataset's id for the prompt if any.
 
     Examples:
@@ -272,7 +272,7 @@ class QASet(_Strict):
         return self
 
 
-class QuestionAnswer(_Strict):
+class QuestionAnswer(StrictModel):
     """The evaluation agent's answer to one question: yes/no/unknown and one sentence why.
 
     Examples:
@@ -287,126 +287,3 @@ class QuestionAnswer(_Strict):
     @classmethod
     def _normalise_answer(cls, value: object) -> object:
         return value.strip().lower() if isinstance(value, str) else value
-
-
-# ---- verdict records (computed, not generated) ------------------------------------------
-
-QuestionStatus = Literal["answered", "failed", "skipped"]
-
-
-class QuestionResult(QAItem):
-    """One question of a verdict: its answer and score, or why it has none.
-
-    Examples:
-        >>> result = QuestionResult(question="Is the cup red?", level="level_2", category="color", importance="medium",
-        ...                         source_fact="the cup is red", position=2, status="answered", answer="no", score=0.0)
-        >>> result.item().source_fact, result.score
-        ('the cup is red', 0.0)
-    """
-
-    position: int = Field(ge=0)
-    status: QuestionStatus
-    answer: Answer | None = None
-    rationale: str = ""
-    score: float | None = None
-    raw: str | None = None  # the unparseable text, kept for failures
-
-    @model_validator(mode="after")
-    def _status_consistent(self) -> "QuestionResult":
-        if (self.status == "answered") != (self.answer is not None and self.score is not None):
-            raise ValueError("an answered question needs an answer and a score, and only it has them")
-        return self
-
-    def item(self) -> QAItem:
-        """The QA item this result answers."""
-        return QAItem(question=self.question, level=self.level, category=self.category,
-                      importance=self.importance, source_fact=self.source_fact)
-
-
-class ParseFailure(_Strict):
-    """A question whose answer was missing or could not be read; counted, never scored."""
-
-    position: int = Field(ge=0)
-    level: Level
-    question: str
-    reason: str
-
-
-class LevelScores(_Strict):
-    """Per-level scores in [0, 100]; None for a level with no scored question.
-
-    Examples:
-        >>> LevelScores(level_1=100.0, level_2=50.0)
-        LevelScores(level_1=100.0, level_2=50.0, level_3=None)
-    """
-
-    level_1: float | None = None
-    level_2: float | None = None
-    level_3: float | None = None
-
-
-class AnswerCounts(_Strict):
-    """How the evaluated questions were answered; `total` counts scored answers only.
-
-    Examples:
-        >>> AnswerCounts(yes=2, no=1, unknown=1, total=4, failed=1).total
-        4
-        >>> from pydantic import ValidationError
-        >>> try:
-        ...     AnswerCounts(yes=2, no=1, unknown=0, total=4)
-        ... except ValidationError as error:
-        ...     print(error.errors()[0]["msg"])
-        Value error, total 4 != yes + no + unknown = 3
-    """
-
-    yes: int = Field(ge=0)
-    no: int = Field(ge=0)
-    unknown: int = Field(ge=0)
-    total: int = Field(ge=0)
-    failed: int = Field(default=0, ge=0)
-
-    @model_validator(mode="after")
-    def _total_adds_up(self) -> "AnswerCounts":
-        if self.total != self.yes + self.no + self.unknown:
-            raise ValueError(f"total {self.total} != yes + no + unknown = {self.yes + self.no + self.unknown}")
-        return self
-
-
-class Gating(_Strict):
-    """How the coarse-to-fine gate ran: levels evaluated and skipped, thresholds used."""
-
-    evaluated_levels: list[Level]
-    skipped_levels: list[Level]
-    level_1_score: float | None
-    regenerate_threshold: float
-    keep_threshold: float
-    inclusive: bool = True
-
-
-class Verdict(_Strict):
-    """Everything FAGER concludes about one image against one QA set.
-
-    Examples:
-        Verdicts come from `fager.scoring.score_answers`; they round-trip through JSON:
-
-        >>> from fager.scoring import score_answers
-        >>> item = QAItem(question="Is there a cup?", level="level_1", category="existence", importance="high",
-        ...               source_fact="a cup")
-        >>> verdict = score_answers([item], ["yes"], prompt="a red cup")
-        >>> again = Verdict.model_validate_json(verdict.model_dump_json())
-        >>> verdict.overall_score, verdict.decision, again.model_dump() == verdict.model_dump()
-        (100.0, 'keep', True)
-    """
-
-    prompt: str | None = None
-    index: str | None = None
-    image: str | None = None
-    level_scores: LevelScores
-    overall_score: float | None
-    counts: AnswerCounts
-    decision: Decision | None  # None: the gate could not be decided (see scoring.decide)
-    feedback: str | None = None  # regeneration constraint or edit instruction; None for keep
-    gating: Gating
-    questions: list[QuestionResult] = Field(default_factory=list)
-    parse_failures: list[ParseFailure] = Field(default_factory=list)
-    provenance: dict[str, str] = Field(default_factory=dict)

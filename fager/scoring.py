@@ -20,10 +20,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from .parsing import AnswerParseError, normalize_answer, parse_answer
-from .schema import (
-    LEVELS, AnswerCounts, Decision, Gating, LevelScores, ParseFailure, QAItem, QuestionAnswer,
-    QuestionResult, Verdict,
-)
+from .records import AnswerCounts, Gating, LevelScores, ParseFailure, QuestionResult, Verdict
+from .schema import LEVELS, Decision, QAItem, QuestionAnswer
 
 #: Recorded in every verdict's provenance; bumped whenever a default changes what a verdict says.
 #: 2: an `answer` value other than yes/no/unknown is "unknown" (the release's rule), not a failure.

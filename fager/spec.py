@@ -15,8 +15,9 @@ from vlmjudge.registry import DEFAULT_JUDGE_MODEL, MethodSpec, renders
 
 from .core import Fager
 from .qa_store import QA_COLUMNS, parse_qa_csv
+from .records import Verdict
 from .references import MappingReferences
-from .schema import QASet, Verdict
+from .schema import QASet
 from .scoring import GatingPolicy
 
 
@@ -132,6 +133,5 @@ SPEC = MethodSpec(
     description="Factuality against a verified three-level rubric: yes/no/unknown questions per fact, "
                 "level-1 gate, keep/edit/regenerate with feedback. Score 0-100.",
 )
-normalize = SPEC.normalize  # the former module function, kept one release
 
-__all__ = ["FagerRecord", "FagerScorer", "SPEC", "build", "normalize", "parse_qa_value", "render"]
+__all__ = ["FagerRecord", "FagerScorer", "SPEC", "build", "parse_qa_value", "render"]

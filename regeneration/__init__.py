@@ -3,12 +3,13 @@ reference image again, from prompts an MLLM writes and revises over rounds.
 
 The layout every method package shares (README.md): `core` (`RegenerationLoop`), `pack` (the
 prompt pack), `scoring` (similarity percent, ratings, selection), `parsing`, `metric`
-(`RegenerationSimilarity`, torchmetrics), `spec`, `cli` and `report`. Besides: `similarity` (the
-CLIP and DINOv2 encoders), `judging` (MLLM ratings), `iut`, `baselines`, `benchmark`, `config`.
+(`RegenerationSimilarity`, torchmetrics), `spec`, `cli` and `report`; `records` (`ItemResult`),
+`baselines` (direct and interrogator prompts) and `figures`. Besides: `similarity` (the CLIP and
+DINOv2 encoders), `judging` (MLLM ratings), `iut`, `benchmark`, `config`.
 """
 from __future__ import annotations
 
-from vlmjudge._lazy import lazy_exports
+from vlmjudge.lazy import lazy_exports
 
 #: Public name -> the module it lives in; each loads on first use, so `import regeneration` imports no torch.
 _EXPORTS = {
@@ -17,7 +18,9 @@ _EXPORTS = {
     **dict.fromkeys(("SimilarityScorer", "ClipEncoder", "DinoEncoder", "regeneration_similarity"), ".similarity"),
     **dict.fromkeys(("judge_pairs", "judge_text_image"), ".judging"),
     **dict.fromkeys(("direct_prompts", "interrogator_prompts"), ".baselines"),
-    **dict.fromkeys(("LoopConfig", "RegenerationLoop", "ItemResult"), ".core"),
+    "LoopConfig": ".config",
+    "RegenerationLoop": ".core",
+    "ItemResult": ".records",
     **dict.fromkeys(("run_benchmark", "load_references", "release_summary"), ".benchmark"),
     "RegenerationSimilarity": ".metric",
     **dict.fromkeys(("PromptPack", "load_pack"), ".pack"),

@@ -27,9 +27,10 @@ from vlmjudge.cli.scoring import Outcome, ScoreCommand, run_scoring
 from vlmjudge.outputs import write_jsonl, write_manifest
 
 from .benchmark import load_prompts, load_references, run_benchmark
-from .config import DEFAULT_SELECTION, INTERROGATOR_RUNS, SELECTION_PRESETS
-from .core import DEFAULT_ASPECTS, PROMPT_MODES, LoopConfig, RegenerationLoop
+from .config import DEFAULT_ASPECTS, INTERROGATOR_RUNS, PROMPT_MODES, LoopConfig
+from .core import RegenerationLoop
 from .parsing import READINGS
+from .scoring import DEFAULT_SELECTION, SELECTION_PRESETS
 from .similarity import (
     DEFAULT_CLIP_MODEL,
     DEFAULT_DINO_MODEL,

@@ -18,7 +18,7 @@ from vlmjudge.cli.intake import is_image_file
 from vlmjudge.cli.resume import done_in_records
 from vlmjudge.outputs import with_resolution_note
 
-from .judging import summarize_ratings
+from .scoring import summarize_ratings
 
 #: Per-pair columns, in the order of the CSV and of the JSON rows.
 SIMILARITY_COLUMNS = ("score", "clip", "dino")

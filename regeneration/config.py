@@ -16,9 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .parsing import READINGS
-from .scoring import (  # noqa: F401  (re-exported: regeneration.config.select and the rest stay importable)
-    DEFAULT_SELECTION, SELECTION_PRESETS, combine, final_pick, select,
-)
+from .scoring import DEFAULT_SELECTION, SELECTION_PRESETS
 
 #: Version of the loop's behaviour, recorded in every run folder's config.json. Version 2: the
 #: interrogator baseline is single-shot, "direct" keeps the IUT in feedback and revision, and

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from vlmjudge.generators import generator_name, load_generator
@@ -30,14 +29,15 @@ from vlmjudge.images import to_pil
 
 from .asking import json_request, run_stage
 from .baselines import direct_prompts, interrogator_prompts
-from .config import DEFAULT_ASPECTS, LOOP_VERSION, PROMPT_MODES, LoopConfig  # noqa: F401  (re-exported, as before)
+from .config import LOOP_VERSION, LoopConfig
 from .iut import InitialPrompt, IUTResult, build_iuts, initial_prompts
 from .judging import MLLMScores, judge_pairs
 from .pack import PromptPack, load_pack
 from .parsing import ParseFailure
+from .records import ItemResult
 from .runfolder import RunFolder, check_item_id
 from .schema import Feedback, PromptList, prompt_list_schema
-from .scoring import SELECTION_PRESETS, combine, final_pick, select  # noqa: F401  (combine, presets: re-exported)
+from .scoring import final_pick, select
 from .similarity import SimilarityScorer
 
 log = logging.getLogger(__name__)
@@ -45,32 +45,6 @@ log = logging.getLogger(__name__)
 #: Settings a resumed run must share with the saved one (rounds may grow; final scoring may change).
 _RESUME_KEYS = ("loop_version", "variants", "aspects", "weights", "prompt_mode", "interrogator", "json_reading",
                 "seed", "max_objects", "pack", "generator")
-
-
-@dataclass
-class ItemResult:
-    """The regeneration chosen for one reference, its scores, and the per-round progress."""
-
-    item: str
-    status: str  # "ok" or "failed"
-    prompt: str | None = None
-    image: str | None = None
-    round: int | None = None
-    index: int | None = None
-    clip: float | None = None
-    dino: float | None = None
-    combined: float | None = None
-    mllm: dict[str, Any] | None = None
-    rounds: list[dict[str, Any]] = field(default_factory=list)
-    parse_failures: int = 0
-    reason: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ItemResult:
-        return cls(**data)
 
 
 class RegenerationLoop:

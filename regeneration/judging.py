@@ -16,7 +16,7 @@ from .asking import json_request, run_stage
 from .parsing import ParseFailure
 from .pack import PromptPack, load_pack
 from .schema import Rating
-from .scoring import normalize_rating, summarize_ratings  # noqa: F401  (re-exported: regeneration.judging names)
+from .scoring import normalize_rating
 
 
 

@@ -4,7 +4,7 @@ It reads the compare result (the `--out` JSON with `summary`, `pairs` and `unpai
 the `--csv` per-pair rows, or JSON lines of pair rows) and writes into `--out`: `report.html` at
 the top, `summary.json`, and the figures (CLIP % and DINO % histograms, and the score against
 the MLLM content rating when a judge rated the pairs). The page has the shared look of every
-method's report (`vlmjudge.report_page`): the summary first, then figures, then the
+method's report (`vlmjudge.reports.page`): the summary first, then figures, then the
 lowest-scored pairs and the files that had no partner.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
-from vlmjudge.report_page import (
+from vlmjudge.reports.page import (
     NOTHING_SCORED, ReportInputError, add_report_command, figures_section, fmt_number, low_res_mark, low_res_note,
     mean, page, read_run, section, summary_table, table, worst_section, write_page,
 )
@@ -106,7 +106,7 @@ def _unpaired(unpaired: dict[str, list[str]]) -> str:
 
 
 def _plot_score_vs_content(pairs: Sequence[dict[str, Any]], path: Path) -> None:
-    from vlmjudge.report_figures import new_figure, save_figure
+    from vlmjudge.reports.figures import new_figure, save_figure
 
     points = [(p["mllm_content_rating"], p["score"]) for p in pairs
               if p.get("mllm_content_rating") is not None and p.get("score") is not None]
@@ -124,7 +124,7 @@ def _plot_score_vs_content(pairs: Sequence[dict[str, Any]], path: Path) -> None:
 def write_report(result: str | os.PathLike, out_dir: str | os.PathLike, worst: int = 20) -> list[Path]:
     """Write the report of one compare result into `out_dir`; returns the written paths
     (summary.json, the figures drawn, report.html last)."""
-    from vlmjudge.report_figures import histogram
+    from vlmjudge.reports.figures import histogram
 
     data = read_compare(result)
     pairs, unpaired = data["pairs"], data["unpaired_files"]

@@ -13,10 +13,31 @@ No model and no judge here: the functions take numbers (or embeddings already co
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:  # ratings are only read here; judging.py imports this module
-    from .judging import MLLMScores
+
+class Ratings(Protocol):
+    """What `summarize_ratings` reads of one pair's ratings (`regeneration.judging.MLLMScores` has
+    it); judging.py imports this module for `normalize_rating`, so the type is described here.
+
+    Examples:
+        Any object with these attributes will do:
+
+        >>> from types import SimpleNamespace
+        >>> summarize_ratings([SimpleNamespace(content_norm=1.0, perceptual_norm=None, failures=["perceptual"])])
+        {'mllm_content': 1.0, 'mllm_perceptual': None, 'mllm_parse_failures': 1}
+    """
+
+    failures: Sequence[Any]
+
+    @property
+    def content_norm(self) -> float | None:
+        """The content rating on [0, 1], None when unreadable."""
+
+    @property
+    def perceptual_norm(self) -> float | None:
+        """The perceptual rating on [0, 1], None when unreadable."""
+
 
 SELECTION_PRESETS: dict[str, dict[str, float]] = {
     "release": {"clip": 0.5, "dino": 0.5, "mllm": 0.0},
@@ -84,7 +105,7 @@ def normalize_rating(score: float | None) -> float | None:
     return (score - 1.0) / 4.0
 
 
-def summarize_ratings(ratings: Sequence[MLLMScores]) -> dict[str, Any]:
+def summarize_ratings(ratings: Sequence[Ratings]) -> dict[str, Any]:
     """Means of the normalised ratings over readable answers (None when none was readable) and the
     number of parse failures: `mllm_content`, `mllm_perceptual`, `mllm_parse_failures`.
 

@@ -3,12 +3,13 @@
 Eligibility, 18 independent violation checks, severity of each violation, then
 S = exp(-lam (N_major + alpha N_minor)). The layout every method package shares (README.md):
 `core` (`TerraVis`, to score), `pack` (prompt packs), `scoring` (the formula), `parsing`,
-`metric` (`TerraVisScore`, torchmetrics), `spec`, `cli` and `report` (rankings, figures, HTML);
+`metric` (`TerraVisScore`, torchmetrics), `spec`, `cli` and `report` (rankings, HTML); `records`
+(`ImageRecord`), `baselines` (TerraVis-H, GPTScore), `human` (human annotations) and `figures`;
 `analysis` holds the paper's analyses over saved records.
 """
 from __future__ import annotations
 
-from vlmjudge._lazy import lazy_exports
+from vlmjudge.lazy import lazy_exports
 
 #: Public name -> the module it lives in; each loads on first use (the torchmetrics face imports torch).
 _EXPORTS = {

@@ -14,10 +14,10 @@ from typing import Any, Literal, Mapping, Sequence
 
 from vlmjudge.judge import Judge
 
+from .baselines import run_rating
 from .pack import PromptPack, load_pack
 from .records import ImageRecord
 from .scoring import mean_score, na_rate, violation_breakdown
-from .variants import run_rating
 from .workflow import BLOCK_IMAGES, Item, Workflow, WorkflowConfig, reference_records
 
 VARIANTS = ("workflow", "holistic", "gptscore")

@@ -296,10 +296,10 @@ def write_report(paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike,
     """Write summary.json, ranking.csv, the figures and report.html (at the top of `out_dir`);
     returns the paths. A figure with nothing to show is left out and the page says why: the
     histogram needs a scored image, the violation shares a detected violation."""
-    from vlmjudge.report_page import NOTHING_SCORED, write_page
+    from vlmjudge.reports.page import NOTHING_SCORED, write_page
 
+    from .figures import plot_level_shares, plot_score_histogram, plot_type_shares
     from .report_html import render_html
-    from .report_plots import plot_level_shares, plot_score_histogram, plot_type_shares
 
     evaluators = load_runs(paths)
     data = build_report(evaluators, group_by, human, violation_below, style_classifier)

@@ -9,7 +9,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from vlmjudge.report_page import (
+from vlmjudge.reports.page import (
     NOTHING_SCORED, empty_state, figures_section, fmt_cell, fmt_number, low_res_mark, page, summary_table, table,
 )
 

@@ -186,14 +186,21 @@ def correlations(pred: Sequence[float | None], human: Sequence[float | None]) ->
     """
     from scipy import stats
 
+    from vlmjudge.stats import correlation
+
     x, y = paired(pred, human)
     out: dict[str, float | int] = {"n": len(x)}
     if len(x) < 2 or len(set(x)) < 2 or len(set(y)) < 2:
         return {**out, "spearman": math.nan, "kendall": math.nan, "pearson": math.nan}
-    out["spearman"] = float(stats.spearmanr(x, y).statistic)
+    out["spearman"] = _nan_if_undefined(correlation.spearman(x, y))
     out["kendall"] = float(stats.kendalltau(x, y).statistic)
-    out["pearson"] = float(stats.pearsonr(x, y).statistic)
+    out["pearson"] = _nan_if_undefined(correlation.pearson(x, y))
     return out
+
+
+def _nan_if_undefined(value: float | None) -> float:
+    """TerraVis reports an undefined coefficient as NaN (not None), so its tables hold floats only."""
+    return math.nan if value is None else value
 
 
 def correlations_by_group(pred: Sequence[float | None], human: Sequence[float | None],

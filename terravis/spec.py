@@ -47,4 +47,3 @@ SPEC = MethodSpec(
     description="World-grounded visual consistency: eligibility, 18 violation checks, severity, "
                 "S = exp(-lam (N_major + alpha N_minor)).",
 )
-build, identity = SPEC.build, SPEC.normalize  # the former module functions, kept one release

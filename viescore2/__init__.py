@@ -3,13 +3,14 @@
 The layout every method package shares (README.md): `core` (`VIEScore2` over any judge), `pack`
 (field configurations and instruction packs), `scoring` (the overall score and reward math),
 `parsing` (judge text to scores and grids), `metric` (`VIEScore2Score`, torchmetrics), `spec`,
-`cli` and `report`. Besides: `grid` (the grid format), `raster` (ground truth from masks,
-heatmaps and boxes), `rewards` (GRPO reward callables), `evaluation` (paper metrics), `explain`,
-`render`, `data` (SFT/GRPO examples) and `output_grammar` (EBNF constraints).
+`cli` and `report`; `records` (`VIEScore2Record`), `human` (ground-truth grids from stored
+annotations) and `figures` (overlays). Besides: `grid` (the grid format), `raster` (ground truth from
+masks, heatmaps and boxes), `rewards` (GRPO reward callables), `evaluation` (paper metrics),
+`explain`, `data` (SFT/GRPO examples) and `output_grammar` (EBNF constraints).
 """
 from __future__ import annotations
 
-from vlmjudge._lazy import lazy_exports
+from vlmjudge.lazy import lazy_exports
 
 #: Public name -> the module it lives in; each loads on first use (the torchmetrics faces import torch).
 _EXPORTS = {
@@ -21,11 +22,12 @@ _EXPORTS = {
     **dict.fromkeys(("Fields", "InstructionPack", "all_fields", "build_instruction", "load_pack",
                      "training_instruction"), ".pack"),
     **dict.fromkeys(("output_constraint", "output_grammar", "token_budget"), ".output_grammar"),
-    **dict.fromkeys(("RunResult", "VIEScore2", "VIEScore2Record", "read_answer"), ".core"),
+    **dict.fromkeys(("RunResult", "VIEScore2", "read_answer"), ".core"),
+    "VIEScore2Record": ".records",
     **dict.fromkeys(("DEFAULT_CELL_THRESHOLD", "MARK_THRESHOLD", "grid_from_boxes", "grid_from_heatmap",
                      "grid_from_heatmaps", "grid_from_mask"), ".raster"),
-    **dict.fromkeys(("REWARD_WEIGHTS", "RewardFunction", "dice_reward", "fbeta_reward", "reward_functions",
-                     "rewards"), ".rewards"),
+    **dict.fromkeys(("RewardFunction", "reward_functions", "rewards"), ".rewards"),
+    **dict.fromkeys(("REWARD_WEIGHTS", "dice_reward", "fbeta_reward"), ".scoring"),
     **dict.fromkeys(("GridIoU", "GridF1", "VIEScore2Score", "viescore2_score"), ".metric"),
 }
 

@@ -45,7 +45,8 @@ from vlmjudge.cli.scoring import Outcome, ScoreCommand, partial_output, run_scor
 from vlmjudge.outputs import iter_jsonl, json_text, with_resolution_note, write_manifest
 
 from .evaluation import Reference, evaluate_suite, grid_iou
-from .grid import DEFAULT_N, parse_output, union_of
+from .grid import DEFAULT_N, union_of
+from .parsing import parse_output
 
 #: `score` runs this many judge batches at a time, writing their records before the next.
 SCORE_CHUNK_BATCHES = 4
@@ -139,7 +140,7 @@ def _image_path(images: Path, key: str, record: dict) -> Path | None:
 
 
 def _write_overlays(args: argparse.Namespace, ids: list[str], texts: list[str], refs: list[Reference]) -> int:
-    from .render import save_overlay
+    from .figures import save_overlay
     out, images = Path(args.overlays), Path(args.images)
     out.mkdir(parents=True, exist_ok=True)
     records = {k: r for k, (_, r) in _by_id(args.references, "reference").items()}
@@ -368,7 +369,7 @@ class _VIEScore2Score(ScoreCommand):
 
 def _draw_overlays(folder: Path, records: list) -> None:
     """The predicted cells drawn on each image whose grid was read, one PNG per image in `folder`."""
-    from .render import save_overlay
+    from .figures import save_overlay
 
     folder.mkdir(parents=True, exist_ok=True)
     drawn = [r for r in records if r.localization is not None]

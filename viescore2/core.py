@@ -18,109 +18,19 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
 
 from vlmjudge.images import to_pil
 from vlmjudge.judge import Judge
 from vlmjudge.requests import Answer, Decoding, Request
 
 from .explain import explain
-from .grid import (CATEGORIES, DEFAULT_N, CategoryGrids, Grid, GridStatus, Localization, ParsedOutput,
-                   overall_score)
-from .pack import Fields, FieldsLike, PackLike, load_pack
+from .grid import CATEGORIES, DEFAULT_N, CategoryGrids, Grid, GridStatus, Localization, ParsedOutput
 from .output_grammar import GridBounds, output_constraint, token_budget
-from .parsing import parse_grid, parse_output
-
-Status = Literal["ok", "partial", "failed", "error"]
-
-
-@dataclass
-class VIEScore2Record:
-    """One judged image: the fields read from the judge's answer, how reading went, and an explanation.
-
-    ``status`` is "ok" (every requested field read), "partial", "failed" (nothing read) or
-    "error" (the judge gave no answer). ``missing`` names the requested fields not read
-    ("score", "pq", "sc", "grid"); a grid cut off by the token limit counts as not read.
-    """
-
-    id: str
-    prompt: str
-    fields: str
-    grid_size: int
-    text: str
-    finish_reason: str
-    status: Status
-    scores: dict[str, float] = field(default_factory=dict)
-    localization: Localization | None = None
-    grid_status: str | None = None
-    category_status: dict[str, str] = field(default_factory=dict)
-    missing: list[str] = field(default_factory=list)
-    explanation: str = ""
-    num_conditioning: int = 0
-    num_tokens: int = 0
-    image: Any = field(default=None, repr=False, compare=False)
-
-    @property
-    def overall(self) -> float | None:
-        """The native overall score, else the geometric mean of PQ and SC, else None."""
-        return overall_score(self.scores)
-
-    @property
-    def score(self) -> float | None:
-        """The overall score on 0-10 (None when not requested or not read)."""
-        return self.overall
-
-    @property
-    def valid(self) -> bool:
-        """True when the record has an overall score."""
-        return self.overall is not None
-
-    @property
-    def parse_failures(self) -> int:
-        """Requested fields that could not be read."""
-        return len(self.missing)
-
-    @property
-    def grid(self) -> Grid | None:
-        """The aggregate defect grid (union of categories), or None."""
-        if self.localization is None:
-            return None
-        return self.localization.union() if isinstance(self.localization, CategoryGrids) else self.localization
-
-    def grid_fields(self) -> dict[str, str | None]:
-        """Grid bodies in the reference format: ``grid``, or ``artifact`` and ``misalign`` (None if absent)."""
-        loc = self.localization
-        return {"grid": loc.to_text() if isinstance(loc, Grid) else None,
-                "artifact": loc.artifact.to_text() if isinstance(loc, CategoryGrids) else None,
-                "misalign": loc.misalign.to_text() if isinstance(loc, CategoryGrids) else None}
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON-ready dict (the image is not included); `from_json` reads it back."""
-        return {"id": self.id, "prompt": self.prompt, "fields": self.fields, "grid_size": self.grid_size,
-                "status": self.status, "score": self.overall, "scores": dict(self.scores),
-                **self.grid_fields(), "grid_status": self.grid_status,
-                "category_status": dict(self.category_status), "missing": list(self.missing),
-                "explanation": self.explanation, "text": self.text, "finish_reason": self.finish_reason,
-                "num_tokens": self.num_tokens, "num_conditioning": self.num_conditioning}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "VIEScore2Record":
-        """A record from `to_json` output (grids are read strictly)."""
-        n = int(data["grid_size"])
-        body = {k: data.get(k) for k in ("grid", "artifact", "misalign")}
-        loc: Localization | None = None
-        if body["grid"] is not None:
-            loc = parse_grid(body["grid"], n, strict=True)[0]
-        elif body["artifact"] is not None and body["misalign"] is not None:
-            loc = CategoryGrids(parse_grid(body["artifact"], n, strict=True)[0],
-                                parse_grid(body["misalign"], n, strict=True)[0])
-        return cls(id=str(data["id"]), prompt=data["prompt"], fields=data["fields"], grid_size=n,
-                   text=data["text"], finish_reason=data["finish_reason"], status=data["status"],
-                   scores={k: float(v) for k, v in data["scores"].items()}, localization=loc,
-                   grid_status=data.get("grid_status"), category_status=dict(data.get("category_status") or {}),
-                   missing=list(data.get("missing") or []), explanation=data.get("explanation", ""),
-                   num_conditioning=int(data.get("num_conditioning", 0)), num_tokens=int(data.get("num_tokens", 0)))
+from .pack import Fields, FieldsLike, PackLike, load_pack
+from .parsing import parse_output
+from .records import Status, VIEScore2Record
 
 
 def _status_of(grid: Grid | None) -> GridStatus:

@@ -17,10 +17,11 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .grid import (CATEGORIES, DEFAULT_N, SCORE_KEYS, CategoryGrids, Grid, Localization, ParsedOutput,
-                   overall_score, union_of)
+from vlmjudge.stats import correlation
+
+from .grid import CATEGORIES, DEFAULT_N, SCORE_KEYS, CategoryGrids, Grid, Localization, ParsedOutput, union_of
 from .parsing import parse_grid, parse_output
-from .scoring import geometric_overall  # noqa: F401  (re-exported: viescore2.evaluation.geometric_overall)
+from .scoring import overall_score
 
 
 MIN_PAIRS = 3  # the release reports no correlation from fewer valid pairs
@@ -168,27 +169,6 @@ class Correlation:
     n_total: int
 
 
-def average_ranks(values: Sequence[float]) -> np.ndarray:
-    """1-based ranks, ties sharing the mean of their positions.
-
-    Examples:
-        >>> average_ranks([10, 20, 20, 5]).tolist()
-        [2.0, 3.5, 3.5, 1.0]
-    """
-    x = np.asarray(values, dtype=np.float64)
-    order = np.argsort(x, kind="mergesort")
-    ranks = np.empty(len(x), dtype=np.float64)
-    sorted_x = x[order]
-    start = 0
-    while start < len(x):
-        stop = start
-        while stop + 1 < len(x) and sorted_x[stop + 1] == sorted_x[start]:
-            stop += 1
-        ranks[order[start:stop + 1]] = (start + stop) / 2.0 + 1.0
-        start = stop + 1
-    return ranks
-
-
 def _valid(v: Any) -> bool:
     return v is not None and not (isinstance(v, float) and math.isnan(v))
 
@@ -197,13 +177,6 @@ def _valid_pairs(preds: Sequence[float | None], targets: Sequence[float | None])
     if len(preds) != len(targets):
         raise ValueError(f"{len(preds)} predictions but {len(targets)} targets")
     return [(float(p), float(t)) for p, t in zip(preds, targets) if _valid(p) and _valid(t)]
-
-
-def _product_moment(x: np.ndarray, y: np.ndarray) -> float | None:
-    """Pearson's r of two vectors; None when either has no spread."""
-    x, y = x - x.mean(), y - y.mean()
-    den = math.sqrt(float((x * x).sum() * (y * y).sum()))
-    return float((x * y).sum() / den) if den > 0 else None
 
 
 def srcc(preds: Sequence[float | None], targets: Sequence[float | None], min_pairs: int = MIN_PAIRS) -> Correlation:
@@ -220,7 +193,7 @@ def srcc(preds: Sequence[float | None], targets: Sequence[float | None], min_pai
     pairs = _valid_pairs(preds, targets)
     if len(pairs) < max(min_pairs, 2):
         return Correlation(None, len(pairs), len(preds))
-    value = _product_moment(average_ranks([p for p, _ in pairs]), average_ranks([t for _, t in pairs]))
+    value = correlation.spearman([p for p, _ in pairs], [t for _, t in pairs])
     return Correlation(value, len(pairs), len(preds))
 
 
@@ -234,7 +207,7 @@ def pearson(preds: Sequence[float | None], targets: Sequence[float | None], min_
     pairs = _valid_pairs(preds, targets)
     if len(pairs) < max(min_pairs, 2):
         return Correlation(None, len(pairs), len(preds))
-    value = _product_moment(np.array([p for p, _ in pairs]), np.array([t for _, t in pairs]))
+    value = correlation.pearson([p for p, _ in pairs], [t for _, t in pairs])
     return Correlation(value, len(pairs), len(preds))
 
 

@@ -24,7 +24,7 @@ from typing import Iterable, Mapping, Union
 
 import numpy as np
 
-from .scoring import overall_score  # noqa: F401  (re-exported: viescore2.grid.overall_score)
+from .scoring import overall_score
 
 DEFAULT_N = 16
 CATEGORIES = ("artifact", "misalign")
@@ -293,15 +293,3 @@ class ParsedOutput:
     def overall(self) -> float | None:
         """The native overall score, else the geometric mean sqrt(PQ * SC), else None."""
         return overall_score(self.scores)
-
-
-
-_PARSING = ("parse_output", "parse_grid")
-
-
-def __getattr__(name: str):
-    """`parse_output` and `parse_grid` live in `viescore2.parsing` (which imports this module's types)."""
-    if name in _PARSING:
-        from . import parsing
-        return getattr(parsing, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

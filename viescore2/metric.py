@@ -31,8 +31,10 @@ from vlmjudge.faces.loading import judge_or_load
 from vlmjudge.faces.metric import JudgeMetric, State, batch_value, image_batch
 from vlmjudge.judge import Judge
 
-from .core import VIEScore2, VIEScore2Record
-from .grid import DEFAULT_N, CategoryGrids, Grid, parse_grid, parse_output
+from .core import VIEScore2
+from .grid import DEFAULT_N, CategoryGrids, Grid
+from .parsing import parse_grid, parse_output
+from .records import VIEScore2Record
 from .spec import SPEC
 
 __all__ = ["VIEScore2Score", "viescore2_score", "GridF1", "GridIoU"]

@@ -3,7 +3,7 @@
 It reads the results JSONL (one record per image, with `results.manifest.json` beside it) and
 writes into `--out`: `report.html` at the top, `summary.json`, and the figures (the score
 histogram and how often each grid cell was flagged). The page has the shared look of every
-method's report (`vlmjudge.report_page`): the summary first, then figures, then the
+method's report (`vlmjudge.reports.page`): the summary first, then figures, then the
 lowest-scored images with their scores, grid status and explanation.
 """
 from __future__ import annotations
@@ -15,12 +15,13 @@ from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
-from vlmjudge.report_page import (
+from vlmjudge.reports.page import (
     NOTHING_SCORED, ReportInputError, add_report_command, figures_section, fmt_number, low_res_mark, low_res_note,
     mean, page, read_run, summary_table, worst_section, write_page,
 )
 
-from .grid import DEFAULT_N, parse_grid
+from .grid import DEFAULT_N
+from .parsing import parse_grid
 
 #: The score range of VIEScore2 (0-10), the histogram's x axis.
 SCORE_RANGE = (0.0, 10.0)
@@ -68,7 +69,7 @@ def cell_shares(records: Sequence[dict[str, Any]]) -> Any:
 
 def plot_cell_shares(shares: Any, path: str | os.PathLike, label: str) -> None:
     """A heatmap of `cell_shares`: rows and columns numbered as in the grid format."""
-    from vlmjudge.report_figures import heatmap, new_figure, save_figure
+    from vlmjudge.reports.figures import heatmap, new_figure, save_figure
 
     n = shares.shape[0]
     fig = new_figure(7.5, 6.5)
@@ -99,7 +100,7 @@ def _lowest(records: Sequence[dict[str, Any]], worst: int) -> str:
 def write_report(results: str | os.PathLike, out_dir: str | os.PathLike, worst: int = 20) -> list[Path]:
     """Write the report of one results JSONL into `out_dir`; returns the written paths
     (summary.json, the figures drawn, report.html last)."""
-    from vlmjudge.report_figures import histogram
+    from vlmjudge.reports.figures import histogram
 
     records, manifest = read_run(results)
     bad = [i for i, r in enumerate(records, 1) if "id" not in r]

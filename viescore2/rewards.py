@@ -19,9 +19,7 @@ from typing import Any, Mapping, Sequence
 
 from .grid import DEFAULT_N, SCORE_KEYS, Grid, ParsedOutput
 from .parsing import parse_output
-from .scoring import (  # noqa: F401  (re-exported: the reward math is importable from here as before)
-    MARK_WEIGHT, REWARD_WEIGHTS, dice_reward, fbeta_reward, score_reward, supervised_keys, weighted_counts,
-)
+from .scoring import MARK_WEIGHT, REWARD_WEIGHTS, fbeta_reward, score_reward, supervised_keys
 
 TERMS = ("dice", "score", "format", "total")
 FORMAT_RULES = ("any_score", "supervised")

@@ -9,10 +9,28 @@ over the supervised scores. `viescore2.rewards` assembles these into TRL reward 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Mapping
+from typing import Mapping, Protocol
 
-if TYPE_CHECKING:  # grids are only read here, and grid.py imports this module (no import cycle at run time)
-    from .grid import Grid
+
+class GridCells(Protocol):
+    """What the reward math reads of a grid (`viescore2.grid.Grid` has it); grid.py imports this
+    module for the overall score, so the type is described here rather than imported.
+
+    Examples:
+        >>> from viescore2.grid import Grid
+        >>> same = Grid({(1, 1)}, marks={(1, 1)}, n=2)
+        >>> weighted_counts(same, same), fbeta_reward(same, same)
+        ((2.0, 0.0, 0.0), 1.0)
+    """
+
+    n: int
+    cells: frozenset[tuple[int, int]]
+    marks: frozenset[tuple[int, int]]
+
+    @property
+    def is_empty(self) -> bool:
+        """True when no cell is marked defective."""
+
 
 REWARD_WEIGHTS: Mapping[str, float] = {"dice": 1.0, "score": 0.3, "format": 0.1}
 MARK_WEIGHT = 2.0
@@ -46,7 +64,7 @@ def geometric_overall(pq: float, sc: float) -> float:
     return math.sqrt(pq * sc)
 
 
-def weighted_counts(pred: Grid, target: Grid, mark_weight: float = MARK_WEIGHT) -> tuple[float, float, float]:
+def weighted_counts(pred: GridCells, target: GridCells, mark_weight: float = MARK_WEIGHT) -> tuple[float, float, float]:
     """(TP_w, FP, FN_w): marked ground-truth cells weigh ``mark_weight`` (2), others 1; FP is unweighted.
 
     Examples:
@@ -70,7 +88,7 @@ def weighted_counts(pred: Grid, target: Grid, mark_weight: float = MARK_WEIGHT) 
     return float(tp), fp, float(fn)
 
 
-def fbeta_reward(pred: Grid | None, target: Grid, beta: float = 1.0, mark_weight: float = MARK_WEIGHT) -> float:
+def fbeta_reward(pred: GridCells | None, target: GridCells, beta: float = 1.0, mark_weight: float = MARK_WEIGHT) -> float:
     """Coverage-weighted F-beta: 1 when both grids are empty, 0 when unparseable (None) or TP = 0.
 
     Examples:
@@ -98,7 +116,7 @@ def fbeta_reward(pred: Grid | None, target: Grid, beta: float = 1.0, mark_weight
     return (1 + b2) * precision * recall / (b2 * precision + recall)
 
 
-def dice_reward(pred: Grid | None, target: Grid, mark_weight: float = MARK_WEIGHT) -> float:
+def dice_reward(pred: GridCells | None, target: GridCells, mark_weight: float = MARK_WEIGHT) -> float:
     """Coverage-weighted Dice, 2 TP_w / (2 TP_w + FP + FN_w): F-beta at beta = 1.
 
     Examples:

@@ -6,7 +6,8 @@ from typing import Any
 
 from vlmjudge.registry import DEFAULT_JUDGE_MODEL, MethodSpec, renders
 
-from .core import VIEScore2, VIEScore2Record
+from .core import VIEScore2
+from .records import VIEScore2Record
 
 
 def _number(value: float) -> str:
@@ -31,7 +32,7 @@ def render(record: VIEScore2Record) -> dict[str, Any]:
     lines += ["Judge output:", "```", record.text.replace("```", "'''") or "(empty)", "```"]
     shown: dict[str, Any] = {"score_text": score_text, "markdown": "\n".join(lines)}
     if record.localization is not None and record.image is not None:
-        from .render import render_overlay
+        from .figures import render_overlay
         shown["image"] = render_overlay(record.image, record.localization)
     return shown
 
@@ -44,4 +45,3 @@ SPEC = MethodSpec(
     description="0-10 scores (overall, or PQ and SC with overall sqrt(PQ*SC)) and a 16 x 16 grid of defect "
                 "cells (visual artifacts, semantic misalignments) in one constrained judge pass.",
 )
-build, normalize = SPEC.build, SPEC.normalize  # the former module functions, kept one release

@@ -3,10 +3,10 @@ the keep / edit / regenerate decision and every question asked. Title and descri
 README.md (the card).
 
 The judge comes from the environment (VLMJUDGE_MODEL, VLMJUDGE_BACKEND, VLMJUDGE_DEVICE, ...;
-see vlmjudge.demo.app_from_env). Without a QA set the app builds the rubric with the agents.
+see vlmjudge.hub.app.app_from_env). Without a QA set the app builds the rubric with the agents.
 FAGER has no spatial output, so the app has no image panel.
 """
-from vlmjudge.demo import space, unshadow
+from vlmjudge.hub.app import space, unshadow
 
 unshadow(__file__)  # this folder's evaluate script would shadow the package
 

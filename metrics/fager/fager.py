@@ -10,7 +10,7 @@ process scores its own shard and `compute()` only aggregates.
 import datasets
 import evaluate
 
-from fager.schema import Verdict
+from fager.records import Verdict
 from fager.spec import SPEC, parse_qa_value
 from vlmjudge.faces.module import ScoredModule
 

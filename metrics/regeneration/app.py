@@ -9,7 +9,7 @@ output, so the app has no image panel.
 import os
 from dataclasses import replace
 
-from vlmjudge.demo import space, unshadow
+from vlmjudge.hub.app import space, unshadow
 
 unshadow(__file__)  # this folder's evaluate script would shadow the package
 

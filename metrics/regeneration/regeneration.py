@@ -13,7 +13,8 @@ aggregates.
 import datasets
 import evaluate
 
-from regeneration.judging import MLLMScores, summarize_ratings
+from regeneration.judging import MLLMScores
+from regeneration.scoring import summarize_ratings
 from regeneration.similarity import POOLINGS
 from regeneration.spec import SPEC
 from vlmjudge.faces.module import ScoredModule

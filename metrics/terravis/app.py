@@ -1,7 +1,7 @@
 """The TerraVis Space: upload an image and see its score, its eligibility, and each detected
 violation with its evidence and severity. Title and description come from README.md (the card).
 
-The judge comes from the environment (see `vlmjudge.demo.app_from_env`): VLMJUDGE_MODEL,
+The judge comes from the environment (see `vlmjudge.hub.app.app_from_env`): VLMJUDGE_MODEL,
 VLMJUDGE_BACKEND, VLMJUDGE_DEVICE, VLMJUDGE_DTYPE. TERRAVIS_PACK (a shipped pack name or a
 JSON file), TERRAVIS_VARIANT, TERRAVIS_LAM and TERRAVIS_ALPHA configure the scorer; a Space
 sets them as variables. TerraVis has no spatial output, so the app has no image panel.
@@ -9,7 +9,7 @@ sets them as variables. TerraVis has no spatial output, so the app has no image 
 import dataclasses
 import os
 
-from vlmjudge.demo import space, unshadow
+from vlmjudge.hub.app import space, unshadow
 
 unshadow(__file__)  # this folder's terravis.py (the evaluate script) would shadow the package
 

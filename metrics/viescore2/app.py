@@ -2,7 +2,7 @@
 prompt, and see the score, the explanation and the predicted defect cells drawn on the image.
 Title and description come from README.md (the card).
 
-The judge comes from the environment (see `vlmjudge.demo.app_from_env`): VLMJUDGE_MODEL,
+The judge comes from the environment (see `vlmjudge.hub.app.app_from_env`): VLMJUDGE_MODEL,
 VLMJUDGE_BACKEND, VLMJUDGE_DEVICE, VLMJUDGE_DTYPE. VIESCORE2_FIELDS (e.g. "pq_sc+split+marks"),
 VIESCORE2_GRID_SIZE and VIESCORE2_PACK (an instruction pack JSON file: what a fine-tuned
 checkpoint was trained with) configure the scorer; a Space sets them as variables.
@@ -10,7 +10,7 @@ checkpoint was trained with) configure the scorer; a Space sets them as variable
 import dataclasses
 import os
 
-from vlmjudge.demo import space, unshadow
+from vlmjudge.hub.app import space, unshadow
 
 unshadow(__file__)  # this folder's viescore2.py (the evaluate script) would shadow the package
 

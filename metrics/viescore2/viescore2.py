@@ -14,10 +14,10 @@ from collections import Counter
 import datasets
 import evaluate
 
-from viescore2.core import VIEScore2Record
 from viescore2.evaluation import Reference, evaluate_suite
 from viescore2.grid import DEFAULT_N
 from viescore2.pack import Fields
+from viescore2.records import VIEScore2Record
 from viescore2.spec import SPEC
 from vlmjudge.faces.module import ScoredModule
 

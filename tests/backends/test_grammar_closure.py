@@ -23,16 +23,16 @@ def _fager_constraints():
 
 def _terravis_constraints():
     from terravis import stages
-    from terravis.prompts import load_pack
+    from terravis.pack import load_pack
     pack = load_pack()
     return {stage: Constraint.json_schema(stages.continuation_schema(pack, stage))
             for stage in ("detection", "eligibility", "severity")}
 
 
 def _regeneration_constraints():
-    from regeneration.baselines import Caption, PromptAnswer
-    from regeneration.iut import ATTRIBUTE_MODELS, CaptionStage, ObjectsStage, relationships_model
-    from regeneration.judging import Rating
+    from regeneration.schema import Caption, PromptAnswer
+    from regeneration.schema import ATTRIBUTE_MODELS, CaptionStage, ObjectsStage, relationships_model
+    from regeneration.schema import Rating
     models = {"prompt": PromptAnswer, "caption": Caption, "iut_caption": CaptionStage,
               "iut_objects": ObjectsStage, "rating": Rating,
               "relationships": relationships_model(["cat", "dog"])}
@@ -148,8 +148,8 @@ def test_fager_builds_every_qa_set_with_the_default_pack_and_a_random_judge(load
 def test_fifty_random_judge_outputs_parse_for_viescore2_under_its_grammar_budget(loaded, fresh, noise):
     """VIEScore2's grammar is EBNF (no closer); its own budget always suffices, so a random
     judge's outputs all stop and read strictly."""
-    from viescore2.grid import parse_output
-    from viescore2.pipeline import VIEScore2
+    from viescore2.parsing import parse_output
+    from viescore2.core import VIEScore2
     judge = fresh(loaded["qwen3_vl"], batch_size=25)
     scorer = VIEScore2(judge, grid_size=4, max_rows=2, max_cols=2)
     image = noise(1, seed=3)[0]

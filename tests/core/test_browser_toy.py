@@ -11,7 +11,7 @@ from browser import drive_app, looks_blank, serve_app
 HERE = Path(__file__).resolve().parent
 
 TOY_APP = '''
-from vlmjudge.demo import app_from_env
+from vlmjudge.hub.app import app_from_env
 import toy_method
 
 demo = app_from_env(toy_method.SPEC)

@@ -11,8 +11,8 @@ from PIL import Image
 
 from vlmjudge import load_judge
 from vlmjudge.cli import main as cli_main
-from vlmjudge.demo import build_app, make_scorer_fn
-from vlmjudge.spaces import push_space
+from vlmjudge.hub.app import build_app, make_scorer_fn
+from vlmjudge.hub.spaces import push_space
 
 import toy_method
 
@@ -118,7 +118,7 @@ def test_space_push_uploads_the_staged_folder(tmp_path):
 
 
 def test_staged_requirements_install_the_wheel_and_pin_the_cards_gradio(tmp_path):
-    from vlmjudge.spaces import stage_space
+    from vlmjudge.hub.spaces import stage_space
     folder = make_space_folder(tmp_path)
     (folder / "examples").mkdir()
     (folder / "examples" / "one.png").write_bytes(b"png")

@@ -51,7 +51,7 @@ def test_an_uncached_id_with_the_hub_unreachable_gives_the_lookup_failure(empty_
 
 
 def test_app_from_env_names_vlmjudge_model_when_the_default_judge_is_missing(empty_hub, monkeypatch):
-    from vlmjudge.demo import app_from_env
+    from vlmjudge.hub.app import app_from_env
     import toy_method
 
     monkeypatch.delenv("VLMJUDGE_MODEL", raising=False)

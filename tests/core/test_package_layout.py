@@ -1,8 +1,9 @@
 """Conformance of the four method packages to one layout: the same module for the same role.
 
 Each package has the role modules and a README.md as top-level files, its README starts with the
-shared layout table, its `__init__.py` uses the one lazy-import scheme, and every module that moved
-to a role name is still importable under its old name as the very same module object.
+shared layout table, its `__init__.py` uses the one lazy-import scheme, a second-tier role (baselines,
+figures, human ratings, records) has one module name wherever a package has it, and no module is kept
+under a name from before 0.1.0: the package is unreleased, so moved modules have no aliases.
 """
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import importlib
 import re
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -21,29 +21,46 @@ PACKAGES = ("terravis", "viescore2", "fager", "regeneration")
 ROLE_MODULES = ("core.py", "pack.py", "scoring.py", "parsing.py", "metric.py", "spec.py", "cli.py", "report.py")
 ROLE_FILES = (*ROLE_MODULES, "README.md")
 
-# Old module name -> the role module it became (kept as a deprecated alias for one release).
-MOVED = {
-    "terravis.prompts": "terravis.pack",
-    "viescore2.pipeline": "viescore2.core",
-    "viescore2.instructions": "viescore2.pack",
-    "viescore2.grid_reader": "viescore2.parsing",
-    "viescore2.score_metric": "viescore2.metric",
-    "viescore2.metrics": "viescore2.metric",
-    "fager.pipeline": "fager.core",
-    "regeneration.loop": "regeneration.core",
-    "regeneration.prompts": "regeneration.pack",
-}
+# Module names from before 0.1.0, now under role names; nothing may import them or hold a file so named.
+OLD_MODULES = (
+    "terravis.prompts", "viescore2.pipeline", "viescore2.instructions", "viescore2.grid_reader",
+    "viescore2.score_metric", "viescore2.metrics", "fager.pipeline", "regeneration.loop", "regeneration.prompts",
+    "terravis.variants", "fager.baseline", "terravis.report_plots", "regeneration.plots", "viescore2.render",
+    "viescore2.annotations",
+)
 
-# Names other work relies on, at the module that must keep them: (module, name, where it lives now).
-STABLE = [
-    ("viescore2.grid", "parse_output", "viescore2.parsing"),
-    ("viescore2.grid", "parse_grid", "viescore2.parsing"),
-    ("terravis.parsing", "parse_evidence", "terravis.parsing"),
-    ("terravis.parsing", "first_json_object", "terravis.parsing"),
-    ("fager.parsing", "parse_answer", "fager.parsing"),
-    ("fager.parsing", "AnswerParseError", "fager.parsing"),
-    ("regeneration.parsing", "extract_json", "regeneration.parsing"),
-]
+# Second-tier roles, which not every method has: role module -> the packages that have that role.
+SECOND_TIER = {
+    "baselines.py": ("terravis", "fager", "regeneration"),  # the methods the paper compares with
+    "figures.py": ("terravis", "viescore2", "regeneration"),  # PNG figures
+    "human.py": ("terravis", "viescore2"),  # human ratings or annotations read as ground truth
+    "records.py": PACKAGES,  # the per-item record type
+}
+# The names those modules had before they shared one name.
+OLD_SECOND_TIER = ("variants.py", "baseline.py", "report_plots.py", "plots.py", "render.py", "annotations.py")
+# Each package's per-item record type, which lives in its records.py.
+RECORD_TYPES = {"terravis": "ImageRecord", "viescore2": "VIEScore2Record", "fager": "Verdict",
+                "regeneration": "ItemResult"}
+
+
+@pytest.mark.parametrize("role", sorted(SECOND_TIER))
+def test_a_second_tier_role_has_one_name(role):
+    """A package with the role holds it under the shared name, and a module of that name in a package
+    not listed is a role this table has not been told about."""
+    holders = {package for package in PACKAGES if (REPO / package / role).is_file()}
+    assert holders == set(SECOND_TIER[role]), f"{role}: in {sorted(holders)}, expected {sorted(SECOND_TIER[role])}"
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_module_keeps_an_old_second_tier_name(package):
+    kept = [name for name in OLD_SECOND_TIER if (REPO / package / name).exists()]
+    assert not kept, f"{package}/ keeps {kept}; the role names are {sorted(SECOND_TIER)}"
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_the_record_type_lives_in_records(package):
+    record = getattr(importlib.import_module(package), RECORD_TYPES[package])
+    assert record.__module__ == f"{package}.records"
 
 
 @pytest.mark.parametrize("package", PACKAGES)
@@ -51,9 +68,6 @@ def test_package_has_every_role_file(package):
     folder = REPO / package
     missing = [name for name in ROLE_FILES if not (folder / name).is_file()]
     assert not missing, f"{package}/ lacks the role files {missing} (see README.md, 'Package layout')"
-    for name in ROLE_MODULES:  # a role module is real code, not a deprecated alias of another module
-        text = (folder / name).read_text(encoding="utf-8")
-        assert "alias_module(" not in text, f"{package}/{name} is an alias, not the module of its role"
 
 
 def _layout_modules(readme: str) -> list[str]:
@@ -85,23 +99,6 @@ def test_repo_readme_states_the_layout():
     assert section, "README.md has no 'Package layout' section"
     assert _layout_modules(section.group(1)) == list(ROLE_FILES)
     assert readme.index("## Package layout") < readme.index("## Install"), "the layout belongs near the top"
-
-
-@pytest.mark.parametrize("old,new", sorted(MOVED.items()))
-def test_moved_module_is_the_same_object(old, new):
-    sys.modules.pop(old, None)  # run the alias file again, so its warning is seen here
-    with pytest.warns(DeprecationWarning, match=re.escape(new)):
-        aliased = importlib.import_module(old)
-    assert aliased is importlib.import_module(new)
-    assert sys.modules[old] is sys.modules[new]
-
-
-@pytest.mark.parametrize("module,name,home", STABLE)
-def test_stable_names_keep_working(module, name, home):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)  # a stable name is no deprecated path
-        value = getattr(importlib.import_module(module), name)
-    assert value is getattr(importlib.import_module(home), name)
 
 
 @pytest.mark.parametrize("package", PACKAGES)
@@ -177,7 +174,7 @@ def _imported_names(path: Path) -> list[tuple[int, str]]:
     return found
 
 
-def test_the_alias_scanner_resolves_relative_and_lazy_names(tmp_path, monkeypatch):
+def test_the_import_scanner_resolves_relative_and_lazy_names(tmp_path, monkeypatch):
     package = tmp_path / "pkg"
     package.mkdir()
     (package / "__init__.py").write_text('_EXPORTS = {"Old": ".old"}\n')
@@ -189,14 +186,15 @@ def test_the_alias_scanner_resolves_relative_and_lazy_names(tmp_path, monkeypatc
     assert (1, "pkg.old.x") in names and not any(module == "pkg.x" for _, module in names)
 
 
-def test_no_project_module_imports_a_deprecated_alias():
-    """Inside the project only the new module names are used; the aliases (files that call
-    `alias_module(`) are for callers outside it, and warn."""
-    sources = [path for root in SOURCE_ROOTS for path in sorted((REPO / root).rglob("*.py"))]
-    aliases = {_module_name(path) for path in sources
-               if path.name != "_moved.py" and "alias_module(" in path.read_text(encoding="utf-8")}
-    assert set(MOVED) <= aliases, "every moved method module is an alias file"
-    offenders = [f"{path.relative_to(REPO)}:{line} imports {module}"
-                 for path in sources if _module_name(path) not in aliases
-                 for line, module in _imported_names(path) if module in aliases]
-    assert not offenders, "project modules import deprecated aliases (import the new names):\n" + "\n".join(offenders)
+def test_no_old_module_name_is_kept_or_imported():
+    """The names the role modules replaced are gone: no file under them, no import of them, and
+    no method package imports the aliasing helper of the core."""
+    kept = [name for name in OLD_MODULES if (REPO / (name.replace(".", "/") + ".py")).exists()]
+    assert not kept, f"modules kept under their old names: {kept}"
+    sources = [path for root in (*SOURCE_ROOTS, "tests") for path in sorted((REPO / root).rglob("*.py"))
+               if path != Path(__file__).resolve()]  # this file names the old modules as strings
+    offenders = [f"{path.relative_to(REPO)}:{line} imports {module}" for path in sources
+                 for line, module in _imported_names(path)
+                 if module in OLD_MODULES or (path.relative_to(REPO).parts[0] in PACKAGES
+                                              and module.startswith("vlmjudge._moved"))]
+    assert not offenders, "imports of old module names:\n" + "\n".join(offenders)

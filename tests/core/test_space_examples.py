@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageChops
 
-from vlmjudge.demo import card_header, example_rows, shown_columns
+from vlmjudge.hub.app import card_header, example_rows, shown_columns
 from vlmjudge.registry import get_method
 
 METRICS = Path(__file__).resolve().parents[2] / "metrics"
@@ -64,8 +64,8 @@ def test_rows_whose_files_are_missing_are_left_out(tmp_path):
 
 def test_a_staged_space_without_examples_finds_the_installed_ones(tmp_path):
     """A staged Space folder holds app.py and the wheel; the examples come from the installed modules."""
-    from vlmjudge.demo import _example_folders
-    from vlmjudge.evaluate_modules import default_metrics_dir
+    from vlmjudge.hub.app import _example_folders
+    from vlmjudge.hub.folders import default_metrics_dir
 
     staged = tmp_path / "terravis"
     staged.mkdir()

@@ -123,13 +123,13 @@ def _viescore2(res: Resources, items: Sequence[int]) -> float:
 
 def _grids(items: Sequence[int]) -> dict[str, Any]:
     from viescore2.evaluation import localization_metrics
-    from viescore2.grid import parse_grid, parse_output
+    from viescore2.parsing import parse_grid, parse_output
     return localization_metrics([parse_output(GRID_TEXTS[i]).union for i in items],
                                 [parse_grid(GRID_TRUTH[i], strict=True)[0] for i in items])
 
 
 def _fager(res: Resources, items: Sequence[int]) -> float:
-    from fager.pipeline import Fager
+    from fager.core import Fager
     verdicts = Fager(res.judge).score([res.images[i] for i in items], [PROMPTS[i] for i in items],
                                       qa_sets=[qa_set(PROMPTS[i]) for i in items])
     return _mean([v.overall_score for v in verdicts])

@@ -56,7 +56,7 @@ def test_the_inputs_are_informative(res):
     from viescore2 import VIEScore2
 
     from faces_cases import PROMPTS, TERRAVIS_PACK, qa_set
-    from fager.pipeline import Fager
+    from fager.core import Fager
     statuses = [r.status for r in TerraVis(res.judge, pack=TERRAVIS_PACK).score(res.images)]
     assert "scored" in statuses and "not_applicable" in statuses, statuses
     overall = [r.overall for r in VIEScore2(res.judge, fields="overall").score(res.images, PROMPTS)]

@@ -7,9 +7,10 @@ import pytest
 from pydantic import ValidationError
 
 from fager.qa_store import read_qa_csv
+from fager.records import Verdict
 from fager.schema import (
-    CATEGORIES, LEVELS, MAX_FACT, CategoryFacts, FactChange, LevelRubric, QAItem, QAItems, QASet, QuestionAnswer,
-    ReferenceExtraction, Rubric, Verdict, Verification,
+    CATEGORIES, LEVELS, MAX_FACT, CategoryFacts, FactChange, LevelRubric, QAItem, QAItems, QASet,
+    QuestionAnswer, ReferenceExtraction, Rubric, Verification,
 )
 
 GENERATED_MODELS = [Rubric, ReferenceExtraction, Verification, QAItem, QAItems, QASet, QuestionAnswer]

@@ -13,7 +13,7 @@ import torch
 
 from fager import format_qa_csv, read_qa_csv
 from fager.metric import FagerScore
-from fager.pipeline import Fager
+from fager.core import Fager
 from fager.spec import SPEC, parse_qa_value
 from vlmjudge.registry import get_method
 from vlmjudge.testing.conformance import check_method
@@ -193,7 +193,7 @@ def test_cli_score_rubric_and_refine(abo_five, tmp_path, monkeypatch, capsys):
 
 def test_space_app_scores_in_a_browser(abo_five, tmp_path, chromium_path):
     from browser import api_names, drive_app, looks_blank, serve_app
-    from vlmjudge.demo import card_header
+    from vlmjudge.hub.app import card_header
     app = REPO / "metrics" / "fager" / "app.py"
     answers = tmp_path / "answers.jsonl"
     item = abo_five["ids"][0]

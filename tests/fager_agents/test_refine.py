@@ -6,7 +6,7 @@ import json
 import pytest
 from PIL import Image
 
-from fager.pipeline import Fager
+from fager.core import Fager
 from fager.refine import item_seed, refine, regeneration_prompt
 from fager.replay import read_details, read_summary
 from fager.schema import QAItem, QASet

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from fager import ab_test, read_qa_csv, read_summary
-from fager.pipeline import Fager, QABuildError
+from fager.core import Fager, QABuildError
 from fager.qa_store import QAStore
 from fager.replay import RELEASED_SUMMARY_COLUMNS, summary_row
 from fager.schema import CategoryFacts, LevelRubric, QAItem, QASet, Rubric

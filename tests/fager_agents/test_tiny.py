@@ -9,8 +9,8 @@ import csv
 
 import pytest
 
-from fager.baseline import VQAScoreBaseline, baseline_ab_test
-from fager.pipeline import Fager
+from fager.baselines import VQAScoreBaseline, baseline_ab_test
+from fager.core import Fager
 from fager.schema import QAItems, ReferenceExtraction, Rubric, Verification
 
 from fagent_helpers import TINY_PACK, noise

@@ -227,7 +227,7 @@ def test_reference_digest_depends_on_pixels_only():
 # ---- baseline ---------------------------------------------------------------------------------------------
 
 def test_vqascore_baseline_through_replay_feeds_the_ab_test():
-    from fager.baseline import BASELINE_QUESTION_ID, VQAScoreBaseline, baseline_ab_test
+    from fager.baselines import BASELINE_QUESTION_ID, VQAScoreBaseline, baseline_ab_test
     probs = {"1:factual": 0.9, "1:generated": 0.4, "2:factual": 0.2, "2:generated": 0.6,
              "3:factual": 0.5, "3:generated": 0.5}
     judge = keyed_replay({(k, BASELINE_QUESTION_ID): {"probs": {"Yes": p, "No": 1 - p}} for k, p in probs.items()})

@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from fager.baseline import BASELINE_QUESTION_ID, VQAScoreBaseline, baseline_ab_test
+from fager.baselines import BASELINE_QUESTION_ID, VQAScoreBaseline, baseline_ab_test
 from vlmjudge import Request
 
 from fagent_helpers import keyed_replay, noise

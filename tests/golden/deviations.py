@@ -80,15 +80,15 @@ def _unreadable_annotation(inp: dict) -> bool:
 
 def _unsupervised_target(inp: dict) -> bool:
     """A GRPO target text with neither a readable grid nor a score (an overall score, or PQ and SC)."""
-    from viescore2.grid import parse_output
-    from viescore2.rewards import supervised_keys
+    from viescore2.parsing import parse_output
+    from viescore2.scoring import supervised_keys
     parsed = parse_output(inp["target"])
     return parsed.union is None and not supervised_keys(parsed.scores)
 
 
 def _marks_outside_sections(inp: dict) -> bool:
     """A GRPO target whose grid carries ``!`` marks outside the artifact/misalign sections (a single grid)."""
-    from viescore2.grid import parse_output
+    from viescore2.parsing import parse_output
     parsed = parse_output(inp["target"])
     in_sections = set().union(*(g.marks for g in parsed.sections.values()))
     return parsed.union is not None and bool(parsed.union.marks - in_sections)

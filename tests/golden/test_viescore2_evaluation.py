@@ -2,7 +2,7 @@
 line of tests/data/golden/viescore2/{gt_grid, heatmap_grids, srcc, preference, evaluation, dev_eval}."""
 import pytest
 
-from viescore2.annotations import grid_from_annotation
+from viescore2.human import grid_from_annotation
 from PIL import Image
 
 from viescore2.evaluation import preference_accuracy

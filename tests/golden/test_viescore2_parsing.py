@@ -4,8 +4,10 @@ Each adapter calls the project's public functions and writes the release's schem
 (tests/data/golden/README.md): grids as sorted 1-based ``[row, col]`` lists, scores as floats or null.
 """
 from viescore2 import data
-from viescore2.rewards import Target, dice_reward, fbeta_reward, rewards
-from viescore2.grid import CategoryGrids, Grid, GridStatus, parse_output
+from viescore2.rewards import Target, rewards
+from viescore2.scoring import dice_reward, fbeta_reward
+from viescore2.grid import CategoryGrids, Grid, GridStatus
+from viescore2.parsing import parse_output
 
 from .replay import golden_test
 

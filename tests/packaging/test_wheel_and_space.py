@@ -125,7 +125,7 @@ def test_space_push_from_a_wheel_install_asks_for_the_wheel(built, tmp_path):
 @pytest.mark.parametrize("method", METHODS)
 def test_card_sdk_version_is_the_gradio_the_demo_extra_installs(method):
     """The Space starts the card's gradio; the staged requirements pin the same one we test with."""
-    from vlmjudge.spaces import card_sdk_version
+    from vlmjudge.hub.spaces import card_sdk_version
     assert card_sdk_version(REPO / "metrics" / method / "README.md") == version("gradio")
 
 

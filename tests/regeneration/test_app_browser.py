@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from vlmjudge.demo import card_header
+from vlmjudge.hub.app import card_header
 
 from browser import api_names, drive_app, looks_blank, serve_app
 

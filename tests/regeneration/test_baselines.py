@@ -14,8 +14,10 @@ from regeneration.baselines import (
     interrogator_prompts,
     rank_modifiers,
 )
-from regeneration.judging import judge_pairs, judge_text_image, normalize_rating
-from regeneration.loop import LoopConfig, RegenerationLoop
+from regeneration.judging import judge_pairs, judge_text_image
+from regeneration.scoring import normalize_rating
+from regeneration.config import LoopConfig
+from regeneration.core import RegenerationLoop
 
 
 def test_rating_normalisation_by_hand():
@@ -96,7 +98,8 @@ def test_loop_runs_each_prompt_mode(tmp_path, scorer, mode):
 
 
 def test_summarize_ratings_by_hand():
-    from regeneration.judging import MLLMScores, summarize_ratings
+    from regeneration.judging import MLLMScores
+    from regeneration.scoring import summarize_ratings
     from regeneration.parsing import ParseFailure
 
     failure = ParseFailure("perceptual", "bad", "")

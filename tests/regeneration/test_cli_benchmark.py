@@ -24,7 +24,8 @@ from regeneration.benchmark import (
     summarize,
 )
 from regeneration.cli import configure, parse_weights
-from regeneration.loop import ItemResult, LoopConfig
+from regeneration.config import LoopConfig
+from regeneration.records import ItemResult
 
 T, N = 2, 3
 

@@ -11,15 +11,8 @@ from PIL import Image
 from regen_helpers import reference_images, replay
 
 from regeneration.metric import RegenerationSimilarity
-from regeneration.spec import (
-    NO_JUDGE,
-    SPEC,
-    PairRecord,
-    build,
-    combined_score,
-    normalize,
-    render,
-)
+from regeneration.spec import NO_JUDGE, SPEC, PairRecord, build, render
+from regeneration.scoring import combined_score, normalize
 from vlmjudge.testing.conformance import check_method
 
 METRICS_DIR = Path(__file__).resolve().parents[2] / "metrics" / "regeneration"

@@ -9,7 +9,7 @@ from regen_helpers import CAT, iut_answers, reference_images, replay
 
 from regeneration.iut import IUTResult, build_iuts, initial_prompts
 from regeneration.parsing import ParseFailure, extract_json, parse_answer, token_budget
-from regeneration.prompts import load_pack
+from regeneration.pack import load_pack
 from regeneration.schema import (
     ATTRIBUTE_MODELS,
     IUT,

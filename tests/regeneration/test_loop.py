@@ -13,7 +13,9 @@ from regen_helpers import (
     replay,
 )
 
-from regeneration.loop import LoopConfig, RegenerationLoop, combine, select
+from regeneration.config import LoopConfig
+from regeneration.core import RegenerationLoop
+from regeneration.scoring import combine, select
 from regeneration.runfolder import RunFolder
 from vlmjudge.generators import DiffusersTextToImage
 

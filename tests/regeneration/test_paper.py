@@ -10,8 +10,9 @@ import pytest
 from regen_helpers import ToyGenerator, caption_json, loop_answers, reference_images, replay
 
 from regeneration.cli import _config, configure
-from regeneration.config import SELECTION_PRESETS, LoopConfig, select
-from regeneration.loop import RegenerationLoop
+from regeneration.scoring import SELECTION_PRESETS, select
+from regeneration.config import LoopConfig
+from regeneration.core import RegenerationLoop
 from regeneration.runfolder import RunFolder
 
 

@@ -171,7 +171,8 @@ def test_a_degenerate_answer_is_a_counted_failure_on_every_rerun(tmp_path, score
     it, while the other reference is regenerated both times."""
     from regen_helpers import ToyGenerator, loop_answers, reference_images, replay
 
-    from regeneration.loop import LoopConfig, RegenerationLoop
+    from regeneration.config import LoopConfig
+    from regeneration.core import RegenerationLoop
 
     refs = reference_images(2)
     answers = loop_answers(refs, 1, 2, exact_at=lambda item, t: 0)

@@ -9,13 +9,8 @@ import torch
 from PIL import Image
 from transformers import AutoImageProcessor, AutoModel, CLIPModel
 
-from regeneration.similarity import (
-    ClipEncoder,
-    DinoEncoder,
-    SimilarityScorer,
-    cosine_percent,
-    regeneration_similarity,
-)
+from regeneration.similarity import ClipEncoder, DinoEncoder, SimilarityScorer, regeneration_similarity
+from regeneration.scoring import cosine_percent
 
 
 def images(n: int, seed: int) -> list[Image.Image]:

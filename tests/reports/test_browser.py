@@ -7,7 +7,7 @@ import pytest
 from browser import looks_blank
 from report_inputs import METHODS, make_report
 
-from vlmjudge.report_page import fmt_number
+from vlmjudge.reports.page import fmt_number
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The shared report page (vlmjudge.report_page, vlmjudge.report_figures) and each method's report
+"""The shared report page (vlmjudge.reports.page, vlmjudge.reports.figures) and each method's report
 over tiny runs: number formatting, legible heatmap labels, empty states, the summary first,
 low-resolution marks, report.html at the top of --out."""
 import json
@@ -7,8 +7,8 @@ import math
 import pytest
 from report_inputs import METHODS, TINY_SCORE, make_report, terravis_run
 
-from vlmjudge.report_figures import heatmap, label_color, new_figure
-from vlmjudge.report_page import NOTHING_SCORED, fmt_cell, fmt_number, low_res_note, page, summary_table
+from vlmjudge.reports.figures import heatmap, label_color, new_figure
+from vlmjudge.reports.page import NOTHING_SCORED, fmt_cell, fmt_number, low_res_note, page, summary_table
 
 
 @pytest.mark.parametrize("value, shown", [

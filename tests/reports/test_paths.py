@@ -39,7 +39,7 @@ def test_viescore2_reads_runner_records(tmp_path):
 
 
 def test_fager_reads_runner_records(tmp_path):
-    from fager.schema import Verdict
+    from fager.records import Verdict
     from fager.spec import FagerRecord
 
     rows = [FagerRecord(Verdict.model_validate(_verdict("0", 75.0, "edit"))).to_json(),

@@ -7,7 +7,7 @@ import pytest
 from browser import api_names, drive_app, looks_blank, serve_app
 from tvf_helpers import METRIC_DIR, subprocess_env
 from terravis.spec import render
-from vlmjudge.demo import card_header
+from vlmjudge.hub.app import card_header
 
 
 def test_app_shows_score_eligibility_and_each_violation(tmp_path, tiny_model, pack_file, images, reference,

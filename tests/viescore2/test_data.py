@@ -2,7 +2,8 @@
 import pytest
 
 from viescore2.data import Annotation, build_grpo, build_sft, cap_clean, clean_cap, sft_example, target_text
-from viescore2.grid import CategoryGrids, Grid, parse_output
+from viescore2.grid import CategoryGrids, Grid
+from viescore2.parsing import parse_output
 
 INSTRUCTION = "Evaluate the image generated for: {prompt}"
 
@@ -74,7 +75,7 @@ def test_marks_are_requested_only_where_the_source_has_coverage_supervision():
     (cells whose resized heatmap value is at least 0.9), and "during training, the requested fields match
     the available supervision". So a heatmap example asks for marks; a mask source and a clean image,
     which carry no coverage supervision, get an instruction without marks (issue 24 item 6)."""
-    from viescore2.instructions import training_instruction
+    from viescore2.pack import training_instruction
 
     heatmap = Annotation(image="h.png", prompt="a fox", scores={"pq": 6, "sc": 7}, coverage=True,
                          localization=CategoryGrids(Grid({(5, 8), (5, 9)}, {(5, 9)}), Grid({(2, 2)})))

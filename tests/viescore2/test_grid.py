@@ -2,8 +2,9 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from viescore2.grid import (CategoryGrids, Grid, GridStatus, format_output, overall_score, parse_grid,
-                            parse_output)
+from viescore2.grid import CategoryGrids, Grid, GridStatus, format_output
+from viescore2.scoring import overall_score
+from viescore2.parsing import parse_grid, parse_output
 
 
 @st.composite

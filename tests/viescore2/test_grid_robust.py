@@ -3,7 +3,8 @@ status (tolerant mode) or raise only ValueError (strict mode), and their scans a
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from viescore2.grid import CategoryGrids, Grid, GridStatus, ParsedOutput, format_output, parse_grid, parse_output
+from viescore2.grid import CategoryGrids, Grid, GridStatus, ParsedOutput, format_output
+from viescore2.parsing import parse_grid, parse_output
 
 N = 16
 MB = 1_000_000

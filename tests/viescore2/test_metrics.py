@@ -5,7 +5,8 @@ import torch
 
 import viescore2
 from viescore2.evaluation import localization_metrics
-from viescore2.grid import Grid, parse_output
+from viescore2.grid import Grid
+from viescore2.parsing import parse_output
 
 matplotlib.use("Agg")
 
@@ -14,7 +15,7 @@ TRUTH = [Grid({(1, 1), (1, 2), (2, 1), (2, 2)}), Grid({(5, 5)}), Grid(), Grid(),
 
 
 def test_exported_from_the_package():
-    from viescore2.metrics import GridF1, GridIoU
+    from viescore2.metric import GridF1, GridIoU
     assert viescore2.GridIoU is GridIoU and viescore2.GridF1 is GridF1
 
 

@@ -3,8 +3,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from viescore2.grid import Grid
-from viescore2.rewards import (REWARD_WEIGHTS, RewardFunction, Target, completion_text, dice_reward, fbeta_reward,
-                               reward_functions, rewards, score_reward, supervised_keys, weighted_counts)
+from viescore2.scoring import (
+    REWARD_WEIGHTS, dice_reward, fbeta_reward, score_reward, supervised_keys, weighted_counts,
+)
+from viescore2.rewards import RewardFunction, Target, completion_text, reward_functions, rewards
 
 TARGET = Grid({(1, 1), (1, 2), (1, 3), (2, 1)}, {(1, 1), (1, 2)})
 PRED = Grid({(1, 1), (1, 3), (3, 3), (3, 4)})

@@ -7,7 +7,7 @@ from pathlib import Path
 from PIL import Image
 
 from browser import api_names, drive_app, looks_blank, serve_app
-from vlmjudge.demo import card_header
+from vlmjudge.hub.app import card_header
 
 APP = Path(__file__).resolve().parents[2] / "metrics" / "viescore2" / "app.py"
 ANSWER = "pq: 8/10\nsc: 2/10\nartifact:\nr2: 3,4!\nmisalign:\nr9: 9"

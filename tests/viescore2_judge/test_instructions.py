@@ -5,7 +5,7 @@ import pytest
 
 from viescore2.data import Annotation, build_sft
 from viescore2.grid import CategoryGrids, Grid
-from viescore2.instructions import (Fields, InstructionPack, all_fields, build_instruction, default_template,
+from viescore2.pack import (Fields, InstructionPack, all_fields, build_instruction, default_template,
                                     fields_for_supervision, images_sentence, load_pack, training_instruction)
 
 

@@ -17,7 +17,7 @@ from ..registry import command_hooks
 
 def _cmd_modules_install(args: argparse.Namespace) -> int:
     """Seed evaluate's module cache with the metrics/ scripts and say where each went."""
-    from ..evaluate_modules import install_modules
+    from ..hub.evaluate_modules import install_modules
     installed = install_modules(args.metrics_dir, args.names or None)
     for name, module in installed.items():
         print(f"installed {name} -> {module}")
@@ -26,7 +26,7 @@ def _cmd_modules_install(args: argparse.Namespace) -> int:
 
 def _cmd_space_push(args: argparse.Namespace) -> int:
     """Stage a metric's Space folder, or upload it to the Hub."""
-    from ..spaces import push_space, stage_space
+    from ..hub.spaces import push_space, stage_space
     if args.stage:
         staged = stage_space(args.folder, args.stage, wheel=args.wheel)
         print(f"staged {', '.join(p.name for p in staged)} in {args.stage}")

@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from .faces.loading import DEFAULT_BACKEND, judge_or_load, resolve_model
-from .offline import ModelUnavailableError, unavailable_reason
-from .registry import MethodSpec, get_method
+from ..faces.loading import DEFAULT_BACKEND, judge_or_load, resolve_model
+from ..offline import ModelUnavailableError, unavailable_reason
+from ..registry import MethodSpec, get_method
 
 #: Columns shown as image uploads; every other input column is a text box.
 IMAGE_COLUMNS = {"image", "images", "reference", "references", "conditioning", "generated"}
@@ -150,7 +150,7 @@ def example_rows(folders: Path | Sequence[Path], examples: Sequence[Sequence[Any
 def _example_folders(folder: Path) -> list[Path]:
     """Where an app's examples/ may be: beside it, then in the installed metric modules (a staged Space
     carries app.py and the vlmjudge wheel, which holds metrics/<name>/examples/)."""
-    from .evaluate_modules import default_metrics_dir
+    from .folders import default_metrics_dir
 
     installed = default_metrics_dir() / folder.name
     return [folder] if installed.resolve() == folder else [folder, installed]

@@ -2,8 +2,8 @@
 import numpy as np
 from PIL import Image
 
+from viescore2.figures import COLOURS, FILL_ALPHA, MARK_ALPHA, OUTLINE_COLOUR, render_overlay, save_overlay
 from viescore2.grid import CategoryGrids, Grid
-from viescore2.render import COLOURS, FILL_ALPHA, MARK_ALPHA, OUTLINE_COLOUR, render_overlay, save_overlay
 
 GREY = np.array([100, 100, 100], dtype=float)
 

@@ -6,12 +6,8 @@ four reports share their layout: the title, the summary table first, then the fi
 details. The core knows no method; everything method-specific arrives as arguments.
 
 Examples:
-    >>> fmt_number(1.2e-4)
-    '0.00012'
-    >>> fmt_number(0.367879441)
-    '0.368'
-    >>> fmt_number(None)
-    'n/a'
+    >>> fmt_number(1.2e-4), fmt_number(0.367879441), fmt_number(None)
+    ('0.00012', '0.368', 'n/a')
     >>> "No image was scored" in empty_state("No image was scored.")
     True
 """
@@ -211,7 +207,7 @@ def read_run(path: str | os.PathLike) -> tuple[list[dict[str, Any]], dict[str, A
     """The records of a JSONL run and its manifest (`vlmjudge.outputs.read_run`: the manifest beside
     the records, or an older file's line-1 manifest, else {}). A run without records is fine (the
     report shows its empty state); a broken line is a ReportInputError naming file and line."""
-    from .outputs import JsonlError, read_run as read_records
+    from ..outputs import JsonlError, read_run as read_records
 
     try:
         return read_records(path)

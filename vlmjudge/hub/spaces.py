@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .evaluate_modules import metric_folders, space_files
+from .folders import metric_folders, space_files
 
 #: Requirement names the staged file writes itself (the bundled wheel and the pinned gradio).
 _REPLACED = {"vlmjudge", "gradio"}

@@ -6,7 +6,7 @@ from PIL import Image
 from pydantic import ValidationError
 
 from terravis import TYPE_IDS, TerraVis, score_annotation, score_annotations
-from terravis.variants import rating_score
+from terravis.baselines import rating_score
 from vlmjudge.backends.replay import ReplayJudge
 
 from terravis_expected import expected_record

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from viescore2.annotations import grid_from_annotation, path_points, shape_canvas
 from viescore2.grid import Grid
+from viescore2.human import grid_from_annotation, path_points, shape_canvas
 
 ALL = {(r, c) for r in range(1, 17) for c in range(1, 17)}
 

@@ -1,7 +1,7 @@
 """The report's PNG figures: violation shares by level and by type per T2I model (the paper's
 Figures A1 and A2), and the score histogram.
 
-Figures are drawn on matplotlib's Agg canvas directly (no pyplot; `vlmjudge.report_figures`),
+Figures are drawn on matplotlib's Agg canvas directly (no pyplot; `vlmjudge.reports.figures`),
 so writing a report never changes the caller's matplotlib backend or opens a window.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Sequence
 
-from vlmjudge.report_figures import heatmap, new_figure, save_figure
+from vlmjudge.reports.figures import heatmap, new_figure, save_figure
 
 from .records import ImageRecord
 from .taxonomy import LEVELS, TAXONOMY

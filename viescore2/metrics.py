@@ -1,2 +1,0 @@
-from vlmjudge._moved import alias_module
-alias_module(__name__, "viescore2.metric")
