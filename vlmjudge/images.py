@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from ._digests import HELD as _HELD, digests_held, held_digest
+from .digests import HELD as _HELD, digests_held, held_digest
 
 __all__ = [
     "DEFAULT_MAX_PIXELS",

@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
 
-from ._digests import digests_held
+from .digests import digests_held
 from .cache import ResponseCache, answer_problem, cache_key
 from .requests import CANCEL_META_KEY, Answer, Request
 

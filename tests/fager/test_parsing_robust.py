@@ -191,7 +191,7 @@ def test_fager_score_counts_a_surrogate_answer_as_a_parse_failure(reply):
 
     from fagent_helpers import keyed_replay, noise, released, released_answers
     from fager import read_qa_csv
-    from fager.pipeline import Fager
+    from fager.core import Fager
 
     abo = Path(__file__).resolve().parents[1] / "data" / "fager" / "ABO"
     record = released(abo, "real")[0]

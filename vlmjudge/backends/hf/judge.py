@@ -203,7 +203,7 @@ class TransformersJudge(RequestPreparation, BatchForward, Judge):
         then run as one batch, one decode for all of a call's evidence rows. Only images whose
         digest this run already holds (`digests_held`) are looked up: an image not hashed yet
         is new to the store, and hashing it here would move that work onto the critical path."""
-        from ..._digests import held_digest
+        from ...digests import held_digest
         if not self.kv_cache.enabled or not len(self.kv_cache) or not self._runner.shares(self.model.device):
             return set()
         held = set()
