@@ -1,0 +1,42 @@
+"""README's core layout table names every room of `vlmjudge/`, each with its role, and nothing
+that is not there: a newcomer reads the table instead of drawing the import graph."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _layout_rows(readme: str) -> dict[str, str]:
+    """`path` -> `role` from the table of README's "Core layout" section."""
+    section = re.search(r"^## Core layout\n(.*?)(?=^## )", readme, re.MULTILINE | re.DOTALL)
+    assert section, "README.md has no 'Core layout' section"
+    rows = {}
+    for line in section.group(1).splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.lstrip().startswith("|") or len(cells) != 2 or set(cells[0]) <= set("-: ") or cells[0] == "path":
+            continue
+        for name in re.findall(r"`([^`]+)`", cells[0]):
+            rows[name] = cells[1]
+    return rows
+
+
+def _rooms() -> set[str]:
+    """Every subfolder (`name/`) and top-level file of vlmjudge/, its `__init__.py` aside."""
+    core = REPO / "vlmjudge"
+    return {f"{p.name}/" if p.is_dir() else p.name for p in core.iterdir()
+            if p.name not in ("__init__.py", "__pycache__") and not p.name.endswith(".pyc")}
+
+
+def test_the_table_reader_reads_a_table():
+    text = "## Core layout\n\n| path | role |\n| --- | --- |\n| `a.py`, `b/` | why |\n\n## Next\n"
+    assert _layout_rows(text) == {"a.py": "why", "b/": "why"}
+
+
+def test_every_room_of_the_core_is_in_the_layout_table_with_a_role():
+    rows = _layout_rows((REPO / "README.md").read_text(encoding="utf-8"))
+    missing, stale = sorted(_rooms() - set(rows)), sorted(set(rows) - _rooms())
+    assert not missing, f"add these to README's 'Core layout' table: {missing}"
+    assert not stale, f"README's 'Core layout' table names what vlmjudge/ no longer has: {stale}"
+    assert all(len(role.split()) >= 3 for role in rows.values()), "each row says its role in words"
