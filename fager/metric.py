@@ -1,18 +1,11 @@
 """FAGER as a `torchmetrics.Metric`: `update(images, prompts)` scores a batch with the pipeline,
 `compute()` gives the mean overall score (0-100) over the images that could be scored.
 
-    metric = FagerScore()            # the default judge; or FagerScore(judge), FagerScore(model=...)
-    metric.update(images, prompts)   # a list of images (paths, PIL, arrays) or a BCHW tensor
-    metric.compute()                 # mean overall score (NaN when no image could be scored)
-    metric.per_image()               # every scored image's overall score, gathered across processes
+It lets a training or evaluation loop use FAGER like any torchmetrics metric: tensor states
+that sync across processes, and the pipeline with its judges kept in a `ScorerHandle` outside
+the state (never in `state_dict`, shared by copies, left out of pickles).
 
-The pipeline (and its judges) lives in a `vlmjudge.faces.ScorerHandle`, outside the metric's
-state: it is never in `state_dict`, copies (`clone()`, `MetricTracker`) share it rather than
-copying a model, and pickling leaves it out (unpickled in the same process the metric shares
-the original's pipeline; elsewhere it loads its judge again from `model=`, or `attach_judge`
-gives it one). The states are declared tensors with their reductions, so the metric syncs
-across processes like any other; `compute()` before any update is NaN, with torchmetrics'
-warning, as for every metric of the suite.
+docs/fager.md, "The metric", shows the use and the copy and pickling rules.
 """
 from __future__ import annotations
 

@@ -1,22 +1,11 @@
 """Reading the evaluation agent's answers; what cannot be read is an error, never a guess.
 
-Two shapes of reply are read:
+A reply is one question's answer (`parse_answer`) or the released evaluator's batched list
+(`read_answer_list`, read as the FAGER release reads it). An unreadable reply is an
+`AnswerParseError`, which the scorer counts as a parse failure and leaves out of every mean, so
+no made-up answer moves a score. Every reader is linear in its input and raises nothing else.
 
-- one question's reply (`parse_answer`): a JSON object with an `answer` key, or text that
-  starts with yes/no/unknown (optionally after `Answer:` and markdown emphasis);
-- the released evaluator's batched reply (`read_answer_list`): `{"answers": [{"id",
-  "answer", "rationale"}, ...]}`, read as the FAGER release reads it (fences and
-  surrounding prose tolerated, entries ordered by `int(id)`).
-
-The value of an `answer` field is normalised as the release does (`normalize_answer`):
-`str(value).strip().lower()`, and any word other than yes/no/unknown is `unknown`. A reply
-with no answer at all (no JSON answer, no leading word) is an `AnswerParseError`, which the
-scorer counts as a parse failure and leaves out of every mean.
-
-Every reader here is linear in the length of its input and raises nothing but
-`AnswerParseError` on any string: no regular expression can backtrack, deep nesting and
-oversized integers in JSON are parse failures, not RecursionError or ValueError, and an
-answer the schema refuses (a lone surrogate in its rationale) is one too.
+docs/fager.md, "Reading the judge's answers", lists the rules.
 """
 from __future__ import annotations
 

@@ -1,18 +1,10 @@
 """QA sets on disk: the released QA.csv layout, and a store keyed by prompt, agent models and prompt pack.
 
-A QA set is expensive to build (four agent calls and a reference search) and must be
-reused unchanged across every image it scores, so it is stored once per
-(prompt, agent models, prompt-pack version) key. Store layout, one folder per key:
+A QA set is expensive to build (four agent calls and a reference search) and must be reused
+unchanged across every image it scores, so it is stored once per (prompt, agent models,
+prompt-pack version) key, in a folder written so that a reader never sees half a record.
 
-    <root>/<digest>/key.json           the QASetKey (prompt, models, prompt_pack), checked on read
-    <root>/<digest>/QA.csv             the QA items, released QA.csv columns, one set
-    <root>/<digest>/rubric.json        the verified Rubric the questions were generated from (optional)
-    <root>/<digest>/verification.json  the Verification: verified rubric, dropped and added facts (optional)
-    <root>/<digest>/proposal.json      the proposed Rubric before verification (optional)
-    <root>/<digest>/references.json    the ReferenceExtraction list (optional)
-
-`<digest>` is the first 24 hex digits of the SHA-256 of the key's canonical JSON.
-Files are written to a temporary name and renamed, so a reader never sees half a record.
+docs/fager.md, "Storing QA sets", gives the QA.csv columns and the store layout.
 """
 from __future__ import annotations
 
@@ -161,7 +153,7 @@ _OPTIONAL_JSON = {"rubric": ("rubric.json", Rubric), "verification": ("verificat
 
 
 class QAStore:
-    """A folder of QA records, one subfolder per QASetKey (layout in the module docstring)."""
+    """A folder of QA records, one subfolder per QASetKey (layout in docs/fager.md)."""
 
     def __init__(self, root: str | os.PathLike) -> None:
         self.root = Path(root)

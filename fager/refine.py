@@ -1,23 +1,10 @@
 """Feedback-driven refinement: keep, edit or regenerate each image, re-evaluate, report before/after.
 
-    report = refine(fager, images, prompts, generator=t2i, editor=edit, rounds=1, out_dir="run/")
+FAGER's verdicts say what is wrong with an image; this module acts on them, one round at a
+time, and shows whether the changes helped. Every generated image is saved as its batch
+returns, so a killed run resumes without generating anything twice.
 
-Each round acts on the last evaluation: `regenerate` calls the text-to-image generator
-with the regeneration constraint appended to the prompt, `edit` calls the editor with the
-edit instruction, `keep` leaves the image alone. Changed images are re-evaluated against
-the same QA sets. Generators follow `vlmjudge.generators` (`generator(prompts, seeds)`,
-`editor(images, instructions, seeds)`); plain callables are wrapped and checked.
-
-Every generated image is saved the moment its batch returns, with a manifest line saying
-what made it (action, text, input digest, seed). A rerun of a killed run loads those
-images instead of generating them again; a changed instruction or input makes a new one.
-
-Layout of `out_dir`:
-
-    round_0/verdicts.jsonl, round_0/summary.csv        the first evaluation
-    round_<r>/images/<id>.png, round_<r>/manifest.jsonl  images made in round r
-    round_<r>/verdicts.jsonl, round_<r>/summary.csv    the evaluation after round r
-    report.json, report.md                             before/after per image and overall
+docs/fager.md, "Refinement runs", describes the rounds, the resume rule and the output folder.
 """
 from __future__ import annotations
 

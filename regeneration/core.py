@@ -1,22 +1,13 @@
 """The ImageRepainter loop: understand the reference, then T rounds of prompt variants, generation by
 the model under test, selection, feedback and one-aspect revision, over many references at once.
 
-Round t (1..T) focuses on aspect `aspects[(t-1) % len(aspects)]` (default: overall, style,
-colour, detailed content). Round 1 tries N rewordings of the initial prompt; round t > 1
-tries N revisions of the previous round's best prompt that change only round t's aspect,
-guided by feedback comparing that best image with the reference and the IUT. Each round
-keeps the candidate with the highest weighted mix (the release's 0.5 CLIP % + 0.5 DINO % by
-default; `LoopConfig.make(selection="paper")` adds the MLLM, as the paper selects); the last
-round's pick is the regeneration (the paper), or the best over all rounds with `final="best"`.
+The loop is what turns "can this model regenerate the reference?" into a score: it searches for
+the prompt that best reproduces each reference, one aspect per round. Every stage runs over all
+references in one batched call, and everything is saved in a `RunFolder` as it comes, so a
+rerun skips saved prompts, images and scores.
 
-Prompt modes change only where round 1 starts: the IUT's prompt (default), "direct" (the
-MLLM's prompt from the image alone, Table 3; feedback and revision still see the IUT),
-"interrogator" (caption + CLIP-ranked modifiers; single-shot by default, as the paper's
-baseline: that prompt, as written, makes one image, which is compared with the reference)
-or "user".
-
-Every stage runs over all references in one batched call, and everything is saved in a
-`RunFolder` as it comes: a rerun skips saved prompts, images and scores.
+docs/regeneration.md describes the rounds, the selection presets, the prompt modes and the
+run folder.
 """
 from __future__ import annotations
 

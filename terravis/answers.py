@@ -1,19 +1,11 @@
 """Reading labelled free-text answers (`Answer: Yes`, `Severity: Minor`) as the TerraVis release reads them.
 
-A judge that is not constrained (a plain server, a replayed run, the release's own saved outputs) writes
-its decision after a label. The release's rules, which these functions reproduce (tests/golden replays
-them against its outputs):
+A judge that is not constrained (a plain server, a replayed run, the release's own saved outputs)
+writes its decision after a label; reading it exactly as the release does keeps scores comparable
+with the release's (tests/golden replays its outputs). Every function here runs in time linear in
+the text and raises nothing on any string.
 
-- A field's value is the rest of the line after `<label>:` (case-insensitive; full-width `：` too), with
-  markdown and quotes around the label and the colon skipped. Candidates, best first: labels at the start
-  of a line, the LAST one first; then the first line after the last such label (a value on the next
-  line), unless that line is itself a `Field:` label; then the same two steps for labels anywhere in a
-  line (not glued to a preceding letter or digit).
-- A candidate is accepted when it starts with an accepted word followed by a word boundary, and is not
-  an echo of the options (`Yes or No`, `Major and minor`); otherwise the next candidate is tried.
-- A bare value without its label (`Yes`) is not read: the caller's fallback applies.
-
-Every function here runs in time linear in the text and raises nothing on any string.
+docs/terravis.md, "Reading the judge's answers", lists the rules.
 """
 from __future__ import annotations
 
@@ -102,7 +94,7 @@ def _next_line(text: str, end: int) -> str:
 
 
 def field_candidates(text: str | None, label: str) -> Iterator[str]:
-    """The candidate values of one labelled field, best first (see the module docstring).
+    """The candidate values of one labelled field, best first (the order docs/terravis.md gives).
 
     Examples:
         The last labelled line comes first; an echo of the options is still a candidate here,

@@ -1,20 +1,11 @@
 """Defect grids: N x N cells with coverage marks, their text format, and what parsing judge text returns.
 
-The judge writes score lines first, then grid lines, one per row with defects::
+VIEScore2 localizes defects as cells of a grid the judge writes as text (score lines, then one
+line per row with defects, ``none`` for a clean grid). This module holds the grid types, writes
+that text, and defines `ParsedOutput` and `GridStatus`, which let a caller tell a clean grid
+from a parse failure; `viescore2.parsing` reads the text.
 
-    pq: 7/10
-    sc: 4/10
-    artifact:
-    r5: 8,9!
-    misalign:
-    none
-
-Rows and columns are 1-based; ``!`` after a column marks a high-coverage cell; ``none``
-is an empty grid. With one grid the header lines are left out. By default the parser reads
-text as the public release reads it (`viescore2.parsing`): tolerant of prose, spacing and
-separators, and it reports a status that tells a successful empty grid (``none``) from a parse
-failure (no in-range cell and no ``none``). ``strict=True`` instead turns every irregularity
-into a ``ValueError``, for users who want to validate hand-written targets.
+docs/viescore2.md, "The grid text format", describes the format.
 """
 from __future__ import annotations
 

@@ -1,19 +1,11 @@
 """Ground-truth grids from stored visual annotations, read as the public release reads them.
 
-An annotation is a kind and its data, as datasets store a ``visual_reason``:
+Datasets store where a defect is as a ``visual_reason`` (a mask, heatmap, box, polygon or SVG
+path); evaluating predicted grids needs each turned into the grid the release would build, so
+numbers compare with the release's. Unlike the release, data that cannot be read raises rather
+than becoming a clean ground truth.
 
-- ``mask`` / ``heatmap``: an image file (grayscale PNG) or an (H, W) array. 8-bit data is divided
-  by 255 only when its maximum is above 1 (label images holding 0/1 stay as they are); float data
-  is used as given. The map is resized and thresholded by ``viescore2.raster`` (> 0.5 for a mask,
-  > 0.25 for a heatmap, after a LANCZOS resize).
-- ``bbox``: ``[x, y, w, h]`` or a list of them, ``polygon``: a list of ``[x, y]`` points, ``svg``: a
-  path string whose ``M/L/C/m/l`` coordinate pairs are taken as points (relative commands are read
-  as absolute, as the release reads them). Shapes are drawn on a ``canvas`` x ``canvas`` image
-  (1000, the release's), resized like a mask. A path of two points is their bounding rectangle.
-
-An annotation that holds no shape (``None``, ``[]``, fewer than three polygon points) is a clean
-grid. Unlike the release, an unknown kind, malformed data or a missing file raises: a clean
-ground truth is never made up from data that could not be read.
+docs/viescore2.md, "Ground truth from visual annotations", lists the kinds and rules.
 """
 from __future__ import annotations
 

@@ -2,18 +2,11 @@
 generated images) and the judge-free grid metrics `GridF1` and `GridIoU` (predicted defect
 grids against ground truth).
 
-    metric = VIEScore2Score()                 # the default judge; or VIEScore2Score(judge), (model=...)
-    metric.update(images, prompts)            # BCHW tensor (uint8 0..255 or float 0..1) or a list of images
-    metric.compute()                          # mean overall 0-10 score (NaN when none was read)
-    metric.details()                          # PQ/SC means, parse failures, per-image scores
+They let a training or evaluation loop use VIEScore2 like any torchmetrics metric: tensor
+states that sync across processes, and a judge kept outside the module tree (never in
+`state_dict`, shared by copies, left out of pickles).
 
-States are tensors reduced by sum (counts, score sums) or cat (per-image overall scores, NaN
-where none was read), so DDP needs nothing special; `compute()` before any update is NaN (with
-torchmetrics' warning), as for every metric of the suite. The judge is held in a plain wrapper
-attribute, never a child module: it stays out of `state_dict`, `.to()` and the optimizer,
-and copies of the metric share it. A pickled metric carries no judge: unpickled in the same
-process it shares the original's, elsewhere it loads one again from `model=` (or needs
-`attach_judge`; see `vlmjudge.faces.ScorerHandle`).
+docs/viescore2.md, "The metrics", shows the use and the state, copy and pickling rules.
 """
 from __future__ import annotations
 

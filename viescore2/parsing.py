@@ -1,26 +1,13 @@
-"""Reading judge text into scores and grids: `parse_output` and `parse_grid` (also importable from
-`viescore2.grid`), over a tolerant scan that reads text as the public release (VIEScoreTwo
-``run_eval.py``) does, or a strict reader that raises at the first irregular line.
+"""Reading judge text into scores and grids: `parse_output` and `parse_grid`, over a tolerant scan
+(`read_text`) that reads text as the public release (VIEScoreTwo ``run_eval.py``) does, or a strict
+reader that raises at the first irregular line.
 
-`read_text` only scans text into a `Reading`; `parse_output` turns it into grids. The tolerant rules:
+Reading as the release does keeps parse rates and grid metrics comparable with its numbers;
+where the release has a known bug the reader follows the paper. Every pattern matches in time
+linear in the text.
 
-- **Union grid.** ``[..]`` groups and every ``!`` are removed, then every ``<row> : <columns>``
-  in a line is read, wherever it stands in the line (``r5: 8,9``, ``row 5: 8 9``, ``5: 8;``,
-  ``- r5: 8,9.``); columns are the numbers of a list of digits, commas and spaces. A cell counts
-  only when both indices are in 1..N. At least one cell: the grid is read. No cell but the word
-  ``none`` somewhere: a clean grid. Otherwise: a parse failure. So ``r17: 1`` alone fails, and a
-  markdown row ``**r7**: 15`` (the colon does not follow the row number) is not a row.
-- **Category sections.** A line holding only ``artifact:`` or ``misalign:`` opens a section that
-  runs to the next such line; its rows are read the same way, with ``!`` after a column marking
-  a high-coverage cell. A repeated header replaces the earlier section, as in the release.
-- **Scores.** The first ``score|pq|sc : <number> / 10`` of each label, the number written with
-  one or two digits before an optional decimal part; a value outside 0..10 leaves that score unread.
-
-Where the release has a known bug, this reader follows the paper instead: rows and columns are
-whole numbers (``r5: 123`` is column 123, out of range, not columns 12 and 3), a row never
-continues on the next line, ``score`` needs a word boundary, and ``/10`` must not be followed by
-a digit (``7/100`` is not 7/10). Every pattern is matched so that the scan is linear in the
-length of the text, and no number is converted unless it has at most three digits.
+docs/viescore2.md, "Reading the judge's answers", lists the rules and the differences from
+the release.
 """
 from __future__ import annotations
 

@@ -1,23 +1,11 @@
 """The evaluation reports in the layout of the public release (VIEScoreTwo ``run_eval.py`` and the
-metric part of ``dev_eval.py``), so numbers compare one to one: per-example confusion counts and the
-summary keys the release prints.
+metric part of ``dev_eval.py``): per-example confusion counts and the summary keys the release prints.
 
-The rules are the release's, with one exception kept from the paper:
+Following the release's rules lets numbers compare one to one with its reports; the one
+exception, kept from the paper, is that a failed parse is not a correct clean image
+(``clean_failures_count=True`` restores the release's count).
 
-- an example has localization ground truth when it has category grids, a visual annotation, or
-  comes from a source of real clean photos (``CLEAN_SOURCES``: COCO-real, an empty grid);
-- a failed parse predicts nothing: 0 TP, every ground-truth cell a false negative, grid IoU 0;
-  a clean image predicted clean has grid IoU 1;
-- P/R/F1 from counts are 1.0 when tp + fp + fn = 0 and 0.0 for an undefined ratio; per-example
-  values are rounded to 4 decimals and averages are taken over the rounded values;
-- per category, a section the prediction does not write is an empty prediction for that category
-  (a prediction with one section is scored on it); a flat grid predicts no category cells;
-- coverage marks: the ``!`` cells of the prediction's sections against the union of the
-  ground-truth marks, over all N x N cells;
-- correlations need ``MIN_PAIRS`` = 3 valid pairs with spread and leave out ``CLEAN_SOURCES``;
-- **the exception**: ``clean_correct`` counts clean images whose output parsed and predicted no
-  cell. The release also counts a failed parse there (tp = fp = fn = 0); the paper does not.
-  ``clean_failures_count=True`` gives the release's count.
+docs/viescore2.md, "Evaluation rules", lists every rule.
 """
 from __future__ import annotations
 

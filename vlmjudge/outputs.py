@@ -1,26 +1,11 @@
 """The output layout every scoring command and the distributed runner write, and the one JSONL reader.
 
-A run's records go to the file `--out` (or the runner's `--output`) names, one JSON object a
-line; everything else sits beside it, named from the records file's stem:
+A run's records go to one JSON-lines file; its manifest, answer cache and failures list sit
+beside it, named from its stem. Keeping those names and the read/write rules here means every
+command writes files any other can resume from or report on. Every JSONL read goes through
+`iter_jsonl` and every record or manifest written through `json_text`.
 
-    results.jsonl                   the records, one per image (or pair), in input order
-    results.manifest.json           the run's manifest: method, judge, configuration, counts
-    results.cache.sqlite            the judge's answers (the default cache; a rerun resumes from it)
-    results.jsonl.failures.jsonl    the inputs that got no result, when there are any
-
-Older TerraVis files carry their manifest as the first line (`{"manifest": {...}}`); the readers
-here still take them. Every JSONL read goes through `iter_jsonl` (a broken line is named by file
-and line), every record and manifest written through `json_text` (no bare NaN, which strict readers refuse).
-
-Examples:
-    >>> import tempfile, pathlib
-    >>> out = pathlib.Path(tempfile.mkdtemp()) / "results.jsonl"
-    >>> write_jsonl(out, [{"id": "a.png", "score": 1.0}])
-    >>> _ = write_manifest(out, {"method": "toy"})
-    >>> read_run(out)
-    ([{'id': 'a.png', 'score': 1.0}], {'method': 'toy'})
-    >>> manifest_path(out).name, default_cache_path(out).name
-    ('results.manifest.json', 'results.cache.sqlite')
+docs/outputs.md lists the files, the rules, and what each command writes.
 """
 from __future__ import annotations
 
@@ -248,6 +233,17 @@ def read_manifest(out: str | os.PathLike) -> dict[str, Any] | None:
 
 
 def read_run(path: str | os.PathLike) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The records of a run and its manifest ({} when it has none, as the runner's older files)."""
+    """The records of a run and its manifest ({} when it has none, as the runner's older files).
+
+    Examples:
+        >>> import tempfile, pathlib
+        >>> out = pathlib.Path(tempfile.mkdtemp()) / "results.jsonl"
+        >>> write_jsonl(out, [{"id": "a.png", "score": 1.0}])
+        >>> _ = write_manifest(out, {"method": "toy"})
+        >>> read_run(out)
+        ([{'id': 'a.png', 'score': 1.0}], {'method': 'toy'})
+        >>> manifest_path(out).name, default_cache_path(out).name
+        ('results.manifest.json', 'results.cache.sqlite')
+    """
     records = [row for row in read_jsonl(path) if not is_manifest_line(row)]
     return records, read_manifest(path) or {}
