@@ -19,6 +19,7 @@ from .records import Verdict
 from .references import MappingReferences
 from .schema import QASet
 from .scoring import GatingPolicy
+from .statistics import STATISTICS
 
 
 class FagerRecord:
@@ -132,6 +133,7 @@ SPEC = MethodSpec(
     optional_inputs=("references", "qa_set", "id"), score_range=(0.0, 100.0), default_model=DEFAULT_JUDGE_MODEL,
     description="Factuality against a verified three-level rubric: yes/no/unknown questions per fact, "
                 "level-1 gate, keep/edit/regenerate with feedback. Score 0-100.",
+    statistics=STATISTICS,
 )
 
 __all__ = ["FagerRecord", "FagerScorer", "SPEC", "build", "parse_qa_value", "render"]

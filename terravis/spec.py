@@ -8,6 +8,7 @@ from vlmjudge.registry import DEFAULT_JUDGE_MODEL, MethodSpec, renders
 
 from .core import TerraVis
 from .records import ImageRecord
+from .statistics import STATISTICS
 
 
 @renders("terravis", ImageRecord)
@@ -46,4 +47,5 @@ SPEC = MethodSpec(
     score_range=(0.0, 1.0), render=render, default_model=DEFAULT_JUDGE_MODEL,
     description="World-grounded visual consistency: eligibility, 18 violation checks, severity, "
                 "S = exp(-lam (N_major + alpha N_minor)).",
+    statistics=STATISTICS,
 )

@@ -8,6 +8,7 @@ from vlmjudge.registry import DEFAULT_JUDGE_MODEL, MethodSpec, renders
 
 from .core import VIEScore2
 from .records import VIEScore2Record
+from .statistics import STATISTICS
 
 
 def _number(value: float) -> str:
@@ -44,4 +45,5 @@ SPEC = MethodSpec(
     score_range=(0.0, 10.0), render=render, default_model=DEFAULT_JUDGE_MODEL,
     description="0-10 scores (overall, or PQ and SC with overall sqrt(PQ*SC)) and a 16 x 16 grid of defect "
                 "cells (visual artifacts, semantic misalignments) in one constrained judge pass.",
+    statistics=STATISTICS,
 )

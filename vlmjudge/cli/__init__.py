@@ -70,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     push.add_argument("--private", action="store_true")
     push.set_defaults(func=_cmd_space_push)
 
+    from .compare import configure_compare
+    configure_compare(sub)
     from ..serve import configure_serve
     configure_serve(sub.add_parser("serve", help="an OpenAI-compatible server over a judge (vLLM-style API)"))
 
