@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from vlmjudge.stats.human_sets.protocol import HumanProtocol, confusion_table, majority, number, share
 
@@ -103,8 +103,11 @@ def label_annotation(label: Mapping[str, Any]) -> Annotation:
     violations = label.get("violations") or []
     if isinstance(violations, Mapping):
         violations = [{"type": name, "severity": severity} for name, severity in violations.items()]
-    return Annotation.model_validate({"image_id": str(label["id"]), "eligible": label.get("eligible", True),
-                                      "violations": violations})
+    try:
+        return Annotation.model_validate({"image_id": str(label["id"]), "eligible": label.get("eligible", True),
+                                          "violations": violations})
+    except ValidationError as error:  # one line per problem, without pydantic's help links
+        raise ValueError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())) from None
 
 
 def rate_label(label: Mapping[str, Any]) -> float | None:

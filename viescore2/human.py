@@ -189,7 +189,7 @@ def compare_details(rows, records) -> dict[str, Any]:
         judged = ["unreadable" if p is None else "defects" if not p.is_empty else "clean" for p in preds]
         tables.append(confusion_table("Defect cells marked (image level)", judged,
                                       ["clean" if t.is_empty else "defects" for t in targets],
-                                      ("defects", "clean", "unreadable")))
+                                      ("defects", "clean", "unreadable"), ("defects", "clean")))
     return {"tables": tables, "measures": measures}
 
 

@@ -46,7 +46,8 @@ def label_rows(lines: list[dict[str, Any]], protocol: HumanProtocol = GENERIC,
         try:
             value = number(line["human"]) if "human" in line else protocol.rate(line)
         except (KeyError, TypeError, ValueError) as error:
-            raise ValueError(f"{where} line {line_no} (id {line['id']!r}): {error}") from None
+            problem = " ".join(str(error).split())  # one line, whatever the protocol raised
+            raise ValueError(f"{where} line {line_no} (id {line['id']!r}): {problem}") from None
         if "human" in line and value is None:
             raise ValueError(f"{where} line {line_no} (id {line['id']!r}): 'human' is not a "
                              f"finite number: {line['human']!r}")

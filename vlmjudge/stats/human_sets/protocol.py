@@ -91,19 +91,21 @@ class HumanProtocol:
 GENERIC = HumanProtocol()
 
 
-def confusion_table(title: str, judge: Sequence[str], human: Sequence[str],
-                    labels: Sequence[str]) -> dict[str, Any]:
-    """A confusion table of categorical labels: a row per judge label, a column per people's label.
+def confusion_table(title: str, judge: Sequence[str], human: Sequence[str], labels: Sequence[str],
+                    human_labels: Sequence[str] | None = None) -> dict[str, Any]:
+    """A confusion table of categorical labels: a row per judge label, a column per people's label
+    (`human_labels` when people choose among fewer labels than the judge can give).
 
     >>> table = confusion_table("A/B", ["A", "B", "A"], ["A", "A", "A"], ("A", "B"))
     >>> table["header"], table["rows"]
     (['judge \\\\ people', 'A', 'B'], [['A', 2, 0], ['B', 1, 0]])
     """
-    counts = {(j, h): 0 for j in labels for h in labels}
+    columns = labels if human_labels is None else human_labels
+    counts = {(j, h): 0 for j in labels for h in columns}
     for j, h in zip(judge, human, strict=True):
         counts[j, h] += 1
-    return {"title": title, "header": ["judge \\ people", *labels],
-            "rows": [[j, *(counts[j, h] for h in labels)] for j in labels]}
+    return {"title": title, "header": ["judge \\ people", *columns],
+            "rows": [[j, *(counts[j, h] for h in columns)] for j in labels]}
 
 
 def share(numerator: int, denominator: int) -> float | None:
