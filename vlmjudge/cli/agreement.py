@@ -170,7 +170,8 @@ def _judge_run(run: dict[str, Any], rows, protocol, human_path: Path, args: argp
             "unmatched": {"human_only": joined.human_only, "run_only": joined.run_only},
             "unscored": joined.unscored, "not_applicable": joined.not_applicable,
             "details": _details(protocol, joined.matched_rows, records, run["path"]),
-            "items": [{"id": i, "judge": j, "human": h} for i, j, h in zip(joined.ids, joined.judge, joined.human)]}
+            "items": [{"id": i, "judge": j, "human": h, **({"group": joined.groups[k]} if joined.groups else {})}
+                      for k, (i, j, h) in enumerate(zip(joined.ids, joined.judge, joined.human))]}
 
 
 def _details(protocol, rows, records, where: str) -> dict[str, Any]:
@@ -208,18 +209,20 @@ def _comparison(judged: list[dict[str, Any]], args: argparse.Namespace) -> dict[
     """Which judge agrees best on the items every run scored, with a paired interval per pair."""
     from ..stats.agreement import agreement_difference, statistic_value
 
-    values = [{item["id"]: (item["judge"], item["human"]) for item in run["items"]} for run in judged]
+    values = [{item["id"]: (item["judge"], item["human"], item.get("group")) for item in run["items"]}
+              for run in judged]
     common = [key for key in values[0] if all(key in other for other in values[1:])]
     out: dict[str, Any] = {"statistic": args.statistic, "items": len(common)}
     if len(common) < 2:
         return {**out, "unavailable": f"the runs share {len(common)} scored item(s); a comparison needs 2"}
     human = [values[0][key][1] for key in common]
+    groups = [values[0][key][2] for key in common] if all(values[0][key][2] is not None for key in common) else None
     scores = [[run_values[key][0] for key in common] for run_values in values]
     try:
         out["values"] = {run["name"]: statistic_value(s, human, args.statistic) for run, s in zip(judged, scores)}
         out["pairs"] = []
         for i, j in itertools.combinations(range(len(judged)), 2):
-            diff = agreement_difference(scores[i], scores[j], human, statistic=args.statistic,
+            diff = agreement_difference(scores[i], scores[j], human, statistic=args.statistic, groups=groups,
                                         n_resamples=args.resamples, confidence=args.confidence, seed=args.seed)
             out["pairs"].append({"a": judged[i]["name"], "b": judged[j]["name"], **dataclasses.asdict(diff)})
     except ValueError as error:

@@ -107,12 +107,16 @@ def test_a_public_set_is_read_as_human(tmp_path):
     rows = json.loads((DATA / "tifa" / "human_annotations.json").read_text())
     records = [{"id": row["image_path"], "score": float(np.mean(row["human_scores"]) + 0.1 * k)}
                for k, row in enumerate(rows.values())]
-    run = write_run(tmp_path / "run.jsonl", records, "judge")
+    reversed_records = [{**record, "score": -record["score"]} for record in records]
+    runs = [write_run(tmp_path / "run.jsonl", records, "judge"),
+            write_run(tmp_path / "reversed.jsonl", reversed_records, "reversed")]
     out = tmp_path / "o"
-    assert main(["agreement", run, str(DATA / "tifa"), "--human-format", "tifa", "--out", str(out), *FAST]) == 0
+    assert main(["agreement", *runs, str(DATA / "tifa"), "--human-format", "tifa", "--out", str(out), *FAST]) == 0
     result = read_result(out)
     assert result["runs"][0]["matched"] == len(rows) and result["human"]["format"] == "tifa"
     assert result["ceiling"]["annotators"] == 2  # TIFA's two raters, by position
+    assert result["runs"][0]["items"][0]["group"] == next(iter(rows.values()))["text_id"]  # prompts resample whole
+    assert result["comparison"]["best"] == "judge" and result["comparison"]["pairs"][0]["diff"] > 0
 
 
 @pytest.mark.parametrize("case", ["no_overlap", "one_item", "missing_file", "no_labels", "bad_label", "only_labels"])
