@@ -1,21 +1,11 @@
-"""Ground-truth grids from stored visual annotations, read as the public release reads them.
+"""Ground-truth grids from stored visual annotations, read as the public release reads them, and
+the human protocol of `vlmjudge agreement`.
 
-An annotation is a kind and its data, as datasets store a ``visual_reason``:
-
-- ``mask`` / ``heatmap``: an image file (grayscale PNG) or an (H, W) array. 8-bit data is divided
-  by 255 only when its maximum is above 1 (label images holding 0/1 stay as they are); float data
-  is used as given. The map is resized and thresholded by ``viescore2.raster`` (> 0.5 for a mask,
-  > 0.25 for a heatmap, after a LANCZOS resize).
-- ``bbox``: ``[x, y, w, h]`` or a list of them, ``polygon``: a list of ``[x, y]`` points, ``svg``: a
-  path string whose ``M/L/C/m/l`` coordinate pairs are taken as points (relative commands are read
-  as absolute, as the release reads them). Shapes are drawn on a ``canvas`` x ``canvas`` image
-  (1000, the release's), resized like a mask. A path of two points is their bounding rectangle.
-
-An annotation that holds no shape (``None``, ``[]``, fewer than three polygon points) is a clean
-grid. Unlike the release, an unknown kind, malformed data or a missing file raises: a clean
-ground truth is never made up from data that could not be read. `PROTOCOL` reads the annotation
-app's labels (`pq`, `sc` or `score` on 0-10, and grid cells) for `vlmjudge agreement`: SRCC per
-score, and grid IoU and F1 of the judge's cells against the cells most annotators marked.
+An annotation is a kind and its data, as datasets store a ``visual_reason`` (the kinds and their
+thresholds: `grid_from_annotation`). Unlike the release, an unknown kind, malformed data or a
+missing file raises: a clean ground truth is never made up from data that could not be read.
+`PROTOCOL` reads the annotation app's labels (`pq`, `sc` or `score` on 0-10, and grid cells):
+SRCC per score, and grid IoU and F1 of the judge's cells against the cells most annotators marked.
 """
 from __future__ import annotations
 
@@ -102,7 +92,19 @@ def shape_canvas(kind: str, data: Any, canvas: int = CANVAS) -> np.ndarray:
 def grid_from_annotation(kind: str, data: Any, n: int = DEFAULT_N, canvas: int = CANVAS,
                          mask_threshold: float = MASK_THRESHOLD, heatmap_threshold: float = HEATMAP_THRESHOLD,
                          mark_threshold: float | None = MARK_THRESHOLD, resample: str = RESAMPLE) -> Grid:
-    """Ground-truth grid of one annotation (``kind`` in mask, heatmap, bbox, polygon, svg)."""
+    """Ground-truth grid of one annotation (``kind`` in mask, heatmap, bbox, polygon, svg).
+
+    - ``mask`` / ``heatmap``: an image file (grayscale PNG) or an (H, W) array. 8-bit data is divided
+      by 255 only when its maximum is above 1 (label images holding 0/1 stay as they are); float data
+      is used as given. The map is resized and thresholded by ``viescore2.raster`` (> 0.5 for a mask,
+      > 0.25 for a heatmap, after a LANCZOS resize).
+    - ``bbox``: ``[x, y, w, h]`` or a list of them, ``polygon``: a list of ``[x, y]`` points, ``svg``: a
+      path string whose ``M/L/C/m/l`` coordinate pairs are taken as points (relative commands are read
+      as absolute, as the release reads them). Shapes are drawn on a ``canvas`` x ``canvas`` image
+      (1000, the release's), resized like a mask. A path of two points is their bounding rectangle.
+
+    An annotation that holds no shape (``None``, ``[]``, fewer than three polygon points) is a clean grid.
+    """
     if kind not in MAP_KINDS + SHAPE_KINDS:
         raise ValueError(f"unknown annotation kind {kind!r}; expected one of {MAP_KINDS + SHAPE_KINDS}")
     if data is None or (isinstance(data, (list, tuple, str)) and len(data) == 0):

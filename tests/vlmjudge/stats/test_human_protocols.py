@@ -91,7 +91,8 @@ def test_fager_ab_choices_in_each_tie_mode(tmp_path):
     scores = {0: (90, 60), 1: (70, 80), 2: (50, 50), 3: (40, 70), 4: (80, 20), 5: (10, 90)}
     choices = {0: ("A", "A"), 1: ("B", "b"), 2: ("A", "tie"), 3: ("A", "A"), 4: ("A", "B"), 5: ("B", "B")}
     records = [record for k, (a, b) in scores.items()
-               for record in ({"index": f"real/{k}.png", "overall_score": a}, {"index": f"gen/{k}.png", "overall_score": b})]
+               for record in ({"index": f"real/{k}.png", "overall_score": a},
+                              {"index": f"gen/{k}.png", "overall_score": b})]
     labels = [{"id": f"{k}.png", "annotator": who, "a": f"real/{k}.png", "b": f"gen/{k}.png", "choice": pick[n]}
               for k, pick in choices.items() for n, who in enumerate(("ann", "bob"))]
     [run] = run_agreement(tmp_path, "fager", records, labels)["runs"]

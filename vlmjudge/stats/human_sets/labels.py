@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from vlmjudge.outputs import read_jsonl
 from vlmjudge.stats.human_sets.protocol import GENERIC, HumanProtocol, number
 from vlmjudge.stats.human_sets.rows import rater_table
 
@@ -60,14 +59,6 @@ def label_rows(lines: list[dict[str, Any]], protocol: HumanProtocol = GENERIC,
         rows.append({"id": item_id, "human": (sum(given.values()) / len(given)) if given else None,
                      "raters": given, "labels": list(item["labels"].values())})
     return rows
-
-
-def read_labels(path, protocol: HumanProtocol = GENERIC) -> list[dict[str, Any]]:
-    """`label_rows` of a labels file; an empty file is an error, not zero items."""
-    lines = read_jsonl(path)
-    if not lines:
-        raise ValueError(f"{path} holds no labels")
-    return label_rows(lines, protocol, where=str(path))
 
 
 def annotator_table(rows: list[dict[str, Any]]) -> np.ndarray:
