@@ -7,6 +7,7 @@ from typing import Any
 from vlmjudge.registry import DEFAULT_JUDGE_MODEL, MethodSpec, renders
 
 from .core import TerraVis
+from .human import PROTOCOL
 from .records import ImageRecord
 from .statistics import STATISTICS
 
@@ -44,7 +45,7 @@ def render(record: ImageRecord) -> dict[str, Any]:
 #: already lie in [0, 1], so `normalize` is the identity.
 SPEC = MethodSpec(
     name="terravis", inputs=("image",), optional_inputs=("id",), build=TerraVis,
-    score_range=(0.0, 1.0), render=render, default_model=DEFAULT_JUDGE_MODEL,
+    score_range=(0.0, 1.0), render=render, default_model=DEFAULT_JUDGE_MODEL, human=PROTOCOL,
     description="World-grounded visual consistency: eligibility, 18 violation checks, severity, "
                 "S = exp(-lam (N_major + alpha N_minor)).",
     statistics=STATISTICS,

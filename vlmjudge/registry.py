@@ -12,6 +12,7 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
+    from .stats.human_sets.protocol import HumanProtocol
     from .stats.statistic import Statistic
 
 ENTRY_POINT_GROUP = "vlmjudge.methods"
@@ -97,6 +98,8 @@ class MethodSpec:
     `render(record)` returns a dict for apps and reports: `score_text` (str), `markdown`
     (str) and optionally `image` (PIL image). `statistics` are the method's own statistics over its
     saved records (the first is its headline), recomputed on resamples by `vlmjudge compare`.
+    `human` says how the paper's human labels are read and matched to the records
+    (`vlmjudge agreement`); None: the generic protocol.
 
     Examples:
         >>> spec = MethodSpec(name="toy", inputs=("image",), build=dict, score_range=(0.0, 10.0),
@@ -116,6 +119,7 @@ class MethodSpec:
     default_model: str | None = None
     config: Mapping[str, Any] = field(default_factory=dict)
     statistics: Mapping[str, "Statistic"] = field(default_factory=dict)
+    human: HumanProtocol | None = None
 
     def __post_init__(self) -> None:
         if self.normalize is None:

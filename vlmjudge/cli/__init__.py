@@ -74,6 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     configure_compare(sub)
     from ..serve import configure_serve
     configure_serve(sub.add_parser("serve", help="an OpenAI-compatible server over a judge (vLLM-style API)"))
+    from .agreement import configure_agreement
+    configure_agreement(sub)
 
     for name, hook in sorted(command_hooks().items()):
         method_parser = sub.add_parser(name, help=f"{name} commands")
