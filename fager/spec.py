@@ -13,6 +13,7 @@ from typing import Any
 
 from vlmjudge.registry import DEFAULT_JUDGE_MODEL, MethodSpec, renders
 
+from .annotation import ANNOTATION
 from .core import Fager
 from .qa_store import QA_COLUMNS, parse_qa_csv
 from .records import Verdict
@@ -132,6 +133,7 @@ SPEC = MethodSpec(
     optional_inputs=("references", "qa_set", "id"), score_range=(0.0, 100.0), default_model=DEFAULT_JUDGE_MODEL,
     description="Factuality against a verified three-level rubric: yes/no/unknown questions per fact, "
                 "level-1 gate, keep/edit/regenerate with feedback. Score 0-100.",
+    annotation=ANNOTATION,
 )
 
 __all__ = ["FagerRecord", "FagerScorer", "SPEC", "build", "parse_qa_value", "render"]

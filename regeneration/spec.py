@@ -13,6 +13,7 @@ from typing import Any
 
 from vlmjudge.registry import MethodSpec, renders
 
+from .annotation import ANNOTATION
 from .judging import MLLMScores, judge_pairs
 from .scoring import combined_score, normalize
 from .similarity import DEFAULT_CLIP_MODEL, DEFAULT_DINO_MODEL, SimilarityScorer
@@ -134,4 +135,5 @@ SPEC = MethodSpec(
     optional_inputs=("id",), score_range=(0.0, 100.0), default_model=None,
     description="Image Regeneration: how close a regenerated image is to its reference, as the mean of "
                 "CLIP and DINOv2 image-image cosine (%), with optional MLLM content and perceptual ratings.",
+    annotation=ANNOTATION,
 )

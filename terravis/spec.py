@@ -6,6 +6,7 @@ from typing import Any
 
 from vlmjudge.registry import DEFAULT_JUDGE_MODEL, MethodSpec, renders
 
+from .annotation import ANNOTATION
 from .core import TerraVis
 from .records import ImageRecord
 
@@ -46,4 +47,5 @@ SPEC = MethodSpec(
     score_range=(0.0, 1.0), render=render, default_model=DEFAULT_JUDGE_MODEL,
     description="World-grounded visual consistency: eligibility, 18 violation checks, severity, "
                 "S = exp(-lam (N_major + alpha N_minor)).",
+    annotation=ANNOTATION,
 )

@@ -6,6 +6,7 @@ from typing import Any
 
 from vlmjudge.registry import DEFAULT_JUDGE_MODEL, MethodSpec, renders
 
+from .annotation import ANNOTATION
 from .core import VIEScore2
 from .records import VIEScore2Record
 
@@ -44,4 +45,5 @@ SPEC = MethodSpec(
     score_range=(0.0, 10.0), render=render, default_model=DEFAULT_JUDGE_MODEL,
     description="0-10 scores (overall, or PQ and SC with overall sqrt(PQ*SC)) and a 16 x 16 grid of defect "
                 "cells (visual artifacts, semantic misalignments) in one constrained judge pass.",
+    annotation=ANNOTATION,
 )

@@ -111,6 +111,7 @@ class MethodSpec:
     optional_inputs: tuple[str, ...] = ()
     default_model: str | None = None
     config: Mapping[str, Any] = field(default_factory=dict)
+    annotation: Any = None  # the paper's human-labelling protocol (vlmjudge.annotation.AnnotationProtocol)
 
     def __post_init__(self) -> None:
         if self.normalize is None:
