@@ -61,6 +61,7 @@ class AnnotationProtocol:
     instructions: str = ""
 
     def __post_init__(self) -> None:
+        """Refuse a protocol whose labels could not be stored unambiguously."""
         names = [f.name for f in self.fields]
         flags = {f.name for f in self.fields if f.kind == "flag"}
         reserved = {"id", "annotator", "method", "timestamp", "images", "prompt"} & set(names)
@@ -113,7 +114,10 @@ def check_value(field: AnnotationField, value: Any) -> Any:
             chosen.append({"type": option.value, "severity": level})
         return chosen
     if field.kind == "grid":
-        return sorted([int(r), int(c)] for r, c in value)
+        cells = sorted({(int(r), int(c)) for r, c in value})
+        if any(not (1 <= r <= field.n and 1 <= c <= field.n) for r, c in cells):
+            raise ValueError(f"{field.label}: cells lie in 1..{field.n}, got {cells}")
+        return [list(cell) for cell in cells]
     raise ValueError(f"unknown field kind {field.kind!r}")
 
 

@@ -15,12 +15,14 @@ METHODS = ("terravis", "viescore2", "fager", "regeneration")
 
 
 def save(path, colour=(200, 30, 30), size=(40, 30)):
+    """Write a flat test image, folders included."""
     path.parent.mkdir(parents=True, exist_ok=True)
     Image.new("RGB", size, colour).save(path)
     return path
 
 
 def rating_protocol():
+    """A toy protocol with a flag that switches a rating and a checklist on and off."""
     return AnnotationProtocol("toy", (
         AnnotationField("ok", "flag", "OK", default=True),
         AnnotationField("rating", "rating", "Rating", low=1, high=5, only_if="ok"),
@@ -130,6 +132,11 @@ def test_grid_clicks_toggle_one_based_cells_and_paint_them():
     cells = toggle_cell([], (3, 5))
     cells = toggle_cell(cells, (1, 2))
     assert cells == [[1, 2], [3, 5]] and toggle_cell(cells, (3, 5)) == [[1, 2]]
+    protocol, item = get_method("viescore2").annotation, Item("a.png", {"image": "a.png"})
+    label = make_label(protocol, item, "ann", {"pq": 3, "sc": 9, "cells": [(3, 5), (1, 2)]})
+    assert label["cells"] == [[1, 2], [3, 5]] and (label["pq"], label["sc"]) == (3, 9)
+    with pytest.raises(ValueError, match="1..16"):
+        make_label(protocol, item, "ann", {"pq": 3, "sc": 9, "cells": [(17, 1)]})
     image = Image.new("RGB", (100, 50), (0, 0, 255))
     painted = paint_grid(image, [[1, 1]], 4, side=200)
     assert painted.size == (200, 100)
@@ -162,3 +169,17 @@ def test_the_cli_knows_the_command():
 
     args = build_parser().parse_args(["annotate", "fager", "--images", "d", "--out", "o.jsonl", "--folders", "x", "y"])
     assert (args.method, args.images, args.out, args.folders) == ("fager", "d", "o.jsonl", ["x", "y"])
+
+
+def test_the_cli_serves_the_method_app_on_the_given_address(tmp_path, monkeypatch):
+    gr = pytest.importorskip("gradio")
+    from vlmjudge.cli import build_parser
+
+    for folder in ("A", "B"):
+        save(tmp_path / folder / "p.png")
+    launched = {}
+    monkeypatch.setattr(gr.Blocks, "launch", lambda self, **kw: launched.update(kw, title=self.title))
+    args = build_parser().parse_args(["annotate", "fager", "--images", str(tmp_path), "--out",
+                                      str(tmp_path / "o.jsonl"), "--port", "7999"])
+    assert args.func(args) == 0
+    assert launched == {"server_name": "127.0.0.1", "server_port": 7999, "title": "fager annotation"}

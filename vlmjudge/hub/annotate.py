@@ -24,6 +24,7 @@ GRID_SIDE = 512
 
 
 def _image_files(folder: Path) -> list[Path]:
+    """The images under a folder, sorted, so item order is the same on every start."""
     return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
 
 
@@ -218,6 +219,7 @@ def _widgets(gr: Any, field: AnnotationField) -> list[Any]:
 
 
 def _steps(field: AnnotationField) -> list[float]:
+    """A rating's answers, low to high by step (whole numbers shown without a decimal point)."""
     count = int(round((field.high - field.low) / field.step))
     return [int(v) if v == int(v) else v for v in (field.low + k * field.step for k in range(count + 1))]
 
@@ -243,10 +245,13 @@ def build_annotation_app(protocol: AnnotationProtocol, items: Sequence[Item], ro
     title = title or f"{protocol.method} annotation"
 
     def load(item: Item, view: str):
+        """One view's image, read fresh (the app holds no images between events)."""
         with Image.open(root / item.images[view]) as image:
             return image.convert("RGB")
 
     def show(annotator: str, cells: list[list[int]] | None = None) -> list[Any]:
+        """Every output for the annotator's first unlabelled item (from the store, so a reload or a
+        second tab resumes), its widgets cleared; the panel hidden once all are labelled."""
         index = next_index(items, store.labelled(protocol.method, annotator))
         session = {"annotator": annotator, "index": index}
         if index >= len(items):
@@ -262,11 +267,13 @@ def build_annotation_app(protocol: AnnotationProtocol, items: Sequence[Item], ro
                 *[u for f in protocol.fields for u in _reset(gr, f)]]
 
     def start(annotator: str) -> list[Any]:
+        """Start (or resume) under an annotator id."""
         if not annotator.strip():
             raise gr.Error("Enter your annotator id first.")
         return show(annotator.strip())
 
     def submit(session: dict, cells: list[list[int]], *values: Any) -> list[Any]:
+        """Check the answers, write the label line, move on to the next unlabelled item."""
         if not session or session["index"] >= len(items):
             raise gr.Error("Press Start first.")
         raw, at = {}, 0
@@ -281,6 +288,7 @@ def build_annotation_app(protocol: AnnotationProtocol, items: Sequence[Item], ro
         return show(session["annotator"])
 
     def paint(session: dict, cells: list[list[int]], evt: gr.SelectData):
+        """Toggle the grid cell under a click on the image and show the repainted grid."""
         if not session or session["index"] >= len(items) or not evt.index:
             return gr.update(), cells
         picture = load(items[session["index"]], protocol.views[0])
@@ -288,6 +296,7 @@ def build_annotation_app(protocol: AnnotationProtocol, items: Sequence[Item], ro
         cells = toggle_cell(cells, grid_cell(evt.index[0], evt.index[1], shown.width, shown.height, grid.n))
         return paint_grid(picture, cells, grid.n), cells
 
+    paint.__annotations__["evt"] = gr.SelectData  # gradio finds the event by type; `gr` is local here
     with gr.Blocks(title=title) as app:
         gr.Markdown(f"# {title}\n\n{protocol.instructions}", elem_id="title")
         with gr.Row(equal_height=True):
@@ -324,6 +333,7 @@ def build_annotation_app(protocol: AnnotationProtocol, items: Sequence[Item], ro
 
 
 def _default_flag(protocol: AnnotationProtocol, name: str) -> bool:
+    """A flag's starting state, which decides whether the fields that depend on it start shown."""
     return bool(next(f.default for f in protocol.fields if f.name == name))
 
 
