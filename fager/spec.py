@@ -13,6 +13,7 @@ from typing import Any
 
 from vlmjudge.registry import DEFAULT_JUDGE_MODEL, MethodSpec, renders
 
+from .annotation import ANNOTATION
 from .core import Fager
 from .human import PROTOCOL
 from .qa_store import QA_COLUMNS, parse_qa_csv
@@ -136,6 +137,7 @@ SPEC = MethodSpec(
     description="Factuality against a verified three-level rubric: yes/no/unknown questions per fact, "
                 "level-1 gate, keep/edit/regenerate with feedback. Score 0-100.",
     statistics=STATISTICS,
+    annotation=ANNOTATION,
 )
 
 __all__ = ["FagerRecord", "FagerScorer", "SPEC", "build", "parse_qa_value", "render"]

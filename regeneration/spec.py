@@ -14,6 +14,7 @@ from typing import Any
 from vlmjudge.registry import MethodSpec, renders
 
 from .human import PROTOCOL
+from .annotation import ANNOTATION
 from .judging import MLLMScores, judge_pairs
 from .scoring import combined_score, normalize
 from .similarity import DEFAULT_CLIP_MODEL, DEFAULT_DINO_MODEL, SimilarityScorer
@@ -137,4 +138,5 @@ SPEC = MethodSpec(
     description="Image Regeneration: how close a regenerated image is to its reference, as the mean of "
                 "CLIP and DINOv2 image-image cosine (%), with optional MLLM content and perceptual ratings.",
     statistics=STATISTICS,
+    annotation=ANNOTATION,
 )

@@ -6,6 +6,7 @@ from typing import Any
 
 from vlmjudge.registry import DEFAULT_JUDGE_MODEL, MethodSpec, renders
 
+from .annotation import ANNOTATION
 from .core import TerraVis
 from .human import PROTOCOL
 from .records import ImageRecord
@@ -49,4 +50,5 @@ SPEC = MethodSpec(
     description="World-grounded visual consistency: eligibility, 18 violation checks, severity, "
                 "S = exp(-lam (N_major + alpha N_minor)).",
     statistics=STATISTICS,
+    annotation=ANNOTATION,
 )

@@ -6,6 +6,7 @@ from typing import Any
 
 from vlmjudge.registry import DEFAULT_JUDGE_MODEL, MethodSpec, renders
 
+from .annotation import ANNOTATION
 from .core import VIEScore2
 from .human import PROTOCOL
 from .records import VIEScore2Record
@@ -47,4 +48,5 @@ SPEC = MethodSpec(
     description="0-10 scores (overall, or PQ and SC with overall sqrt(PQ*SC)) and a 16 x 16 grid of defect "
                 "cells (visual artifacts, semantic misalignments) in one constrained judge pass.",
     statistics=STATISTICS,
+    annotation=ANNOTATION,
 )

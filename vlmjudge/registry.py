@@ -12,6 +12,7 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
+    from .annotation import AnnotationProtocol
     from .stats.human_sets.protocol import HumanProtocol
     from .stats.statistic import Statistic
 
@@ -99,7 +100,8 @@ class MethodSpec:
     (str) and optionally `image` (PIL image). `statistics` are the method's own statistics over its
     saved records (the first is its headline), recomputed on resamples by `vlmjudge compare`.
     `human` says how the paper's human labels are read and matched to the records
-    (`vlmjudge agreement`); None: the generic protocol.
+    (`vlmjudge agreement`); None: the generic protocol. `annotation` is what the paper asked its
+    annotators, as `vlmjudge annotate` asks it.
 
     Examples:
         >>> spec = MethodSpec(name="toy", inputs=("image",), build=dict, score_range=(0.0, 10.0),
@@ -120,6 +122,7 @@ class MethodSpec:
     config: Mapping[str, Any] = field(default_factory=dict)
     statistics: Mapping[str, "Statistic"] = field(default_factory=dict)
     human: HumanProtocol | None = None
+    annotation: AnnotationProtocol | None = None
 
     def __post_init__(self) -> None:
         if self.normalize is None:

@@ -72,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .compare import configure_compare
     configure_compare(sub)
+    from .annotate import configure_annotate
+    configure_annotate(sub.add_parser("annotate", help="collect human labels by a method's protocol (a Gradio app)"))
+
     from ..serve import configure_serve
     configure_serve(sub.add_parser("serve", help="an OpenAI-compatible server over a judge (vLLM-style API)"))
     from .agreement import configure_agreement
