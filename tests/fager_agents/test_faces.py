@@ -19,6 +19,7 @@ from vlmjudge.registry import get_method
 from vlmjudge.testing.conformance import check_method
 
 from fagent_helpers import keyed_replay, noise
+from interval_checks import check_printed
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -160,6 +161,13 @@ def test_cli_score_rubric_and_refine(abo_five, tmp_path, monkeypatch, capsys):
     assert [float(r["overall_score"]) for r in __import__("fager").read_summary(tmp_path / "run/summary.csv")] \
         == [round(s, 2) for s in abo_five["scores"]]
     assert len((tmp_path / "run/details.jsonl").read_text().splitlines()) == 5
+    printed = capsys.readouterr().err
+    check_printed(printed, "mean ", abo_five["scores"], places=2)
+    verdicts = [json.loads(line) for line in (tmp_path / "run/details.jsonl").read_text().splitlines()]
+    for level in ("level_1", "level_2", "level_3"):
+        values = [v["level_scores"][level] for v in verdicts]
+        if any(value is not None for value in values):
+            check_printed(printed, f"{level} ", values, places=2)
     # rubric: the agents' answers replayed for one prompt
     rubric = {lv: {c: {"importance": "low", "facts": []} for c in ("existence", "counting", "relation", "shape",
                                                                        "size", "color", "posture", "scene", "others")}
