@@ -93,6 +93,10 @@ def mean_with_interval(values: Iterable[float | None], confidence: float = 0.95)
     return {"mean": mean, "low": min(ci.low, mean), "high": max(ci.high, mean), "n": len(kept)}
 
 
+#: What a table column of `interval_text` phrases adds to its heading, e.g. "mean score [95% interval] (n)".
+INTERVAL_HEADING = "[95% interval] (n)"
+
+
 def interval_text(summary: Mapping[str, Any], number: Callable[[float], str] = "{:.2f}".format) -> str:
     """A `mean_with_interval` summary as one phrase, e.g. `0.71 [0.64, 0.78] (n=48)`; without an
     interval `0.71 (n=1, no interval under 2 items)`, without a mean `n/a (n=0)`.
