@@ -17,7 +17,8 @@ from regeneration.judging import MLLMScores
 from regeneration.scoring import summarize_ratings
 from regeneration.similarity import POOLINGS
 from regeneration.spec import SPEC
-from vlmjudge.faces.module import ScoredModule, mean_keys
+from vlmjudge.faces.module import ScoredModule
+from vlmjudge.stats.interval import mean_keys
 
 _CITATION = """\
 @misc{imagerepainter,

@@ -79,9 +79,16 @@ def test_fagerscore_is_the_mean_overall_score_and_keeps_the_judge_out_of_state(a
     assert metric.compute().item() == pytest.approx(sum(abo_five["scores"]) / 5)
     assert metric.per_image().tolist() == abo_five["scores"]
     assert int(metric.scored) == 5 and int(metric.unscored) == 0
+    details = metric.details()
+    check_result_keys(details, "mean_overall", abo_five["scores"])  # the mean with its interval and n
+    verdicts = Fager(keyed_replay(abo_five["answers"])).score([noise(i) for i in range(5)], abo_five["prompts"],
+                                                              qa_sets=abo_five["qa"], ids=abo_five["ids"])
+    for level in ("level_1", "level_2", "level_3"):
+        check_result_keys(details, f"mean_{level}", [getattr(v.level_scores, level) for v in verdicts])
     metric.persistent(True)
     keys = set(metric.state_dict())
-    assert keys == {"score_sum", "scored", "unscored", "parse_failures", "scores"}
+    assert keys == {"score_sum", "scored", "unscored", "parse_failures", "scores", "level_1_scores", "level_2_scores",
+                    "level_3_scores"}
     metric.reset()
     assert math.isnan(metric.compute().item())
 

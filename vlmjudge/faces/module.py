@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar, Mapping, Sequence
 
-from ..stats.interval import mean_with_interval
+from ..stats.interval import mean_keys
 
 from .loading import JUDGE_ARGUMENTS, judge_or_load, judge_recipe
 
@@ -302,23 +302,7 @@ class ScoredModule(ScoredRowsModule):
 
     def shared_result(self, scores: Sequence[float | None]) -> dict[str, Any]:
         """The keys every module returns: `<method>` (the mean score, None when none was scored)
-        with `<method>_ci` and `<method>_n` (see `mean_keys`), `scores` (one per item in the order
-        added, None where unscored), `n_items`, `n_scored`."""
+        with `<method>_ci` and `<method>_n` (`vlmjudge.stats.interval.mean_keys`), `scores` (one
+        per item in the order added, None where unscored), `n_items`, `n_scored`."""
         return {**mean_keys(self.spec.name, scores), "scores": list(scores), "n_items": len(scores),
                 "n_scored": sum(s is not None for s in scores)}
-
-
-def mean_keys(name: str, values: Sequence[float | None]) -> dict[str, Any]:
-    """A result's mean `name` (None and NaN left out; None when nothing is left) beside its 95%
-    bootstrap interval `<name>_ci` = [low, high] (None under two values; fixed seed, so the same
-    values give the same bounds) and `<name>_n`, the number of values averaged.
-
-    Examples:
-        >>> mean_keys("clip", [80.0, 80.0, None])
-        {'clip': 80.0, 'clip_ci': [80.0, 80.0], 'clip_n': 2}
-        >>> mean_keys("clip", [80.0])
-        {'clip': 80.0, 'clip_ci': None, 'clip_n': 1}
-    """
-    summary = mean_with_interval(values)
-    bounds = None if summary["low"] is None else [summary["low"], summary["high"]]
-    return {name: summary["mean"], f"{name}_ci": bounds, f"{name}_n": summary["n"]}

@@ -118,3 +118,19 @@ def bounds_text(summary: Mapping[str, Any], number: Callable[[float], str] = "{:
     if summary["low"] is None:
         return "n/a"
     return f"[{number(summary['low'])}, {number(summary['high'])}]"
+
+
+def mean_keys(name: str, values: Iterable[float | None]) -> dict[str, Any]:
+    """A result's mean `name` (None and NaN left out; None when nothing is left) beside its 95%
+    bootstrap interval `<name>_ci` = [low, high] (None under two values; fixed seed, so the same
+    values give the same bounds) and `<name>_n`, the number of values averaged.
+
+    Examples:
+        >>> mean_keys("clip", [80.0, 80.0, None])
+        {'clip': 80.0, 'clip_ci': [80.0, 80.0], 'clip_n': 2}
+        >>> mean_keys("clip", [80.0])
+        {'clip': 80.0, 'clip_ci': None, 'clip_n': 1}
+    """
+    summary = mean_with_interval(values)
+    bounds = None if summary["low"] is None else [summary["low"], summary["high"]]
+    return {name: summary["mean"], f"{name}_ci": bounds, f"{name}_n": summary["n"]}
