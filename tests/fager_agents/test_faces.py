@@ -19,7 +19,7 @@ from vlmjudge.registry import get_method
 from vlmjudge.testing.conformance import check_method
 
 from fagent_helpers import keyed_replay, noise
-from interval_checks import check_printed
+from interval_checks import check_printed, check_result_keys
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
