@@ -8,12 +8,12 @@ grids against ground truth).
     metric.details()                          # means with 95% intervals, parse failures, per-image scores
 
 States are tensors reduced by sum (counts, score sums) or cat (per-image overall scores, NaN
-where none was read; the PQ and SC scores read), so DDP needs nothing special; `compute()` before any update is NaN (with
-torchmetrics' warning), as for every metric of the suite. The judge is held in a plain wrapper
-attribute, never a child module: it stays out of `state_dict`, `.to()` and the optimizer,
-and copies of the metric share it. A pickled metric carries no judge: unpickled in the same
-process it shares the original's, elsewhere it loads one again from `model=` (or needs
-`attach_judge`; see `vlmjudge.faces.ScorerHandle`).
+where none was read; the PQ and SC scores read), so DDP needs nothing special; `compute()`
+before any update is NaN (with torchmetrics' warning), as for every metric of the suite. The
+judge is held in a plain wrapper attribute, never a child module: it stays out of `state_dict`,
+`.to()` and the optimizer, and copies of the metric share it. A pickled metric carries no judge:
+unpickled in the same process it shares the original's, elsewhere it loads one again from
+`model=` (or needs `attach_judge`; see `vlmjudge.faces.ScorerHandle`).
 """
 from __future__ import annotations
 
