@@ -109,12 +109,11 @@ def interval_text(summary: Mapping[str, Any], number: Callable[[float], str] = "
         return f"n/a (n={summary['n']})"
     if summary["low"] is None:
         return f"{number(summary['mean'])} (n={summary['n']}, no interval under 2 items)"
-    return f"{number(summary['mean'])} {bounds_text(summary, number)} (n={summary['n']})"
+    return f"{number(summary['mean'])} {_bounds_text(summary, number)} (n={summary['n']})"
 
 
-def bounds_text(summary: Mapping[str, Any], number: Callable[[float], str] = "{:.2f}".format) -> str:
-    """Only the bounds of a `mean_with_interval` summary, `[0.64, 0.78]`, or `n/a` without them
-    (a report's interval column)."""
+def _bounds_text(summary: Mapping[str, Any], number: Callable[[float], str] = "{:.2f}".format) -> str:
+    """Only the bounds of a `mean_with_interval` summary, `[0.64, 0.78]`, or `n/a` without them."""
     if summary["low"] is None:
         return "n/a"
     return f"[{number(summary['low'])}, {number(summary['high'])}]"
