@@ -58,8 +58,7 @@ Returns (the keys of every module first):
     `fager_ci`: its 95% interval [low, high] (None under two scored images), `fager_n`,
     `scores`: per-image overall scores (None where unscorable), `n_items`, `n_scored`; then
     `decisions`, `feedback`, `level_1`, `level_2`, `level_3`: per-image level scores,
-    `parse_failures`: answers that could not be read (left out of every mean), and `scored` /
-    `unscored` (the counts under their first-release names, kept for one release).
+    `parse_failures`: answers that could not be read (left out of every mean).
 Examples:
     A tiny random judge, built offline, stands in for a real one here (the default model is
     Qwen/Qwen3-VL-8B-Instruct); a given QA set means that no rubric is built:
@@ -76,7 +75,7 @@ Examples:
     ...      "importance": "medium", "source_fact": "the apple is red"}]}
     >>> image = Image.new("RGB", (32, 32), "red")
     >>> out = fager.compute(images=[image], prompts=["A red apple"], qa_sets=[qa_set])
-    >>> out["scored"], out["decisions"][0] in ("keep", "edit", "regenerate"), 0.0 <= out["fager"] <= 100.0
+    >>> out["n_scored"], out["decisions"][0] in ("keep", "edit", "regenerate"), 0.0 <= out["fager"] <= 100.0
     (1, True, True)
 """
 
@@ -139,6 +138,5 @@ class FAGER(ScoredModule, evaluate.Metric):
                    level_1=[v.level_scores.level_1 for v in verdicts],
                    level_2=[v.level_scores.level_2 for v in verdicts],
                    level_3=[v.level_scores.level_3 for v in verdicts],
-                   parse_failures=sum(v.counts.failed for v in verdicts),
-                   scored=out["n_scored"], unscored=out["n_items"] - out["n_scored"])
+                   parse_failures=sum(v.counts.failed for v in verdicts))
         return out

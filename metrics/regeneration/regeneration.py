@@ -41,15 +41,13 @@ Args:
     reference_images (`list` of images): the reference images, one per regenerated image.
     ids (`list` of `str`, optional): the pairs' ids (keys of the MLLM's answers; default: their order).
     per_pair (`bool`, compute only, default False): also return the per-pair lists.
-    `predictions=` / `references=` (and `prediction=` / `reference=` of `add`) are the deprecated
-    names of `images=` / `reference_images=`.
 Load-time options (`evaluate.load("regeneration", clip_model=..., dino_model=..., pooling=..., device=...)`):
     clip_model (default "openai/clip-vit-base-patch32"), dino_model (default "facebook/dinov2-base"),
     pooling ("mean" or "cls", default "mean"), device (encoders and judge; default: cuda if available);
     the judge arguments of every face, to rate every pair as it is added: model (a vision-language
     model; the method has no default model, so without one only CLIP and DINO are computed),
     backend, revision, dtype, cache, judge_kwargs, or judge (a loaded vlmjudge judge).
-    `judge_model=` / `judge_backend=` are their deprecated names. Given to `compute` together with
+    Given to `compute` together with
     images, the judge arguments rate only the pairs given there.
 Returns (the keys of every module first):
     `regeneration`: the mean regeneration score (the mean of CLIP % and DINO %, each clipped at 0),

@@ -7,7 +7,6 @@ records are stored, so in evaluate's multi-process mode each process scores its 
 its own judge and `compute()` only aggregates.
 """
 import math
-import warnings
 
 import datasets
 import evaluate
@@ -50,7 +49,6 @@ Load-time keywords (`evaluate.load("terravis", ...)`), the judge arguments of ev
         judge_kwargs (dict, anything else for the backend, e.g. batch_size, base_url);
         judge: an already loaded `vlmjudge` Judge instead of these;
         variant ("workflow", "holistic", "gptscore"), lam (1.0), alpha (0.5), pack.
-    `model_revision=` and `batch_size=` are deprecated names (`revision=`, `judge_kwargs`).
 Returns (the keys of every module first):
     terravis (`float` or None): mean score over eligible images (None when none was eligible),
     terravis_ci (`list` or None): its 95% interval [low, high] (None under two scored images),
@@ -98,13 +96,6 @@ class Terravis(ScoredModule, evaluate.Metric):
     options = ("variant", "lam", "alpha", "pack")
     ids_with_process = True
     compute_options = ("return_records",)
-
-    def __init__(self, *args, **kwargs):
-        if "batch_size" in kwargs:  # kept one release for callers of the first: a backend option
-            warnings.warn("terravis: batch_size= at load time is deprecated; use judge_kwargs={'batch_size': ...}",
-                          DeprecationWarning, stacklevel=2)
-            kwargs["judge_kwargs"] = {**dict(kwargs.get("judge_kwargs") or {}), "batch_size": kwargs.pop("batch_size")}
-        super().__init__(*args, **kwargs)
 
     def _info(self):
         return evaluate.MetricInfo(

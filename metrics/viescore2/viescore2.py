@@ -54,8 +54,7 @@ Returns (the keys of every module first):
     image, None where no score was read), `n_items`, `n_scored`; then `parse_failures`
     (requested fields not read, summed), `status_counts`, `records` (one JSON dict per image:
     scores, grids, explanation, raw `text`, status; the texts can be evaluated with config
-    `evaluation`), `manifest`, and `score` / `scored` (the mean and the count under their
-    first-release names, kept for one release).
+    `evaluation`), and `manifest`.
 
 Evaluation mode (config `evaluation`):
 
@@ -167,8 +166,7 @@ class VIEScore2(ScoredModule, evaluate.Metric):
             out = self.shared_result([r.overall for r in records])
             out.update(parse_failures=sum(r.parse_failures for r in records),
                        status_counts=dict(Counter(r.status for r in records)),
-                       records=[r.to_json() for r in records], manifest=self.scorer().manifest(),
-                       score=out["viescore2"], scored=out["n_scored"])
+                       records=[r.to_json() for r in records], manifest=self.scorer().manifest())
             return out
         refs = [Reference.from_record(r, n=grid_size) for r in references]
         return evaluate_suite(predictions, refs, n=grid_size)

@@ -130,7 +130,7 @@ def test_evaluate_module_scores_images_with_qa_sets(abo_five, tmp_path, monkeypa
                          judge=keyed_replay(abo_five["answers"]))
     assert out["scores"] == abo_five["scores"] and out["fager"] == pytest.approx(sum(abo_five["scores"]) / 5)
     assert out["decisions"] == [r["next_step"]["decision"] for r in abo_five["records"]]
-    assert out["scored"] == 5 and out["parse_failures"] == 0
+    assert out["n_scored"] == 5 and out["parse_failures"] == 0
     judge = keyed_replay(kite_answers())
     built = module.compute(images=[noise(1)], prompts=["a kite"], ids=["k"], reference_images=[noise(2)], judge=judge)
     assert (built["scores"], built["feedback"]) == ([50.0], ["make the kite larger"])
