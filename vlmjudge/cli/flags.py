@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-from typing import IO, Any
+from typing import Any
 
 from .exits import CommandError
 from .intake import ON_ERROR_CHOICES, looks_like_path
@@ -63,11 +62,6 @@ def cache_beside(args: argparse.Namespace, out: str | os.PathLike) -> str | None
     elif getattr(args, "cache", None) is None:
         args.cache = str(default_cache_path(out))
     return args.cache
-
-
-def deprecated_spelling(message: str, stream: IO[str] | None = None) -> None:
-    """One 'deprecated:' line for an old way of giving an option that still works this release."""
-    print(f"deprecated: {message}; the old spelling is removed in the next release", file=stream or sys.stderr)
 
 
 def _first_line(exc: BaseException) -> str:
