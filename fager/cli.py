@@ -33,6 +33,7 @@ from vlmjudge.cli.flags import (
 )
 from vlmjudge.cli.help import EXIT_EPILOG, DefaultsHelpFormatter, describe
 from vlmjudge.cli.intake import Failure, Screened
+from vlmjudge.cli.preflight import require_file
 from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl
 from vlmjudge.cli.scoring import Outcome, ScoreCommand, run_scoring
 from vlmjudge.outputs import write_manifest
@@ -235,6 +236,8 @@ def _pipeline(args: argparse.Namespace, policy: GatingPolicy | None = None):
 def read_table(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
     """Rows of a CSV that must have `columns` (others are ignored), with clear errors."""
     import csv
+    require_file(path, f"a CSV file with the columns {', '.join(columns)}"
+                       + (" (image: a path relative to the CSV's folder)" if "image" in columns else ""))
     with open(path, newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
         missing = [c for c in columns if c not in (reader.fieldnames or [])]

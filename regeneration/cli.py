@@ -311,6 +311,11 @@ class _CompareScore(ScoreCommand):
             print(self.pairing.describe_unpaired(), file=sys.stderr)
         return [(ref, gen) for _, ref, gen in self.pairing.pairs]
 
+    def check(self) -> None:
+        """The judge flags, checked before anything loads, only when an MLLM is asked for (--model)."""
+        if self.args.model:
+            super().check()
+
     def cache_home(self) -> Path | None:
         """The MLLM's answers are cached beside --out, and only with --model."""
         return self.args.out if self.args.out and self.args.model else None

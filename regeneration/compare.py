@@ -52,6 +52,9 @@ class Pairing:
 
 
 def _images_by_stem(folder: Path) -> dict[str, Path]:
+    """The image files directly in `folder`, by stem; a file or a missing path names what compare takes."""
+    if folder.is_file():
+        raise ValueError(f"{folder} is a file; compare takes two folders of images paired by file name")
     if not folder.is_dir():
         raise FileNotFoundError(f"no folder {folder}")
     return {p.stem: p for p in sorted(folder.iterdir()) if is_image_file(p)}

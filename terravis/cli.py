@@ -21,6 +21,7 @@ from vlmjudge.cli.exits import RUN
 from vlmjudge.cli.flags import add_judge_flags, add_no_cache_flag, add_on_error_flag, judge_from_args
 from vlmjudge.cli.help import EXIT_EPILOG, DefaultsHelpFormatter, describe
 from vlmjudge.cli.intake import Failure, Screened, image_items
+from vlmjudge.cli.preflight import require_file
 from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl, earlier_manifest, same_answers
 from vlmjudge.cli.scoring import Outcome, ScoreCommand, partial_output, run_scoring
 from vlmjudge.images import ImageInputError, to_pil
@@ -212,6 +213,9 @@ def run_report(args: argparse.Namespace) -> int:
     """Write the report folder; 2 on unreadable input."""
     from .report import ReportError, write_report
 
+    for results in args.results:
+        require_file(results, "the results JSONL files `terravis score --out` writes (one JSON record per image, "
+                              "e.g. results.jsonl)")
     classifier = None
     if args.classify_styles is not None:
         if args.human is None:

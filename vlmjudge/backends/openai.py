@@ -70,6 +70,10 @@ class OpenAIRequestError(JudgeError):
     """The server refused a request for a reason retrying cannot fix (a 4xx other than 408/409/429)."""
 
 
+class OpenAIKeyError(OpenAIRequestError):
+    """The server refused the API key (HTTP 401 or 403): the message names the variable it was read from."""
+
+
 class _GaveUp(Exception):
     """Internal: the last retry failed too."""
 
@@ -228,6 +232,11 @@ class OpenAIJudge(Judge):
         retry_after = 0.0
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
+            if status in (401, 403):
+                sent = (f"the key in {self.api_key_env}" if os.environ.get(self.api_key_env)
+                        else f"no key ({self.api_key_env} is not set)")
+                raise OpenAIKeyError(f"{_public_url(self.base_url) or 'the API'} refused {sent} (HTTP {status}); "
+                                     f"set {self.api_key_env} to a key this server accepts") from exc
             if status not in RETRY_STATUSES and status < 500:
                 raise OpenAIRequestError(f"{_public_url(self.base_url) or 'the API'} refused the request "
                                          f"(HTTP {status}): {exc.message}") from exc

@@ -93,9 +93,20 @@ def run_command(run, prog: str, resume_hint: str = "a rerun resumes from the res
     except (CommandError, CacheFileError) as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception as error:  # a server refusing the API key is a usage problem; anything else goes on up
+        if not _refused_key(error):
+            raise
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _refused_key(error: BaseException) -> bool:
+    """Whether a run failed because a server refused its API key (the openai backend's 401/403)."""
+    from ..backends.openai import OpenAIKeyError
+    return isinstance(error, OpenAIKeyError)
 
 
 def failures_path(out: str | os.PathLike) -> Path:

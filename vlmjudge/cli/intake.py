@@ -19,6 +19,8 @@ from .exits import CommandError
 #: The image files a folder input contributes, everywhere (CLIs, distributed runner, reports).
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff")
 ON_ERROR_CHOICES = ("skip", "raise")
+#: Files that hold a table or records, never an image: given where images are expected, one clear error.
+TABLE_SUFFIXES = (".csv", ".tsv", ".json", ".jsonl", ".txt")
 
 
 def is_image_file(path: str | os.PathLike) -> bool:
@@ -64,6 +66,9 @@ def image_items(inputs: Sequence[str | os.PathLike]) -> list[tuple[str, Path]]:
                 raise ValueError(f"no images under {raw} (no image files ending {', '.join(IMAGE_SUFFIXES)})")
             found += files
         elif path.is_file():
+            if path.suffix.lower() in TABLE_SUFFIXES:
+                raise ValueError(f"{raw} is a {path.suffix.lower()[1:].upper()} file, not an image: this command "
+                                 f"takes image files ({', '.join(IMAGE_SUFFIXES)}) or folders of them")
             found.append(path)
         else:
             raise ValueError(f"no such image file or folder: {raw}")

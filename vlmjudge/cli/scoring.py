@@ -1,8 +1,8 @@
 """The score command of every method, written once: `run_scoring` over a method's `ScoreCommand`.
 
-Every judging command runs the same steps: note where results go, read the inputs, check every
-image before a model loads (stopping when none is readable), put the answer cache beside the
-records, build the method over the judge, say how much an earlier run finished, score, write
+Every judging command runs the same steps: note where results go, check the judge flags, read
+the inputs, check every image before a model loads (stopping when none is readable), put the
+answer cache beside the records, build the method over the judge, say how much an earlier run finished, score, write
 and summarise, then list what got no result and pick the exit status. A method's `ScoreCommand`
 says only what differs: how it reads, builds, scores and summarises, and which errors are one
 line and status 2.
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any, Iterator, Sequence
 
 from .exits import EXIT_USAGE, finish, nothing_readable, start_run
-from .flags import cache_beside
+from .flags import cache_beside, check_judge
 from .intake import Failure, Screened, screen
 from .resume import say_resuming
 
@@ -53,6 +53,11 @@ class ScoreCommand:
         """The items of the input, each as its image paths: what is checked before the model loads."""
         raise NotImplementedError
 
+    def check(self) -> None:
+        """What must hold before the images are read and the model loads: by default the judge flags
+        (`check_judge`: --model, --device), so a typo fails in a second, not after the images."""
+        check_judge(self.args)
+
     def cache_home(self) -> str | os.PathLike | None:
         """The records file the default answer cache goes beside (`cache_beside`); None for no default."""
         return self.out
@@ -84,6 +89,7 @@ def run_scoring(command: ScoreCommand) -> int:
     """Run a score command's steps in the order every method shares; returns the exit status."""
     args, out = command.args, command.out
     start_run(out)
+    command.check()
     try:
         items = command.read()
     except command.read_errors as error:
