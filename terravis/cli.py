@@ -139,6 +139,10 @@ class _TerraVisScore(ScoreCommand):
         return done_in_jsonl(self.out, {self.images[i][0] for i in screened.kept}, "image_id",
                              lambda r: r.get("status") in ("scored", "not_applicable"))
 
+    def partial_manifest(self) -> dict[str, Any]:
+        """The run's manifest, as written beside the records an interrupted run keeps."""
+        return self.manifest
+
     def score(self, screened: Screened) -> tuple[dict[str, int], list[float], list[Failure]]:
         """Score chunk by chunk into the records file: the status counts, the scores, the images
         without a result."""

@@ -323,6 +323,10 @@ class _VIEScore2Score(ScoreCommand):
         return done_in_jsonl(self.out, {self.ids[i] for i in screened.kept}, "id",
                              lambda r: r.get("status") != "error")
 
+    def partial_manifest(self) -> dict[str, Any]:
+        """The judge's and method's manifest, as written beside the records an interrupted run keeps."""
+        return {**self.scorer.manifest(), "command": "viescore2 score", "cache": self.args.cache}
+
     def score(self, screened: Screened) -> tuple[list, Counter, dict, list[Failure]]:
         """Score a few batches at a time into the records file: the records, the counts, the
         judge's manifest and the images without a result."""

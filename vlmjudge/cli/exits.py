@@ -18,14 +18,15 @@ if TYPE_CHECKING:
 
 #: Exit statuses of the judging commands (also in each command's --help).
 EXIT_OK = 0           # every item has a result (an N/A image and a counted parse failure are results)
-EXIT_USAGE = 2        # bad arguments, a bad --model, an unreadable cache file
+EXIT_USAGE = 2        # bad arguments, a bad --model or --device, a refused API key, an unreadable cache file
 EXIT_SOME_FAILED = 3  # some items were skipped as bad input or failed to run; the rest have results
 EXIT_NONE_SCORED = 4  # no item got a result
 EXIT_INTERRUPTED = 130
 EXIT_HELP = ("exit status: 0 every item has a result (N/A images and counted parse failures are results); "
              "3 some items were skipped as bad input or failed to run (listed, and written to "
-             "<out>.failures.jsonl); 4 no item got a result; 2 a usage error (arguments, --model, cache "
-             "file); 130 interrupted (a rerun resumes from the cache)")
+             "<out>.failures.jsonl); 4 no item got a result; 2 a usage error (arguments, --model, --device, "
+             "a refused API key, cache file); 130 interrupted (records written so far stay in --out, its "
+             "manifest marked partial; a rerun resumes from the cache)")
 
 
 class CommandError(SystemExit):
@@ -49,11 +50,31 @@ class CommandError(SystemExit):
 
 
 class RunProgress:
-    """What an interrupted run had finished, for the one line Ctrl-C or SIGTERM prints."""
+    """What an interrupted run had finished, for the one line Ctrl-C or SIGTERM prints: the records
+    saved to `out`, whether its manifest marks them partial, and the answer cache a rerun reads."""
 
     def __init__(self) -> None:
         self.saved = 0
         self.out: str | None = None
+        self.partial = False
+        self.cache: str | None = None
+
+    def interrupted_line(self, resume_hint: str) -> str:
+        """The line an interrupt prints: only a file that exists is named as holding results.
+
+        Examples:
+            >>> progress = RunProgress()
+            >>> progress.cache = "runs/r.cache.sqlite"
+            >>> progress.interrupted_line("a rerun resumes from the response cache")
+            'interrupted: no results written yet; the answers so far are in runs/r.cache.sqlite, and a rerun with it resumes'
+        """
+        if self.saved and self.out and Path(self.out).is_file():
+            marked = ", marked partial in its manifest" if self.partial else ""
+            return f"interrupted: {self.saved} result(s) finished and saved to {self.out}{marked}; {resume_hint}"
+        if self.cache:
+            return (f"interrupted: no results written yet; the answers so far are in {self.cache}, "
+                    "and a rerun with it resumes")
+        return f"interrupted: no results written; {resume_hint}"
 
 
 #: Updated by the judging commands as records are written.
@@ -87,8 +108,7 @@ def run_command(run, prog: str, resume_hint: str = "a rerun resumes from the res
     try:
         return int(run() or 0)
     except KeyboardInterrupt:
-        where = f" ({RUN.out})" if RUN.out else ""
-        print(f"interrupted: {RUN.saved} result(s) finished and saved{where}; {resume_hint}", file=sys.stderr)
+        print(RUN.interrupted_line(resume_hint), file=sys.stderr)
         return EXIT_INTERRUPTED
     except (CommandError, CacheFileError) as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
@@ -169,5 +189,5 @@ def nothing_readable(screened: Screened, out: str | os.PathLike | None, stream: 
 
 def start_run(out: str | os.PathLike | None) -> None:
     """Reset the progress that Ctrl-C reports: nothing saved yet, results going to `out`."""
-    RUN.saved = 0
+    RUN.saved, RUN.partial, RUN.cache = 0, False, None
     RUN.out = None if out is None else str(out)

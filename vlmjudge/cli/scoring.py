@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterator, Sequence
 
-from .exits import EXIT_USAGE, finish, nothing_readable, start_run
+from .exits import EXIT_USAGE, RUN, finish, nothing_readable, start_run
 from .flags import cache_beside, check_judge
 from .intake import Failure, Screened, screen
 from .resume import say_resuming
@@ -79,6 +79,22 @@ class ScoreCommand:
         """Write what is left to write (the manifest at least), print the summary, count the results."""
         raise NotImplementedError
 
+    def partial_manifest(self) -> dict[str, Any] | None:
+        """The manifest of this run as far as it got, written (marked partial) beside the records an
+        interrupted run keeps; None when the command streams no records."""
+        return None
+
+    def keep_partial(self) -> None:
+        """After an interrupt: mark the records saved so far as partial in their manifest, so a
+        reader and the rerun know the file is not the whole run."""
+        from ..outputs import write_manifest
+
+        manifest = self.partial_manifest()
+        if manifest is None or not RUN.saved or self.out is None or not Path(self.out).is_file():
+            return
+        write_manifest(self.out, {**manifest, "partial": True, "n_saved": RUN.saved})
+        RUN.partial = True
+
     def refuse(self, error: BaseException) -> int:
         """A step's expected failure: one line on stderr, usage status."""
         print(f"{self.error_prefix}{error}", file=sys.stderr)
@@ -100,6 +116,7 @@ def run_scoring(command: ScoreCommand) -> int:
     home = command.cache_home()
     if home is not None:
         cache_beside(args, home)
+    RUN.cache = getattr(args, "cache", None)
     try:
         command.build(screened)
     except command.build_errors as error:
@@ -111,21 +128,30 @@ def run_scoring(command: ScoreCommand) -> int:
         scored = command.score(screened)
     except command.score_errors as error:
         return command.refuse(error)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the records written so far stay, marked partial
+        command.keep_partial()
+        raise
     outcome = command.summarize(screened, scored)
     return finish(len(items), outcome.results, [*screened.failures, *outcome.failures], out)
 
 
 @contextmanager
 def partial_output(out: str | os.PathLike) -> Iterator[IO[str]]:
-    """A handle on `<out>.partial`, moved onto `out` when the block ends; removed on any failure,
-    so a failed or interrupted run leaves nothing half-written (the response cache keeps the
-    finished answers)."""
+    """A handle on `<out>.partial`, moved onto `out` when the block ends. A failed run leaves
+    nothing half-written; an interrupted one keeps the whole records it wrote (`out`, which
+    `ScoreCommand.keep_partial` marks partial), and a rerun resumes from the response cache."""
     out = Path(out)
     partial = out.with_name(out.name + ".partial")
     try:
         with open(partial, "w", encoding="utf-8") as handle:
             yield handle
-    except BaseException:  # an interrupt too: a rerun resumes from the response cache, not this file
+    except KeyboardInterrupt:
+        if RUN.saved and partial.stat().st_size:
+            os.replace(partial, out)
+        else:
+            partial.unlink(missing_ok=True)
+        raise
+    except BaseException:
         partial.unlink(missing_ok=True)
         raise
     os.replace(partial, out)
