@@ -332,11 +332,12 @@ class _FagerScore(ScoreCommand):
         scores = [v.overall_score for v in verdicts if v.overall_score is not None]
         mean = f"{sum(scores) / len(scores):.2f}" if scores else "n/a"
         failures = sum(v.counts.failed for v in verdicts)
-        skipped = f", {len(screened.failures)} skipped as bad input" if screened.failures else ""
-        print(f"scored {len(scores)}/{len(verdicts)} images, mean {mean}, {failures} parse failures{skipped} -> "
-              f"{details}", file=sys.stderr)
         unanswered = [Failure(i, str(images[i]), reason) for i, v in zip(kept, verdicts)
                       if (reason := _no_result(v)) is not None]
+        skipped = f", {len(screened.failures)} skipped as bad input" if screened.failures else ""
+        skipped += f", {len(unanswered)} failed to run" if unanswered else ""
+        print(f"scored {len(scores)}/{len(verdicts)} images, mean {mean}, {failures} parse failures{skipped} -> "
+              f"{details}", file=sys.stderr)
         return Outcome(len(verdicts) - len(unanswered), unanswered)
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from vlmjudge.cli.intake import is_image_file
+from vlmjudge.cli.intake import is_listed_image
 from vlmjudge.cli.resume import done_in_records
 from vlmjudge.outputs import with_resolution_note
 
@@ -57,7 +57,7 @@ def _images_by_stem(folder: Path) -> dict[str, Path]:
         raise ValueError(f"{folder} is a file; compare takes two folders of images paired by file name")
     if not folder.is_dir():
         raise FileNotFoundError(f"no folder {folder}")
-    return {p.stem: p for p in sorted(folder.iterdir()) if is_image_file(p)}
+    return {p.stem: p for p in sorted(folder.iterdir()) if is_listed_image(p)}
 
 
 def pair_folders(refs: Path, gens: Path) -> Pairing:

@@ -159,7 +159,7 @@ class _TerraVisScore(ScoreCommand):
                         try:  # decoded again here, so the pre-load check holds no images in memory
                             pils.append(to_pil(images[index][1], index=index))
                         except ImageInputError as error:  # the file changed since the check
-                            failures.append(Failure(index, str(images[index][1]), error.reason))
+                            failures.append(Failure(index, str(images[index][1]), error.reason, bad_input=True))
                             continue
                         chunk.append(index)
                     meta = [_meta(images[i][1], args.t2i_model, screened.notes.get(i)) for i in chunk]
@@ -186,7 +186,8 @@ class _TerraVisScore(ScoreCommand):
         statuses, scores, failures = scored
         manifest_file = write_manifest(self.out, self.manifest)
         mean = f"{sum(scores) / len(scores):.4f}" if scores else "n/a (no eligible image)"
-        skipped = f", {len(screened.failures)} skipped as bad input" if screened.failures else ""
+        n_bad = len(screened.failures) + sum(failure.bad_input for failure in failures)
+        skipped = f", {n_bad} skipped as bad input" if n_bad else ""
         print(f"scored {sum(statuses.values())} images: {statuses['scored']} scored, {statuses['not_applicable']} "
               f"N/A, {statuses['failed']} failed{skipped}; mean score {mean}")
         print(f"wrote {self.out} and {manifest_file}")

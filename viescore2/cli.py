@@ -363,7 +363,8 @@ class _VIEScore2Score(ScoreCommand):
         summary = {"images": len(records), "scored": len(scores),
                    "mean_score": sum(scores) / len(scores) if scores else None,
                    "parse_failures": counts.get("parse_failures", 0),
-                   "not_ok": sum(r.status != "ok" for r in records), "skipped": len(screened.failures)}
+                   "not_ok": sum(r.status != "ok" for r in records), "skipped": len(screened.failures),
+                   "failed_to_run": len(failures)}
         print(format_table(summary))
         print(f"wrote {out} and {manifest_path}")
         if args.overlays:

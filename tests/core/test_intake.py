@@ -61,7 +61,7 @@ def test_failures_are_printed_one_per_line_and_written_beside_the_output(tmp_pat
     rows = [json.loads(line) for line in written.read_text().splitlines()]
     assert [r["item"] for r in rows] == [f.item for f in bad]
     lines = stream.getvalue().splitlines()
-    assert lines[0] == "skipped 4 item(s):" and all(": " in line for line in lines[1:5])
+    assert lines[0] == "skipped 4 item(s) as bad input:" and all(": " in line for line in lines[1:5])
     assert "Traceback" not in stream.getvalue()
     report_failures([], tmp_path / "out" / "records.jsonl", io.StringIO())  # a clean rerun
     assert not written.exists()

@@ -142,7 +142,9 @@ def failures_path(out: str | os.PathLike) -> Path:
 
 def report_failures(failures: Iterable[Failure], out: str | os.PathLike | None,
                     stream: IO[str] | None = None) -> Path | None:
-    """Print `path: reason` per failure and write them beside the output; returns the file, if any."""
+    """Print `path: reason` per failure, the bad input first and then what failed to run, each group
+    under its count (the counts the summary line gives), and write them beside the output;
+    returns the file, if any."""
     failures = list(failures)
     stream = stream or sys.stderr
     target = failures_path(out) if out else None
@@ -150,9 +152,14 @@ def report_failures(failures: Iterable[Failure], out: str | os.PathLike | None,
         target.unlink()  # a clean rerun leaves no stale list behind
     if not failures:
         return None
-    print(f"skipped {len(failures)} item(s):", file=stream)
-    for failure in failures:
-        print(f"  {failure.line()}", file=stream)
+    bad = [failure for failure in failures if failure.bad_input]
+    ran = [failure for failure in failures if not failure.bad_input]
+    for group, header in ((bad, f"skipped {len(bad)} item(s) as bad input:"),
+                          (ran, f"{len(ran)} item(s) failed to run:")):
+        if group:
+            print(header, file=stream)
+        for failure in group:
+            print(f"  {failure.line()}", file=stream)
     if target is not None:
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(target, "w", encoding="utf-8") as handle:
