@@ -82,7 +82,7 @@ def test_online_with_the_hub_unreachable_the_model_is_looked_up_once(tmp_path, i
                                  "--out", str(tmp_path / "r.jsonl")])
     assert code == EXIT_USAGE
     assert "--model tiny-jduge" in one_line(err) and "Hub lookup failed" in err
-    assert asked == ["tiny-jduge"]  # one try, before the images are read and before anything loads
+    assert asked == ["tiny-jduge"]  # one try, before the images are decoded and before anything loads
 
 
 def test_an_unknown_device_lists_the_valid_names_before_the_model_loads(tmp_path, images):

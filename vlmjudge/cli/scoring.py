@@ -1,9 +1,9 @@
 """The score command of every method, written once: `run_scoring` over a method's `ScoreCommand`.
 
-Every judging command runs the same steps: note where results go, check the judge flags, read
-the inputs, check every image before a model loads (stopping when none is readable), put the
-answer cache beside the records, build the method over the judge, say how much an earlier run finished, score, write
-and summarise, then list what got no result and pick the exit status. A method's `ScoreCommand`
+Every judging command runs the same steps: note where results go, read the inputs, check the
+judge flags, check every image before a model loads (stopping when none is readable), put the
+answer cache beside the records, build the method over the judge, say how much an earlier run
+finished, score, write and summarise, then list what got no result and pick the exit status. A method's `ScoreCommand`
 says only what differs: how it reads, builds, scores and summarises, and which errors are one
 line and status 2.
 """
@@ -54,8 +54,8 @@ class ScoreCommand:
         raise NotImplementedError
 
     def check(self) -> None:
-        """What must hold before the images are read and the model loads: by default the judge flags
-        (`check_judge`: --model, --device), so a typo fails in a second, not after the images."""
+        """What must hold before the images are decoded and the model loads: by default the judge
+        flags (`check_judge`: --model, --device), so a typo fails in a second."""
         check_judge(self.args)
 
     def cache_home(self) -> str | os.PathLike | None:
@@ -105,11 +105,11 @@ def run_scoring(command: ScoreCommand) -> int:
     """Run a score command's steps in the order every method shares; returns the exit status."""
     args, out = command.args, command.out
     start_run(out)
-    command.check()
     try:
         items = command.read()
     except command.read_errors as error:
         return command.refuse(error)
+    command.check()  # before the images are decoded: a --model typo fails in a second
     screened = screen(items, args.on_error)  # before the model loads
     if not screened.kept:
         return nothing_readable(screened, out)
