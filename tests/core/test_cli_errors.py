@@ -85,6 +85,23 @@ def test_online_with_the_hub_unreachable_the_model_is_looked_up_once(tmp_path, i
     assert asked == ["tiny-jduge"]  # one try, before the images are decoded and before anything loads
 
 
+def test_online_a_name_the_hub_does_not_know_says_so(tmp_path, images, monkeypatch):
+    import huggingface_hub
+    from huggingface_hub import constants
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    def not_found(model_id, revision=None, timeout=None):
+        raise RepositoryNotFoundError.__new__(RepositoryNotFoundError)  # as the Hub's 404 raises it
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(huggingface_hub, "model_info", not_found)
+    code, _, err = run_vlmjudge(["terravis", "score", str(images), "--model", "tiny-jduge",
+                                 "--out", str(tmp_path / "r.jsonl")])
+    assert code == EXIT_USAGE
+    assert "--model tiny-jduge" in one_line(err) and "no model of that name on the Hub" in err
+
+
 def test_an_unknown_device_lists_the_valid_names_before_the_model_loads(tmp_path, images):
     checkpoint = tmp_path / "ckpt"
     checkpoint.mkdir()  # a folder: the device is refused before anything looks inside it
