@@ -156,7 +156,8 @@ def test_a_refused_api_key_names_the_variable_it_was_read_from(tmp_path, images,
         server.shutdown()
     assert code == EXIT_USAGE
     line = one_line(err)
-    assert f"refused the key in OPENAI_API_KEY (HTTP {status})" in line and "sk-wrong" not in line
+    assert f"refused the request (HTTP {status})" in line and "set OPENAI_API_KEY to a key it accepts" in line
+    assert "sk-wrong" not in line
 
 
 def test_fager_score_on_a_folder_shows_the_csv_it_takes(images):
