@@ -10,7 +10,7 @@ prompts.csv has `index` and `prompt` columns (the released prompts.csv works as 
 items.csv adds an `image` column, a path relative to the CSV's folder. `rubric` writes
 the QA.csv layout; `score` writes the Verdict lines to --out (default fager_run/details.jsonl)
 with summary.csv, the manifest and the answer cache beside them (the layout of
-`vlmjudge.outputs`; an --out folder, the older spelling, still gets details.jsonl); `refine`
+`vlmjudge.outputs`); `refine`
 writes the round folders and report.json/report.md described in fager.refine.
 
 FACTUAL and GENERATED are each a details.jsonl (released layout or the project's Verdict
@@ -27,12 +27,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from vlmjudge.cli.exits import RUN
+from vlmjudge.cli.exits import RUN, CommandError
 from vlmjudge.cli.flags import (
-    add_judge_flags, add_no_cache_flag, add_on_error_flag, deprecated_spelling, judge_from_args,
+    add_judge_flags, add_no_cache_flag, add_on_error_flag, judge_from_args,
 )
 from vlmjudge.cli.help import EXIT_EPILOG, DefaultsHelpFormatter, describe
 from vlmjudge.cli.intake import Failure, Screened
+from vlmjudge.cli.preflight import require_file
 from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl
 from vlmjudge.cli.scoring import Outcome, ScoreCommand, run_scoring
 from vlmjudge.outputs import write_manifest
@@ -178,7 +179,7 @@ def _configure_model_commands(commands: argparse._SubParsersAction) -> None:
     _add_policy_flags(score)
     add_judge_flags(score)
     describe(score, "--out", "the JSONL of Verdicts to write; summary.csv and the manifest go beside it "
-                             "(default: fager_run/details.jsonl; a folder, the older spelling, is deprecated)")
+                             "(default: fager_run/details.jsonl; a file, never a folder)")
     describe(score, "--cache", "SQLite file of the judge's answers; a rerun resumes from it (default: beside --out, "
                                "details.jsonl -> details.cache.sqlite)")
     add_no_cache_flag(score)
@@ -236,6 +237,8 @@ def _pipeline(args: argparse.Namespace, policy: GatingPolicy | None = None):
 def read_table(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
     """Rows of a CSV that must have `columns` (others are ignored), with clear errors."""
     import csv
+    require_file(path, f"a CSV file with the columns {', '.join(columns)}"
+                       + (" (image: a path relative to the CSV's folder)" if "image" in columns else ""))
     with open(path, newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
         missing = [c for c in columns if c not in (reader.fieldnames or [])]
@@ -331,14 +334,15 @@ class _FagerScore(ScoreCommand):
         scores = [v.overall_score for v in verdicts if v.overall_score is not None]
         mean = interval_text(mean_with_interval(scores)) if scores else "n/a"
         failures = sum(v.counts.failed for v in verdicts)
+        unanswered = [Failure(i, str(images[i]), reason) for i, v in zip(kept, verdicts)
+                      if (reason := _no_result(v)) is not None]
         skipped = f", {len(screened.failures)} skipped as bad input" if screened.failures else ""
+        skipped += f", {len(unanswered)} failed to run" if unanswered else ""
         print(f"scored {len(scores)}/{len(verdicts)} images, mean {mean}, {failures} parse failures{skipped} -> "
               f"{details}", file=sys.stderr)
         if scores:
             print("levels: " + ", ".join(f"{name} {interval_text(mean_with_interval(values))}"
                                          for name, values in _level_values(verdicts).items()), file=sys.stderr)
-        unanswered = [Failure(i, str(images[i]), reason) for i, v in zip(kept, verdicts)
-                      if (reason := _no_result(v)) is not None]
         return Outcome(len(verdicts) - len(unanswered), unanswered)
 
 
@@ -352,14 +356,14 @@ DEFAULT_DETAILS = Path("fager_run") / "details.jsonl"
 
 
 def records_path(out: str | os.PathLike | None) -> Path:
-    """The Verdict lines' file of `fager score --out`: the file itself; for a folder (the spelling of
-    earlier releases: an existing folder, or a name without a suffix), details.jsonl in it."""
+    """The Verdict lines' file of `fager score --out`; a folder (an existing one, or a name without
+    a suffix) is a usage error naming the file to give, as writing into it would be a guess."""
     if out is None:
         return DEFAULT_DETAILS
     path = Path(out)
-    if path.is_dir() or not path.suffix:
-        deprecated_spelling(f"fager score --out {out} (a folder): give the records file, --out {path / 'details.jsonl'}")
-        return path / "details.jsonl"
+    if path.is_dir() or not path.suffix or str(out).endswith(("/", os.sep)):
+        raise CommandError(f"fager score --out {out}: --out takes the records file, not a folder, "
+                           f"e.g. --out {path / 'details.jsonl'}")
     return path
 
 

@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from vlmjudge.cli.exits import RUN
+from vlmjudge.cli.exits import RUN, CommandError
 from vlmjudge.cli.flags import (
-    add_judge_flags, add_no_cache_flag, add_on_error_flag, deprecated_spelling, judge_from_args,
+    add_judge_flags, add_no_cache_flag, add_on_error_flag, judge_from_args,
 )
 from vlmjudge.cli.help import EXIT_EPILOG, DefaultsHelpFormatter, describe
 from vlmjudge.cli.intake import Failure, Screened
@@ -88,8 +88,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     compare.add_argument("--csv", type=Path, help="write per-pair rows to this CSV (default: no CSV)")
     _encoder_flags(compare)
     add_judge_flags(compare)
-    describe(compare, "--out", "the pair rows as JSON lines, the manifest beside them (default: no file; a .json "
-                               "file, the older spelling, still gets the whole result as one JSON object)")
+    describe(compare, "--out", "the pair rows as JSON lines (a .jsonl file), the manifest beside them (default: "
+                               "no file; --json prints the whole result as one JSON object)")
     describe(compare, "--cache", "SQLite file of the MLLM's answers; a rerun resumes from it (default: beside --out, "
                                  "pairs.jsonl -> pairs.cache.sqlite; none without --out)")
     add_no_cache_flag(compare)
@@ -289,7 +289,10 @@ def _compare_manifest(args: argparse.Namespace, scorer: Any, judge: Any, result:
 def cmd_compare(args: argparse.Namespace) -> int:
     """Per-pair and mean score, CLIP % / DINO % (and MLLM ratings with --model) of two folders;
     unpaired files and pairs with an unreadable image are listed and left out, and the exit
-    status says so (see --help). --out gets the whole result as JSON."""
+    status says so (see --help). --out gets the pair rows as JSON lines, --json prints the whole result."""
+    if args.out is not None and Path(args.out).suffix.lower() == ".json":
+        raise CommandError(f"regeneration compare --out {args.out}: --out takes a JSON-lines file, e.g. --out "
+                           f"{Path(args.out).with_suffix('.jsonl')}; --json prints the whole result as one object")
     return run_scoring(_CompareScore(args, args.csv or args.out))  # the failures go beside --csv, else --out
 
 
@@ -308,18 +311,18 @@ class _CompareScore(ScoreCommand):
             print(self.pairing.describe_unpaired(), file=sys.stderr)
         return [(ref, gen) for _, ref, gen in self.pairing.pairs]
 
+    def check(self) -> None:
+        """The judge flags, checked before anything loads, only when an MLLM is asked for (--model)."""
+        if self.args.model:
+            super().check()
+
     def cache_home(self) -> Path | None:
         """The MLLM's answers are cached beside --out, and only with --model."""
         return self.args.out if self.args.out and self.args.model else None
 
     def build(self, screened: Screened) -> None:
-        """The MLLM judge with --model (else CLIP and DINO only); a --out .json is the old spelling."""
-        args = self.args
-        self.whole_json = args.out is not None and Path(args.out).suffix.lower() == ".json"
-        if self.whole_json:
-            deprecated_spelling(f"regeneration compare --out {args.out} (one JSON object): give a JSON-lines "
-                                f"file, --out {Path(args.out).with_suffix('.jsonl')}, or print the object with --json")
-        self.judge = judge_from_args(args) if args.model else None
+        """The MLLM judge with --model (else CLIP and DINO only)."""
+        self.judge = judge_from_args(self.args) if self.args.model else None
 
     def done_before(self, screened: Screened) -> int | None:
         """Pairs an earlier run rated with the MLLM (only its answers are cached)."""
@@ -330,8 +333,7 @@ class _CompareScore(ScoreCommand):
             return None
         stems = [self.pairing.pairs[i][0] for i in screened.kept]
         both = lambda r: r.get("mllm_content") is not None and r.get("mllm_perceptual") is not None  # noqa: E731
-        return (done_in_jsonl(args.out, stems, "id", both) if args.out and not self.whole_json
-                else rated_earlier(args.out, args.csv, stems))
+        return done_in_jsonl(args.out, stems, "id", both) if args.out else rated_earlier(args.csv, stems)
 
     def score(self, screened: Screened) -> tuple[Any, list]:
         """CLIP, DINO (and the MLLM's ratings) of every kept pair: the scorer and its records."""
@@ -343,7 +345,7 @@ class _CompareScore(ScoreCommand):
                                            "generated": [str(p[2]) for p in kept]})
 
     def summarize(self, screened: Screened, scored: tuple[Any, list]) -> Outcome:
-        """Write the rows (CSV, JSON lines with the manifest, or the old whole JSON) and print them."""
+        """Write the rows (CSV, JSON lines with the manifest) and print them."""
         from .compare import pair_row, plain_lines, result_json, summarize, write_csv
 
         args, pairs, judged = self.args, self.pairing.pairs, self.judge is not None
@@ -357,11 +359,7 @@ class _CompareScore(ScoreCommand):
         if args.csv:
             write_csv(args.csv, rows)
             RUN.saved = len(rows)
-        if self.whole_json:
-            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-            RUN.saved = len(rows)
-        elif args.out:
+        if args.out:
             write_jsonl(args.out, rows)
             write_manifest(args.out, _compare_manifest(args, scorer, self.judge, result))
             RUN.saved = len(rows)

@@ -9,12 +9,11 @@ dropped silently: they are listed by name (`unpaired_files`) and counted (`summa
 from __future__ import annotations
 
 import csv
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from vlmjudge.cli.intake import is_image_file
+from vlmjudge.cli.intake import is_listed_image
 from vlmjudge.cli.resume import done_in_records
 from vlmjudge.outputs import with_resolution_note
 from vlmjudge.stats.interval import interval_text, mean_with_interval
@@ -54,9 +53,12 @@ class Pairing:
 
 
 def _images_by_stem(folder: Path) -> dict[str, Path]:
+    """The image files directly in `folder`, by stem; a file or a missing path names what compare takes."""
+    if folder.is_file():
+        raise ValueError(f"{folder} is a file; compare takes two folders of images paired by file name")
     if not folder.is_dir():
         raise FileNotFoundError(f"no folder {folder}")
-    return {p.stem: p for p in sorted(folder.iterdir()) if is_image_file(p)}
+    return {p.stem: p for p in sorted(folder.iterdir()) if is_listed_image(p)}
 
 
 def pair_folders(refs: Path, gens: Path) -> Pairing:
@@ -96,7 +98,7 @@ def summarize(rows: Sequence[dict[str, Any]], records: Sequence[Any], pairing: P
 
 
 def result_json(summary: dict[str, Any], rows: Sequence[dict[str, Any]], pairing: Pairing) -> dict[str, Any]:
-    """What --json prints and --out writes."""
+    """What --json prints: the summary, every pair row and the unpaired files."""
     return {"summary": summary, "pairs": list(rows), "unpaired_files": pairing.unpaired_files()}
 
 
@@ -145,16 +147,11 @@ def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
         writer.writerows(rows)
 
 
-def rated_earlier(out: Path | None, csv_path: Path | None, stems: Sequence[str]) -> int:
-    """How many of these pairs an earlier run's --out JSON (else --csv) holds with both MLLM ratings:
-    a rerun with the same --cache finds their answers there."""
+def rated_earlier(csv_path: Path | None, stems: Sequence[str]) -> int:
+    """How many of these pairs an earlier run's --csv holds with both MLLM ratings (a run without
+    --out): a rerun with the same --cache finds their answers there."""
     rows: list[dict[str, Any]] = []
-    if out is not None and Path(out).is_file():
-        try:
-            rows = json.loads(Path(out).read_text(encoding="utf-8")).get("pairs", [])
-        except (ValueError, AttributeError):
-            rows = []
-    elif csv_path is not None and Path(csv_path).is_file():
+    if csv_path is not None and Path(csv_path).is_file():
         with open(csv_path, newline="", encoding="utf-8") as fh:
             rows = [{k: (v if v != "" else None) for k, v in row.items()} for row in csv.DictReader(fh)]
     return done_in_records(rows, stems, "id",

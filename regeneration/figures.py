@@ -8,6 +8,8 @@ from typing import Any
 
 from PIL import Image, ImageDraw
 
+from vlmjudge.reports.figures import series_label
+
 _LABEL_H = 14
 
 
@@ -57,7 +59,7 @@ def progress_figure(progress: Mapping[str, Sequence[Mapping[str, Any]]], measure
             points = [(r["round"], r[measure]) for r in rows if r.get(measure) is not None]
             if points:
                 xs, ys = zip(*points)
-                ax.plot(xs, ys, marker="o", label=model)
+                ax.plot(xs, ys, marker="o", label=series_label(model))
         ax.set_xlabel("round")
         ax.set_ylabel(f"{measure.upper()} (%)" if measure in ("clip", "dino") else measure)
         ax.set_title(f"selected candidate, {measure}")

@@ -21,6 +21,7 @@ from vlmjudge.cli.exits import RUN
 from vlmjudge.cli.flags import add_judge_flags, add_no_cache_flag, add_on_error_flag, judge_from_args
 from vlmjudge.cli.help import EXIT_EPILOG, DefaultsHelpFormatter, describe
 from vlmjudge.cli.intake import Failure, Screened, image_items
+from vlmjudge.cli.preflight import require_file
 from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl, earlier_manifest, same_answers
 from vlmjudge.cli.scoring import Outcome, ScoreCommand, partial_output, run_scoring
 from vlmjudge.images import ImageInputError, to_pil
@@ -139,6 +140,10 @@ class _TerraVisScore(ScoreCommand):
         return done_in_jsonl(self.out, {self.images[i][0] for i in screened.kept}, "image_id",
                              lambda r: r.get("status") in ("scored", "not_applicable"))
 
+    def partial_manifest(self) -> dict[str, Any]:
+        """The run's manifest, as written beside the records an interrupted run keeps."""
+        return self.manifest
+
     def score(self, screened: Screened) -> tuple[dict[str, int], list[float], list[Failure]]:
         """Score chunk by chunk into the records file: the status counts, the scores, the images
         without a result."""
@@ -155,7 +160,7 @@ class _TerraVisScore(ScoreCommand):
                         try:  # decoded again here, so the pre-load check holds no images in memory
                             pils.append(to_pil(images[index][1], index=index))
                         except ImageInputError as error:  # the file changed since the check
-                            failures.append(Failure(index, str(images[index][1]), error.reason))
+                            failures.append(Failure(index, str(images[index][1]), error.reason, bad_input=True))
                             continue
                         chunk.append(index)
                     meta = [_meta(images[i][1], args.t2i_model, screened.notes.get(i)) for i in chunk]
@@ -183,7 +188,8 @@ class _TerraVisScore(ScoreCommand):
         statuses, scores, failures = scored
         manifest_file = write_manifest(self.out, self.manifest)
         mean = interval_text(mean_with_interval(scores), "{:.4f}".format) if scores else "n/a (no eligible image)"
-        skipped = f", {len(screened.failures)} skipped as bad input" if screened.failures else ""
+        n_bad = len(screened.failures) + sum(failure.bad_input for failure in failures)
+        skipped = f", {n_bad} skipped as bad input" if n_bad else ""
         print(f"scored {sum(statuses.values())} images: {statuses['scored']} scored, {statuses['not_applicable']} "
               f"N/A, {statuses['failed']} failed{skipped}; mean score {mean}")
         print(f"wrote {self.out} and {manifest_file}")
@@ -214,6 +220,9 @@ def run_report(args: argparse.Namespace) -> int:
     """Write the report folder; 2 on unreadable input."""
     from .report import ReportError, write_report
 
+    for results in args.results:
+        require_file(results, "the results JSONL files `terravis score --out` writes (one JSON record per image, "
+                              "e.g. results.jsonl)")
     classifier = None
     if args.classify_styles is not None:
         if args.human is None:

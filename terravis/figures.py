@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Sequence
 
-from vlmjudge.reports.figures import heatmap, new_figure, save_figure
+from vlmjudge.reports.figures import heatmap, new_figure, plain, save_figure, series_label
 
 from .records import ImageRecord
 from .taxonomy import LEVELS, TAXONOMY
@@ -23,7 +23,7 @@ def plot_level_shares(reports: Sequence[Mapping[str, Any]], path: str | os.PathL
     axes = fig.subplots(len(reports), 1, squeeze=False)[:, 0]
     for ax, rep in zip(axes, reports):
         rows = [("all models", rep["summary"]), *rep["models"].items()]
-        names = [f"{name} (n={s['n_major'] + s['n_minor']})" for name, s in rows]
+        names = [plain(f"{name} (n={s['n_major'] + s['n_minor']})") for name, s in rows]
         left = [0.0] * len(rows)
         for level in LEVELS:
             shares = [s["level_shares"][level] for _, s in rows]
@@ -32,7 +32,7 @@ def plot_level_shares(reports: Sequence[Mapping[str, Any]], path: str | os.PathL
         ax.set_xlim(0, 1)
         ax.invert_yaxis()
         ax.set_xlabel("share of detected violations")
-        ax.set_title(f"Violations by level: {rep['label']}", fontsize=10)
+        ax.set_title(plain(f"Violations by level: {rep['label']}"), fontsize=10)
         ax.legend(loc="lower right", fontsize=8)
     save_figure(fig, path)
 
@@ -52,8 +52,9 @@ def plot_type_shares(reports: Sequence[Mapping[str, Any]], path: str | os.PathLi
         image = heatmap(ax, grid, cmap="Reds", vmax=grid.max() if grid.max() > 0 else 100.0,
                         label=lambda v: f"{v:.0f}")
         ax.set_yticks(range(len(labels)), labels, fontsize=8)
-        ax.set_xticks(range(len(columns)), [name for name, _ in columns], rotation=30, ha="right", fontsize=8)
-        ax.set_title(f"Violations by type (% of each model's violations): {rep['label']}", fontsize=10)
+        ax.set_xticks(range(len(columns)), [plain(name) for name, _ in columns], rotation=30, ha="right",
+                      fontsize=8)
+        ax.set_title(plain(f"Violations by type (% of each model's violations): {rep['label']}"), fontsize=10)
         fig.colorbar(image, ax=ax, fraction=0.03, label="% of the model's violations")
     save_figure(fig, path)
 
@@ -71,11 +72,13 @@ def plot_score_histogram(evaluators: Sequence[Any], models: Mapping[str, Mapping
                 by_model.setdefault(models[ev.label][r.image_id], []).append(r.score)
         names = sorted(by_model)
         if names:
-            ax.hist([by_model[m] for m in names], bins=bins, range=(0, 1), stacked=True, label=names)
+            ax.hist([by_model[m] for m in names], bins=bins, range=(0, 1), stacked=True,
+                    label=[series_label(m) for m in names])
             ax.legend(fontsize=8)
         n_na = sum(r.score is None for r in records)
         ax.set_xlim(0, 1)
         ax.set_xlabel("TerraVis score")
         ax.set_ylabel("images")
-        ax.set_title(f"Scores: {ev.label} ({len(records) - n_na} scored, {n_na} N/A or failed)", fontsize=10)
+        counted = f"{len(records) - n_na} scored, {n_na} N/A or failed"
+        ax.set_title(plain(f"Scores: {ev.label} ({counted})"), fontsize=10)
     save_figure(fig, path)

@@ -324,6 +324,10 @@ class _VIEScore2Score(ScoreCommand):
         return done_in_jsonl(self.out, {self.ids[i] for i in screened.kept}, "id",
                              lambda r: r.get("status") != "error")
 
+    def partial_manifest(self) -> dict[str, Any]:
+        """The judge's and method's manifest, as written beside the records an interrupted run keeps."""
+        return {**self.scorer.manifest(), "command": "viescore2 score", "cache": self.args.cache}
+
     def score(self, screened: Screened) -> tuple[list, Counter, dict, list[Failure]]:
         """Score a few batches at a time into the records file: the records, the counts, the
         judge's manifest and the images without a result."""
@@ -363,7 +367,8 @@ class _VIEScore2Score(ScoreCommand):
                    **{f"mean_{key}": interval_text(mean_with_interval(values), "{:.4f}".format)
                       for key, values in _sub_scores(records).items()},
                    "parse_failures": counts.get("parse_failures", 0),
-                   "not_ok": sum(r.status != "ok" for r in records), "skipped": len(screened.failures)}
+                   "not_ok": sum(r.status != "ok" for r in records), "skipped": len(screened.failures),
+                   "failed_to_run": len(failures)}
         print(format_table(summary))
         print(f"wrote {out} and {manifest_path}")
         if args.overlays:

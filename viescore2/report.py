@@ -73,7 +73,7 @@ def cell_shares(records: Sequence[dict[str, Any]]) -> Any:
 
 def plot_cell_shares(shares: Any, path: str | os.PathLike, label: str) -> None:
     """A heatmap of `cell_shares`: rows and columns numbered as in the grid format."""
-    from vlmjudge.reports.figures import heatmap, new_figure, save_figure
+    from vlmjudge.reports.figures import heatmap, new_figure, plain, save_figure
 
     n = shares.shape[0]
     fig = new_figure(7.5, 6.5)
@@ -82,7 +82,7 @@ def plot_cell_shares(shares: Any, path: str | os.PathLike, label: str) -> None:
                     fontsize=10 if n <= 8 else 6)
     ax.set_xticks(range(n), [str(c + 1) for c in range(n)], fontsize=7)
     ax.set_yticks(range(n), [f"r{r + 1}" for r in range(n)], fontsize=7)
-    ax.set_title(f"Defect cells: % of images with a read grid flagging each cell ({label})", fontsize=10)
+    ax.set_title(plain(f"Defect cells: % of images with a read grid flagging each cell ({label})"), fontsize=10)
     fig.colorbar(image, ax=ax, fraction=0.04, label="% of images")
     save_figure(fig, path)
 

@@ -44,8 +44,15 @@ def unavailable_reason(model_id: str, revision: str | None = None,
         return None
     if hub_offline():
         return "not a local folder and not in the Hugging Face cache, and HF_HUB_OFFLINE is set"
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
     try:
         model_info(model_id, revision=revision, timeout=probe_timeout)
-    except Exception as exc:  # any lookup failure (no network, no such repo, gated) is the reason given
+    except GatedRepoError:
+        return "not a local folder, not in the Hugging Face cache, and gated on the Hub (accept its terms, set HF_TOKEN)"
+    except RepositoryNotFoundError:
+        return ("not a local folder, not in the Hugging Face cache, and no model of that name on the Hub "
+                "(a private one needs HF_TOKEN)")
+    except Exception as exc:  # any other lookup failure (no network, a timeout) is the reason given
         return f"not a local folder, not in the Hugging Face cache, and the Hub lookup failed ({type(exc).__name__})"
     return None

@@ -50,3 +50,12 @@ class InterruptedJudge(ConstantJudge):
         if any(getattr(image, "size", None) == (40, 40) for image in request.images):
             raise KeyboardInterrupt
         return self.answer
+
+
+class FailsOnSmallJudge(ConstantJudge):
+    """Answers "Yes", except that every request about a 40 x 40 image fails (no answer)."""
+
+    def _recorded(self, request) -> Any:
+        if any(getattr(image, "size", None) == (40, 40) for image in request.images):
+            return None
+        return self.answer

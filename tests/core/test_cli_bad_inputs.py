@@ -217,14 +217,15 @@ def run_help(argv):
     return stop.value.code, out.getvalue(), ""
 
 
-def test_interrupted_run_leaves_no_partial_file_and_says_what_was_saved(tmp_path):
+def test_interrupted_run_keeps_what_it_says_it_saved(tmp_path):
     folder = tmp_path / "images"
     write_good(folder)
     argv, out = terravis_cmd(folder, tmp_path, "cli_bad_inputs_judge:InterruptedJudge")
     code, _, err = run_vlmjudge(argv)
     assert code == 130 and "Traceback" not in err
-    assert "interrupted: 1 result(s)" in err and "a rerun resumes" in err
-    assert not out.exists() and not list(tmp_path.rglob("*.partial"))
+    assert f"interrupted: 1 result(s) finished and saved to {out}" in err and "a rerun resumes" in err
+    assert len(out.read_text().splitlines()) == 1 and not list(tmp_path.rglob("*.partial"))
+    assert json.loads(out.with_name("results.manifest.json").read_text())["partial"] is True
     # the rerun resumes: the first image's answers come from the response cache
     code, stdout, _ = run_vlmjudge([a if a != "cli_bad_inputs_judge:InterruptedJudge" else BACKEND for a in argv])
     assert code == 0 and "answers from an earlier run: 0," not in stdout

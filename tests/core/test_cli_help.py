@@ -133,7 +133,7 @@ def fager_argv(tmp_path, folder):
           for p in files]
     (tmp_path / "QA.csv").write_text(format_qa_csv(qa))
     return ["fager", "score", str(items), "--qa", str(tmp_path / "QA.csv"), "--backend", BACKEND, "--model", "m",
-            "--out", str(tmp_path / "fager_run"), "--cache", str(tmp_path / "fager.sqlite")]
+            "--out", str(tmp_path / "fager_run" / "details.jsonl"), "--cache", str(tmp_path / "fager.sqlite")]
 
 
 @pytest.mark.parametrize("build", [terravis_argv, viescore2_argv, fager_argv], ids=["terravis", "viescore2", "fager"])

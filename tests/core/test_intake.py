@@ -61,7 +61,7 @@ def test_failures_are_printed_one_per_line_and_written_beside_the_output(tmp_pat
     rows = [json.loads(line) for line in written.read_text().splitlines()]
     assert [r["item"] for r in rows] == [f.item for f in bad]
     lines = stream.getvalue().splitlines()
-    assert lines[0] == "skipped 4 item(s):" and all(": " in line for line in lines[1:5])
+    assert lines[0] == "skipped 4 item(s) as bad input:" and all(": " in line for line in lines[1:5])
     assert "Traceback" not in stream.getvalue()
     report_failures([], tmp_path / "out" / "records.jsonl", io.StringIO())  # a clean rerun
     assert not written.exists()
@@ -114,6 +114,7 @@ SLOW_COMMAND = textwrap.dedent("""
 
     def slow(args):
         RUN.saved, RUN.out = 7, "records.jsonl"
+        open(RUN.out, "w").write("{}\\n" * 7)
         print("started", flush=True)
         time.sleep(60)
 
@@ -128,12 +129,12 @@ SLOW_COMMAND = textwrap.dedent("""
 
 def test_sigterm_prints_one_line_with_what_was_saved(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", SLOW_COMMAND], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, cwd=tmp_path)
     assert proc.stdout.readline().strip() == "started"
     proc.terminate()
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
-    assert err.strip().splitlines() == ["interrupted: 7 result(s) finished and saved (records.jsonl); "
+    assert err.strip().splitlines() == ["interrupted: 7 result(s) finished and saved to records.jsonl; "
                                         "a rerun resumes from the response cache"]
 
 

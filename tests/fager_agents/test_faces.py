@@ -164,7 +164,7 @@ def test_cli_score_rubric_and_refine(abo_five, tmp_path, monkeypatch, capsys):
     (tmp_path / "QA.csv").write_text(format_qa_csv(abo_five["qa"]))
     judge_flags = ["--backend", "fagent_helpers:KeyedReplay", "--model", str(answers)]
     assert main(["score", str(tmp_path / "items.csv"), "--qa", str(tmp_path / "QA.csv"), *judge_flags,
-                 "--out", str(tmp_path / "run")]) == 0
+                 "--out", str(tmp_path / "run" / "details.jsonl")]) == 0
     assert [float(r["overall_score"]) for r in __import__("fager").read_summary(tmp_path / "run/summary.csv")] \
         == [round(s, 2) for s in abo_five["scores"]]
     assert len((tmp_path / "run/details.jsonl").read_text().splitlines()) == 5

@@ -63,15 +63,26 @@ def test_unpaired_files_are_listed_by_name_and_counted(folders, encoder_dirs, tm
     assert shown["unpaired_files"] == {"references_only": ["c_owl.png"], "generated_only": ["z_extra.png"]}
 
 
-def test_out_writes_the_json_result(folders, encoder_dirs, tmp_path, capsys):
+def test_out_writes_the_pair_rows_as_json_lines(folders, encoder_dirs, tmp_path, capsys):
     refs, gens = folders
-    out = tmp_path / "result" / "compare.json"
+    out = tmp_path / "result" / "pairs.jsonl"
     assert run_cli(["compare", str(refs), str(gens), "--out", str(out), "--json", *encoder_flags(encoder_dirs)]) == 0
     printed = json.loads(capsys.readouterr().out)
-    written = json.loads(out.read_text())
-    assert written == printed
-    assert [p["id"] for p in written["pairs"]] == ["a_cat", "b_dog"] and written["summary"]["pairs"] == 2
-    assert written["summary"]["clip"] == pytest.approx(sum(p["clip"] for p in written["pairs"]) / 2)
+    written = [json.loads(line) for line in out.read_text().splitlines()]
+    assert written == printed["pairs"]
+    assert [p["id"] for p in written] == ["a_cat", "b_dog"]
+    manifest = json.loads((tmp_path / "result" / "pairs.manifest.json").read_text())
+    assert manifest["summary"]["clip"] == pytest.approx(sum(p["clip"] for p in written) / 2)
+
+
+def test_out_json_is_a_usage_error_naming_the_jsonl_file_and_json_flag(folders, encoder_dirs, tmp_path, capsys):
+    refs, gens = folders
+    out = tmp_path / "compare.json"
+    assert run_cli(["compare", str(refs), str(gens), "--out", str(out), *encoder_flags(encoder_dirs)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert str(tmp_path / "compare.jsonl") in err and "--json" in err
+    assert not out.exists()
 
 
 def test_plain_output_has_every_metric_and_ratings_keep_their_names(folders, encoder_dirs, tmp_path, capsys):
@@ -103,7 +114,7 @@ def test_plain_output_has_every_metric_and_ratings_keep_their_names(folders, enc
 
 def test_rerun_with_a_cache_says_it_is_resuming(folders, encoder_dirs, tmp_path, capsys):
     refs, gens = folders
-    argv = ["compare", str(refs), str(gens), "--out", str(tmp_path / "compare.json"), "--cache",
+    argv = ["compare", str(refs), str(gens), "--out", str(tmp_path / "pairs.jsonl"), "--cache",
             str(tmp_path / "answers.sqlite"), *encoder_flags(encoder_dirs), *judge_flags(tmp_path)]
     assert run_cli(argv) == 0
     assert "resuming" not in capsys.readouterr().err
@@ -117,7 +128,7 @@ def test_help_names_the_rating_columns_and_defaults(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "mllm_content_rating" in text and "normalised to 0..1" in text
     assert "listed by name and counted as unpaired" in text
-    assert "--out OUT the pair rows as JSON lines, the manifest beside them" in text
+    assert "--out OUT the pair rows as JSON lines (a .jsonl file), the manifest beside them" in text
 
 
 def test_no_image_of_either_size_is_dropped_without_a_word(tmp_path, encoder_dirs, capsys):

@@ -70,6 +70,10 @@ class OpenAIRequestError(JudgeError):
     """The server refused a request for a reason retrying cannot fix (a 4xx other than 408/409/429)."""
 
 
+class OpenAIKeyError(OpenAIRequestError):
+    """The server refused the API key (HTTP 401 or 403); the message names the variable it was read from."""
+
+
 class _GaveUp(Exception):
     """Internal: the last retry failed too."""
 
@@ -227,10 +231,10 @@ class OpenAIJudge(Judge):
         import openai
         retry_after = 0.0
         if isinstance(exc, openai.APIStatusError):
-            status = exc.status_code
-            if status not in RETRY_STATUSES and status < 500:
-                raise OpenAIRequestError(f"{_public_url(self.base_url) or 'the API'} refused the request "
-                                         f"(HTTP {status}): {exc.message}") from exc
+            if (status := exc.status_code) not in RETRY_STATUSES and status < 500:
+                raise (OpenAIKeyError if (key := status in (401, 403)) else OpenAIRequestError)(
+                    f"{_public_url(self.base_url) or 'the API'} refused the request (HTTP {status}): {exc.message}"
+                    + (f"; set {self.api_key_env} to a key it accepts" if key else "")) from exc
             retry_after = retry_after_seconds(exc)
         elif not isinstance(exc, (openai.APIConnectionError, UnparseableResponse)):  # APITimeoutError included
             raise exc

@@ -18,14 +18,15 @@ if TYPE_CHECKING:
 
 #: Exit statuses of the judging commands (also in each command's --help).
 EXIT_OK = 0           # every item has a result (an N/A image and a counted parse failure are results)
-EXIT_USAGE = 2        # bad arguments, a bad --model, an unreadable cache file
+EXIT_USAGE = 2        # bad arguments, a bad --model or --device, a refused API key, an unreadable cache file
 EXIT_SOME_FAILED = 3  # some items were skipped as bad input or failed to run; the rest have results
 EXIT_NONE_SCORED = 4  # no item got a result
 EXIT_INTERRUPTED = 130
 EXIT_HELP = ("exit status: 0 every item has a result (N/A images and counted parse failures are results); "
              "3 some items were skipped as bad input or failed to run (listed, and written to "
-             "<out>.failures.jsonl); 4 no item got a result; 2 a usage error (arguments, --model, cache "
-             "file); 130 interrupted (a rerun resumes from the cache)")
+             "<out>.failures.jsonl); 4 no item got a result; 2 a usage error (arguments, --model, --device, "
+             "a refused API key, cache file); 130 interrupted (records written so far stay in --out, its "
+             "manifest marked partial; a rerun resumes from the cache)")
 
 
 class CommandError(SystemExit):
@@ -49,11 +50,31 @@ class CommandError(SystemExit):
 
 
 class RunProgress:
-    """What an interrupted run had finished, for the one line Ctrl-C or SIGTERM prints."""
+    """What an interrupted run had finished, for the one line Ctrl-C or SIGTERM prints: the records
+    saved to `out`, whether its manifest marks them partial, and the answer cache a rerun reads."""
 
     def __init__(self) -> None:
         self.saved = 0
         self.out: str | None = None
+        self.partial = False
+        self.cache: str | None = None
+
+    def interrupted_line(self, resume_hint: str) -> str:
+        """The line an interrupt prints: only a file that exists is named as holding results.
+
+        Examples:
+            >>> progress = RunProgress()
+            >>> progress.cache = "runs/r.cache.sqlite"
+            >>> progress.interrupted_line("a rerun resumes from the response cache")
+            'interrupted: no results written yet; the answers so far are in runs/r.cache.sqlite, and a rerun with it resumes'
+        """
+        if self.saved and self.out and Path(self.out).is_file():
+            marked = ", marked partial in its manifest" if self.partial else ""
+            return f"interrupted: {self.saved} result(s) finished and saved to {self.out}{marked}; {resume_hint}"
+        if self.cache:
+            return (f"interrupted: no results written yet; the answers so far are in {self.cache}, "
+                    "and a rerun with it resumes")
+        return f"interrupted: no results written; {resume_hint}"
 
 
 #: Updated by the judging commands as records are written.
@@ -87,15 +108,25 @@ def run_command(run, prog: str, resume_hint: str = "a rerun resumes from the res
     try:
         return int(run() or 0)
     except KeyboardInterrupt:
-        where = f" ({RUN.out})" if RUN.out else ""
-        print(f"interrupted: {RUN.saved} result(s) finished and saved{where}; {resume_hint}", file=sys.stderr)
+        print(RUN.interrupted_line(resume_hint), file=sys.stderr)
         return EXIT_INTERRUPTED
     except (CommandError, CacheFileError) as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as error:  # a server refusing the API key is a usage problem; anything else goes on up
+        if not _refused_key(error):
+            raise
         print(f"{prog}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _refused_key(error: BaseException) -> bool:
+    """Whether a run failed because a server refused its API key (the openai backend's 401/403)."""
+    from ..backends.openai import OpenAIKeyError
+    return isinstance(error, OpenAIKeyError)
 
 
 def failures_path(out: str | os.PathLike) -> Path:
@@ -111,7 +142,9 @@ def failures_path(out: str | os.PathLike) -> Path:
 
 def report_failures(failures: Iterable[Failure], out: str | os.PathLike | None,
                     stream: IO[str] | None = None) -> Path | None:
-    """Print `path: reason` per failure and write them beside the output; returns the file, if any."""
+    """Print `path: reason` per failure, the bad input first and then what failed to run, each group
+    under its count (the counts the summary line gives), and write them beside the output;
+    returns the file, if any."""
     failures = list(failures)
     stream = stream or sys.stderr
     target = failures_path(out) if out else None
@@ -119,9 +152,14 @@ def report_failures(failures: Iterable[Failure], out: str | os.PathLike | None,
         target.unlink()  # a clean rerun leaves no stale list behind
     if not failures:
         return None
-    print(f"skipped {len(failures)} item(s):", file=stream)
-    for failure in failures:
-        print(f"  {failure.line()}", file=stream)
+    bad = [failure for failure in failures if failure.bad_input]
+    ran = [failure for failure in failures if not failure.bad_input]
+    for group, header in ((bad, f"skipped {len(bad)} item(s) as bad input:"),
+                          (ran, f"{len(ran)} item(s) failed to run:")):
+        if group:
+            print(header, file=stream)
+        for failure in group:
+            print(f"  {failure.line()}", file=stream)
     if target is not None:
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(target, "w", encoding="utf-8") as handle:
@@ -158,5 +196,5 @@ def nothing_readable(screened: Screened, out: str | os.PathLike | None, stream: 
 
 def start_run(out: str | os.PathLike | None) -> None:
     """Reset the progress that Ctrl-C reports: nothing saved yet, results going to `out`."""
-    RUN.saved = 0
+    RUN.saved, RUN.partial, RUN.cache = 0, False, None
     RUN.out = None if out is None else str(out)

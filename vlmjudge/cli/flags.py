@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-from typing import IO, Any
+from typing import Any
 
 from .exits import CommandError
 from .intake import ON_ERROR_CHOICES, looks_like_path
+from .preflight import TINY_JUDGE_HINT, check_device, check_model
 
 
 def add_judge_flags(parser: argparse.ArgumentParser) -> None:
@@ -65,28 +65,37 @@ def cache_beside(args: argparse.Namespace, out: str | os.PathLike) -> str | None
     return args.cache
 
 
-def deprecated_spelling(message: str, stream: IO[str] | None = None) -> None:
-    """One 'deprecated:' line for an old way of giving an option that still works this release."""
-    print(f"deprecated: {message}; the old spelling is removed in the next release", file=stream or sys.stderr)
-
-
 def _first_line(exc: BaseException) -> str:
     """The first line of an error's text (or its type's name): a load failure is one line."""
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]
 
 
-def judge_from_args(args: argparse.Namespace, default_model: str | None = None) -> Any:
-    """A judge from the shared flags, loaded as every face loads one (`vlmjudge.faces`): without
-    --model, the method's default model (`default_model`, else that of the method whose
-    sub-command runs); a --model that cannot load is one clear line, at once."""
-    from ..faces.loading import judge_recipe
+def check_judge(args: argparse.Namespace, default_model: str | None = None) -> str:
+    """The model the judge flags name, checked before anything loads (`preflight`): an in-process
+    judge's --device, and its --model as a folder, a cached Hub id or one the Hub knows; each
+    problem is one line, status 2. A model checked once is not looked up again."""
     model = args.model or default_model or _default_model(args)
     if not model:
         raise CommandError("--model is required (this command has no default model)")
-    if args.backend == "transformers" and not getattr(args, "base_url", None) and looks_like_path(model) \
-            and not os.path.isdir(os.path.expanduser(model)):
-        raise CommandError(f"--model {model}: no such checkpoint folder")
+    if args.backend != "transformers" or getattr(args, "base_url", None):
+        return model  # a server, recorded answers or a custom backend: nothing loads here
+    check_device(getattr(args, "device", None))
+    if looks_like_path(model):
+        if not os.path.isdir(os.path.expanduser(model)):
+            raise CommandError(f"--model {model}: no such checkpoint folder ({TINY_JUDGE_HINT})")
+    elif not os.path.isdir(model) and getattr(args, "checked_model", None) != model:
+        check_model(model, getattr(args, "revision", None), defaulted=not args.model)
+    args.checked_model = model
+    return model
+
+
+def judge_from_args(args: argparse.Namespace, default_model: str | None = None) -> Any:
+    """A judge from the shared flags, loaded as every face loads one (`vlmjudge.faces`): without
+    --model, the method's default model (`default_model`, else that of the method whose
+    sub-command runs); a --model that cannot load is one clear line, at once (`check_judge`)."""
+    from ..faces.loading import judge_recipe
+    model = check_judge(args, default_model)
     extra: dict[str, Any] = {"batch_size": args.batch_size}
     if getattr(args, "key_fields", None):
         extra["key_fields"] = tuple(args.key_fields.split(","))

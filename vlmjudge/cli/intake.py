@@ -8,6 +8,7 @@ its index and path. Images are checked here, before any model loads, so a bad fo
 """
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,8 @@ from .exits import CommandError
 #: The image files a folder input contributes, everywhere (CLIs, distributed runner, reports).
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff")
 ON_ERROR_CHOICES = ("skip", "raise")
+#: Files that hold a table or records, never an image: given where images are expected, one clear error.
+TABLE_SUFFIXES = (".csv", ".tsv", ".json", ".jsonl", ".txt")
 
 
 def is_image_file(path: str | os.PathLike) -> bool:
@@ -33,6 +36,37 @@ def is_image_file(path: str | os.PathLike) -> bool:
         (True, False)
     """
     return Path(path).suffix.lower() in IMAGE_SUFFIXES and Path(path).is_file()
+
+
+def is_listed_image(path: Path) -> bool:
+    """Whether a folder's entry is one of its images: an image file, or a link named like one that
+    leads nowhere (a loop, a missing target), listed so that its check names the real reason."""
+    return path.suffix.lower() in IMAGE_SUFFIXES and (path.is_file() or path.is_symlink())
+
+
+def link_problem(path: str | os.PathLike) -> str | None:
+    """Why a symbolic link cannot be read as a file (a loop, a missing target), or None.
+
+    Examples:
+        >>> import os, tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> loop = os.path.join(folder, "loop.png")
+        >>> os.symlink(loop, loop)
+        >>> link_problem(loop).startswith("symlink loop")
+        True
+    """
+    path = Path(path)
+    if not path.is_symlink():
+        return None
+    try:
+        path.stat()
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return "symlink loop: the link leads back to itself"
+        if error.errno == errno.ENOENT:
+            return f"broken symlink: its target {os.readlink(path)} does not exist"
+        return f"unreadable symlink: {path} ({error.strerror})"
+    return None
 
 
 def image_items(inputs: Sequence[str | os.PathLike]) -> list[tuple[str, Path]]:
@@ -59,11 +93,14 @@ def image_items(inputs: Sequence[str | os.PathLike]) -> list[tuple[str, Path]]:
     for raw in inputs:
         path = Path(raw)
         if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if is_image_file(p))
+            files = sorted(p for p in path.rglob("*") if is_listed_image(p))
             if not files:
                 raise ValueError(f"no images under {raw} (no image files ending {', '.join(IMAGE_SUFFIXES)})")
             found += files
-        elif path.is_file():
+        elif path.is_file() or path.is_symlink():  # a link that leads nowhere is checked, and its reason listed
+            if path.suffix.lower() in TABLE_SUFFIXES:
+                raise ValueError(f"{raw} is a {path.suffix.lower()[1:].upper()} file, not an image: this command "
+                                 f"takes image files ({', '.join(IMAGE_SUFFIXES)}) or folders of them")
             found.append(path)
         else:
             raise ValueError(f"no such image file or folder: {raw}")
@@ -91,15 +128,17 @@ def looks_like_path(model: str) -> bool:
 
 @dataclass(frozen=True)
 class Failure:
-    """One item that got no result: its position in the user's input, its path or id, and why.
+    """One item that got no result: its position in the user's input, its path or id, why, and
+    whether it was bad input (skipped unread) or failed to run (the judge gave it no result).
 
     Examples:
-        >>> Failure(3, "images/cat.png", "cannot identify image file").line()
+        >>> Failure(3, "images/cat.png", "cannot identify image file", bad_input=True).line()
         'images/cat.png: cannot identify image file'
     """
     index: int
     item: str
     reason: str
+    bad_input: bool = False
 
     def line(self) -> str:
         return f"{self.item}: {self.reason}"
@@ -136,11 +175,14 @@ def check_images(items: Sequence[tuple[str, str | os.PathLike]], on_error: str =
     good, bad = [], []
     for index, (item_id, path) in enumerate(items):
         try:
+            problem = link_problem(path)
+            if problem is not None:
+                raise ImageInputError(problem, index)
             image = to_pil(path, index=index)
         except ImageInputError as error:
             if on_error == "raise":
                 raise ImageInputError(f"{path}: {error.reason}", index) from error
-            bad.append(Failure(index, str(path), error.reason))
+            bad.append(Failure(index, str(path), error.reason, bad_input=True))
             continue
         good.append(CheckedImage(index, str(item_id), image, resolution_note(image)))
     return good, bad
@@ -172,7 +214,7 @@ def screen(items: Sequence[Sequence[str | os.PathLike]], on_error: str = "skip")
             except ImageInputError as error:
                 raise CommandError(f"item {index}: {error.reason}") from None
             if bad:
-                failed = Failure(index, bad[0].item, bad[0].reason)
+                failed = Failure(index, bad[0].item, bad[0].reason, bad_input=True)
                 break
             if good[0].note:
                 notes.append(good[0].note if len(paths) == 1 else f"{Path(path).name}: {good[0].note}")

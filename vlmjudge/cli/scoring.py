@@ -1,9 +1,9 @@
 """The score command of every method, written once: `run_scoring` over a method's `ScoreCommand`.
 
-Every judging command runs the same steps: note where results go, read the inputs, check every
-image before a model loads (stopping when none is readable), put the answer cache beside the
-records, build the method over the judge, say how much an earlier run finished, score, write
-and summarise, then list what got no result and pick the exit status. A method's `ScoreCommand`
+Every judging command runs the same steps: note where results go, read the inputs, check the
+judge flags, check every image before a model loads (stopping when none is readable), put the
+answer cache beside the records, build the method over the judge, say how much an earlier run
+finished, score, write and summarise, then list what got no result and pick the exit status. A method's `ScoreCommand`
 says only what differs: how it reads, builds, scores and summarises, and which errors are one
 line and status 2.
 """
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterator, Sequence
 
-from .exits import EXIT_USAGE, finish, nothing_readable, start_run
-from .flags import cache_beside
+from .exits import EXIT_USAGE, RUN, finish, nothing_readable, start_run
+from .flags import cache_beside, check_judge
 from .intake import Failure, Screened, screen
 from .resume import say_resuming
 
@@ -53,6 +53,11 @@ class ScoreCommand:
         """The items of the input, each as its image paths: what is checked before the model loads."""
         raise NotImplementedError
 
+    def check(self) -> None:
+        """What must hold before the images are decoded and the model loads: by default the judge
+        flags (`check_judge`: --model, --device), so a typo fails in a second."""
+        check_judge(self.args)
+
     def cache_home(self) -> str | os.PathLike | None:
         """The records file the default answer cache goes beside (`cache_beside`); None for no default."""
         return self.out
@@ -74,6 +79,22 @@ class ScoreCommand:
         """Write what is left to write (the manifest at least), print the summary, count the results."""
         raise NotImplementedError
 
+    def partial_manifest(self) -> dict[str, Any] | None:
+        """The manifest of this run as far as it got, written (marked partial) beside the records an
+        interrupted run keeps; None when the command streams no records."""
+        return None
+
+    def keep_partial(self) -> None:
+        """After an interrupt: mark the records saved so far as partial in their manifest, so a
+        reader and the rerun know the file is not the whole run."""
+        from ..outputs import write_manifest
+
+        manifest = self.partial_manifest()
+        if manifest is None or not RUN.saved or self.out is None or not Path(self.out).is_file():
+            return
+        write_manifest(self.out, {**manifest, "partial": True, "n_saved": RUN.saved})
+        RUN.partial = True
+
     def refuse(self, error: BaseException) -> int:
         """A step's expected failure: one line on stderr, usage status."""
         print(f"{self.error_prefix}{error}", file=sys.stderr)
@@ -88,12 +109,14 @@ def run_scoring(command: ScoreCommand) -> int:
         items = command.read()
     except command.read_errors as error:
         return command.refuse(error)
+    command.check()  # before the images are decoded: a --model typo fails in a second
     screened = screen(items, args.on_error)  # before the model loads
     if not screened.kept:
         return nothing_readable(screened, out)
     home = command.cache_home()
     if home is not None:
         cache_beside(args, home)
+    RUN.cache = getattr(args, "cache", None)
     try:
         command.build(screened)
     except command.build_errors as error:
@@ -105,21 +128,30 @@ def run_scoring(command: ScoreCommand) -> int:
         scored = command.score(screened)
     except command.score_errors as error:
         return command.refuse(error)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the records written so far stay, marked partial
+        command.keep_partial()
+        raise
     outcome = command.summarize(screened, scored)
     return finish(len(items), outcome.results, [*screened.failures, *outcome.failures], out)
 
 
 @contextmanager
 def partial_output(out: str | os.PathLike) -> Iterator[IO[str]]:
-    """A handle on `<out>.partial`, moved onto `out` when the block ends; removed on any failure,
-    so a failed or interrupted run leaves nothing half-written (the response cache keeps the
-    finished answers)."""
+    """A handle on `<out>.partial`, moved onto `out` when the block ends. A failed run leaves
+    nothing half-written; an interrupted one keeps the whole records it wrote (`out`, which
+    `ScoreCommand.keep_partial` marks partial), and a rerun resumes from the response cache."""
     out = Path(out)
     partial = out.with_name(out.name + ".partial")
     try:
         with open(partial, "w", encoding="utf-8") as handle:
             yield handle
-    except BaseException:  # an interrupt too: a rerun resumes from the response cache, not this file
+    except KeyboardInterrupt:
+        if RUN.saved and partial.stat().st_size:
+            os.replace(partial, out)
+        else:
+            partial.unlink(missing_ok=True)
+        raise
+    except BaseException:
         partial.unlink(missing_ok=True)
         raise
     os.replace(partial, out)

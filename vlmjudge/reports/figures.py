@@ -1,8 +1,9 @@
-"""Figure helpers shared by the methods' reports: an Agg figure, legible heatmap cell labels,
-and a histogram.
+"""Figure helpers shared by the methods' reports: an Agg figure, legible heatmap cell labels, a
+histogram, and `plain`, which every label holding a user's name (a folder, a model) goes through.
 
 Figures are drawn on matplotlib's Agg canvas directly (no pyplot), so writing a report never
-changes the caller's matplotlib backend or opens a window.
+changes the caller's matplotlib backend or opens a window. A name is drawn as typed: a `$` in
+it would start mathtext, and one folder with two of them stopped the whole report.
 
 Examples:
     >>> label_color((0.4, 0.0, 0.05, 1.0))   # dark red cell: white text
@@ -17,6 +18,29 @@ from typing import Any, Callable, Mapping, Sequence
 
 #: Relative luminance above which a cell is light enough for black text.
 LIGHT_CELL = 0.45
+
+
+def plain(text: object) -> str:
+    """`text` as matplotlib draws it literally: each `$` escaped, so no name starts mathtext (and
+    a `\\frac{` or `_` in it is drawn as typed; matplotlib drops the escapes outside math).
+
+    Examples:
+        >>> print(plain("cost $5 or $6"))
+        cost \\$5 or \\$6
+    """
+    return str(text).replace("$", "\\$")
+
+
+def series_label(text: object) -> str:
+    """A legend entry for a name: `plain`, and kept when it starts with `_` (matplotlib's legend
+    skips such labels) by a zero-width space in front.
+
+    Examples:
+        >>> series_label("_draft") == "\\u200b_draft"
+        True
+    """
+    label = plain(text)
+    return "\u200b" + label if label.startswith("_") else label
 
 
 def new_figure(width: float, height: float):
@@ -75,15 +99,15 @@ def histogram(groups: Mapping[str, Sequence[float]], path: str | os.PathLike, xl
     names = [name for name in groups if len(groups[name])]
     if names:
         ax.hist([list(groups[n]) for n in names], bins=bins, range=value_range, stacked=stacked,
-                label=names)
+                label=[series_label(n) for n in names])
         if len(names) > 1:
             ax.legend(fontsize=8)
     if value_range is not None:
         ax.set_xlim(*value_range)
-    ax.set_xlabel(xlabel)
+    ax.set_xlabel(plain(xlabel))
     ax.set_ylabel("images")
     ax.yaxis.set_major_locator(_integer_ticks())
-    ax.set_title(title, fontsize=10)
+    ax.set_title(plain(title), fontsize=10)
     save_figure(fig, path)
 
 
@@ -92,14 +116,13 @@ def bars(counts: Mapping[str, float], path: str | os.PathLike, xlabel: str, titl
     """Horizontal bars, one per key, each labelled with its value."""
     fig = new_figure(7, 1.0 + 0.45 * max(len(counts), 1))
     ax = fig.subplots()
-    names = list(counts)
-    values = [counts[n] for n in names]
-    ax.barh(names, values, color=color)
+    values = list(counts.values())
+    ax.barh([plain(name) for name in counts], values, color=color)
     for y, v in enumerate(values):
         ax.text(v, y, f" {v:g}", va="center", fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel(xlabel)
-    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(plain(xlabel))
+    ax.set_title(plain(title), fontsize=10)
     ax.set_xlim(0, max(values + [1]) * 1.15)
     ax.xaxis.set_major_locator(_integer_ticks())
     save_figure(fig, path)
