@@ -1,23 +1,8 @@
-"""`vlmjudge fager ...`: build rubrics, score and refine images, and check saved runs.
+"""`vlmjudge fager ...`: build rubrics (`rubric`), score (`score`) and refine (`refine`) images,
+and check saved runs (`abtest`, `rescore`).
 
-    vlmjudge fager rubric prompts.csv [--references DIR] --model M [--out QA.csv]
-    vlmjudge fager score items.csv [--qa QA.csv] [--references DIR] --model M --out details.jsonl
-    vlmjudge fager refine items.csv --generator G --editor E [--rounds 1] --model M --out RUN_DIR
-    vlmjudge fager abtest FACTUAL GENERATED [--tie full|zero|skip] [--json]
-    vlmjudge fager rescore details.jsonl [--out summary.csv] [--verdicts v.jsonl] [--check]
-
-prompts.csv has `index` and `prompt` columns (the released prompts.csv works as is);
-items.csv adds an `image` column, a path relative to the CSV's folder. `rubric` writes
-the QA.csv layout; `score` writes the Verdict lines to --out (default fager_run/details.jsonl)
-with summary.csv, the manifest and the answer cache beside them (the layout of
-`vlmjudge.outputs`); `refine`
-writes the round folders and report.json/report.md described in fager.refine.
-
-FACTUAL and GENERATED are each a details.jsonl (released layout or the project's Verdict
-lines, re-scored exactly from the per-question answers) or a summary.csv (its
-overall_score column); pairs are matched by the `index` column. When either side is a
-summary.csv, both sides are compared at its 2-decimal rounding, so a rounded score never
-beats or ties an exact one by accident.
+Each sub-command's --help gives its inputs and outputs; docs/fager.md, "The command line", lists
+the CSV columns, the files each writes and how `abtest` pairs and rounds runs.
 """
 from __future__ import annotations
 
@@ -27,7 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from vlmjudge.cli.exits import RUN, CommandError
+from vlmjudge.cli.errors import CommandError
+from vlmjudge.cli.exits import RUN
 from vlmjudge.cli.flags import (
     add_judge_flags, add_no_cache_flag, add_on_error_flag, judge_from_args,
 )

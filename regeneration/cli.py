@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from vlmjudge.cli.exits import RUN, CommandError
+from vlmjudge.cli.errors import CommandError
+from vlmjudge.cli.exits import RUN
 from vlmjudge.cli.flags import (
     add_judge_flags, add_no_cache_flag, add_on_error_flag, judge_from_args,
 )

@@ -1,30 +1,10 @@
-"""``vlmjudge viescore2 ...``: judge images, and evaluate saved judge outputs against ground truth.
+r"""``vlmjudge viescore2 ...``: judge images (``score``), and evaluate saved judge outputs against
+ground truth (``evaluate``).
 
-    vlmjudge viescore2 score IMAGES... --prompts FILE --model M --out results.jsonl
-                             [--fields pq_sc+split] [--grid-size 16] [--pack FILE] [--overlays DIR]
-    vlmjudge viescore2 evaluate predictions.jsonl --references gt.jsonl [--out result.json]
-                                [--grid-size 16] [--overlays DIR --images DIR]
-
-``score --help`` prints `SCORE_HELP` and ``evaluate --help`` `EVALUATE_HELP` (plain text, no
-markup). ``score``'s results JSONL (``id``, ``text``, scores, grids, explanation, status per
-image) is also a predictions file for ``evaluate``.
-
-Predictions JSONL, one object per line: ``{"id": "img-1", "text": "<judge output>"}``; the
-text is the judge's full answer (score lines, then grid lines).
-
-References JSONL, one object per line::
-
-    {"id": "img-1", "grid": "r5: 8,9!\\nr6: 9", "score": 6.5}
-    {"id": "img-2", "artifact": "none", "misalign": "r2: 3", "pq": 8, "sc": 4, "image": "img-2.png"}
-
-``grid`` is one grid body in the text format (rows or ``none``); ``artifact`` and
-``misalign`` are the two category bodies and come together; a grid field that is absent or
-null means no localization ground truth. ``score``, ``pq`` and ``sc`` are 0-10 targets, each
-optional. ``image`` (optional) is the image file relative to ``--images``; without it the
-overlay looks for the id itself (an image's relative path) or ``<id>`` with an image suffix there.
-
-The result JSON holds ``metrics`` (every metric of ``viescore2.evaluation.evaluate_suite``)
-and ``examples`` (per-example grid status, scores and grid IoU).
+``score --help`` prints `SCORE_HELP` and ``evaluate --help`` `EVALUATE_HELP`; ``score``'s
+records (``id``, ``text``, scores, grids, explanation, status) are also a predictions file for
+``evaluate``. docs/viescore2.md, "The command line", gives the predictions and references
+formats and what the result JSON holds.
 """
 from __future__ import annotations
 

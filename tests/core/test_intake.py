@@ -10,7 +10,8 @@ import pytest
 from PIL import Image
 
 from vlmjudge.cache import CacheFileError, ResponseCache
-from vlmjudge.cli.exits import (EXIT_NONE_SCORED, EXIT_OK, EXIT_SOME_FAILED, CommandError, exit_status,
+from vlmjudge.cli.errors import CommandError
+from vlmjudge.cli.exits import (EXIT_NONE_SCORED, EXIT_OK, EXIT_SOME_FAILED, exit_status,
                                 failures_path, report_failures)
 from vlmjudge.cli.flags import judge_from_args
 from vlmjudge.cli.intake import check_images

@@ -93,7 +93,7 @@ def test_the_cli_flags_load_the_methods_default_without_model(loaded):
     judge_from_args(args)
     assert [(r.model, r.device, r.revision) for r in loaded] == [(DEFAULT, "cpu", "r1")]
     bare = argparse.Namespace(model=None, backend="transformers", base_url=None, batch_size=1, cache=None)
-    from vlmjudge.cli.exits import CommandError
+    from vlmjudge.cli.errors import CommandError
     with pytest.raises(CommandError, match="--model is required"):
         judge_from_args(bare)  # outside a method's sub-command there is no default
 

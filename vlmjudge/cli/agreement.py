@@ -16,7 +16,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from .exits import CommandError
+from .errors import CommandError
 
 #: Public human-judgment sets `--human-format` reads: name -> (module, reader) in vlmjudge.stats.human_sets.
 PUBLIC_SETS = {"genai-bench": ("genai_bench", "read_genai_bench"), "evalmuse": ("evalmuse", "read_evalmuse"),

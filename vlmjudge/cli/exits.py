@@ -13,6 +13,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Iterable, Sequence
 
+from .errors import CommandError
+
 if TYPE_CHECKING:
     from .intake import Failure, Screened
 
@@ -27,26 +29,6 @@ EXIT_HELP = ("exit status: 0 every item has a result (N/A images and counted par
              "<out>.failures.jsonl); 4 no item got a result; 2 a usage error (arguments, --model, --device, "
              "a refused API key, cache file); 130 interrupted (records written so far stay in --out, its "
              "manifest marked partial; a rerun resumes from the cache)")
-
-
-class CommandError(SystemExit):
-    """A usage problem a person fixes (a bad --model, a missing file): one line, exit status 2.
-
-    A SystemExit, so a method's own entry point that does not catch it still prints one line.
-
-    Examples:
-        >>> str(CommandError("no such model folder: ./models/qwen"))
-        'no such model folder: ./models/qwen'
-        >>> CommandError("bad --model").code
-        'vlmjudge: error: bad --model'
-    """
-
-    def __init__(self, message: str) -> None:
-        self.message = message
-        super().__init__(f"vlmjudge: error: {message}")
-
-    def __str__(self) -> str:
-        return self.message
 
 
 class RunProgress:

@@ -10,7 +10,7 @@ import argparse
 import os
 from typing import Any
 
-from .exits import CommandError
+from .errors import CommandError
 from .intake import ON_ERROR_CHOICES, looks_like_path
 from .preflight import TINY_JUDGE_HINT, check_device, check_model
 

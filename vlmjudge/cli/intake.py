@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..images import ImageInputError, resolution_note, to_pil
-from .exits import CommandError
+from .errors import CommandError
 
 #: The image files a folder input contributes, everywhere (CLIs, distributed runner, reports).
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff")

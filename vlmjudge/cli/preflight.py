@@ -10,7 +10,7 @@ import os
 import re
 from pathlib import Path
 
-from .exits import CommandError
+from .errors import CommandError
 
 #: The device names an in-process judge takes.
 DEVICE_NAMES = ("cpu", "cuda", "cuda:N", "mps", "xpu", "xpu:N")

@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .common import ID_COLUMN, resolve_method
-from ..cli.exits import EXIT_NONE_SCORED, RUN, CommandError, exit_status
+from ..cli.errors import CommandError
+from ..cli.exits import EXIT_NONE_SCORED, RUN, exit_status
 from ..cli.flags import add_on_error_flag
 from ..cli.help import EXIT_EPILOG
 from ..cli.intake import image_items, looks_like_path
