@@ -1,5 +1,6 @@
-"""`vlmjudge fager ...`: build rubrics (`rubric`), score (`score`) and refine (`refine`) images,
-and check saved runs (`abtest`, `rescore`).
+"""`vlmjudge fager ...`: build rubrics, score and refine images, and check saved runs.
+
+The sub-commands are `rubric`, `score`, `refine`, `abtest` and `rescore`.
 
 Each sub-command's --help gives its inputs and outputs; docs/fager.md, "The command line", lists
 the CSV columns, the files each writes and how `abtest` pairs and rounds runs.
