@@ -17,7 +17,7 @@ from faces_cases import JUDGE_KWARGS, PROMPTS, TERRAVIS_PACK, qa_set
 from ranks import run_ranks
 
 evaluate = pytest.importorskip("evaluate")
-METRICS = Path(__file__).resolve().parents[2] / "metrics"
+METRICS = Path(__file__).resolve().parents[3] / "metrics"
 MODULES = ("terravis", "viescore2", "fager", "regeneration")
 N = 4  # images per run
 
