@@ -13,12 +13,15 @@ from typing import Any
 
 from vlmjudge.registry import DEFAULT_JUDGE_MODEL, MethodSpec, renders
 
+from .annotation import ANNOTATION
 from .core import Fager
+from .human import PROTOCOL
 from .qa_store import QA_COLUMNS, parse_qa_csv
 from .records import Verdict
 from .references import MappingReferences
 from .schema import QASet
 from .scoring import GatingPolicy
+from .statistics import STATISTICS
 
 
 class FagerRecord:
@@ -130,8 +133,11 @@ def _cell(text: str) -> str:
 SPEC = MethodSpec(
     name="fager", build=build, render=render, inputs=("image", "prompt"),
     optional_inputs=("references", "qa_set", "id"), score_range=(0.0, 100.0), default_model=DEFAULT_JUDGE_MODEL,
+    human=PROTOCOL,
     description="Factuality against a verified three-level rubric: yes/no/unknown questions per fact, "
                 "level-1 gate, keep/edit/regenerate with feedback. Score 0-100.",
+    statistics=STATISTICS,
+    annotation=ANNOTATION,
 )
 
 __all__ = ["FagerRecord", "FagerScorer", "SPEC", "build", "parse_qa_value", "render"]

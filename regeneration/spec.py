@@ -13,9 +13,12 @@ from typing import Any
 
 from vlmjudge.registry import MethodSpec, renders
 
+from .human import PROTOCOL
+from .annotation import ANNOTATION
 from .judging import MLLMScores, judge_pairs
 from .scoring import combined_score, normalize
 from .similarity import DEFAULT_CLIP_MODEL, DEFAULT_DINO_MODEL, SimilarityScorer
+from .statistics import STATISTICS
 
 
 class _NoJudge:
@@ -131,7 +134,9 @@ def render(record: PairRecord) -> dict[str, Any]:
 #: `normalize` clips to the range before scaling (`scoring.normalize`); no judge model by default.
 SPEC = MethodSpec(
     name="regeneration", inputs=RegenerationScorer.inputs, build=build, render=render, normalize=normalize,
-    optional_inputs=("id",), score_range=(0.0, 100.0), default_model=None,
+    optional_inputs=("id",), score_range=(0.0, 100.0), default_model=None, human=PROTOCOL,
     description="Image Regeneration: how close a regenerated image is to its reference, as the mean of "
                 "CLIP and DINOv2 image-image cosine (%), with optional MLLM content and perceptual ratings.",
+    statistics=STATISTICS,
+    annotation=ANNOTATION,
 )

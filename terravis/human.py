@@ -1,10 +1,15 @@
 """Scoring human annotations with the same rules, no model: TerraVis is model-agnostic, so
-recorded eligibility and violations with severities give the same kind of record."""
+recorded eligibility and violations with severities give the same kind of record. `PROTOCOL`
+reads the annotation app's labels (`eligible`, `violations`, `rating`) for `vlmjudge agreement`:
+the paper correlates the score with people's 1-5 ratings, N/A left out, and compares detection
+per image and per violation type."""
 from __future__ import annotations
 
 from typing import Any, Iterable, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from vlmjudge.stats.human_sets.protocol import HumanProtocol, confusion_table, majority, number, share
 
 from .records import CheckRecord, ImageRecord
 from .scoring import check_weights, score_from_counts
@@ -90,3 +95,85 @@ def score_annotations(annotations: Iterable[Annotation | Mapping[str, Any]], lam
     if len(set(ids)) != len(ids):
         raise ValueError("annotations repeat image ids")
     return records
+
+
+def label_annotation(label: Mapping[str, Any]) -> Annotation:
+    """One annotator's label line as an Annotation: `violations` as a list of {type, severity}
+    or as a mapping type -> severity; `eligible` defaults to true."""
+    violations = label.get("violations") or []
+    if isinstance(violations, Mapping):
+        violations = [{"type": name, "severity": severity} for name, severity in violations.items()]
+    try:
+        return Annotation.model_validate({"image_id": str(label["id"]), "eligible": label.get("eligible", True),
+                                          "violations": violations})
+    except ValidationError as error:  # one line per problem, without pydantic's help links
+        raise ValueError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())) from None
+
+
+def rate_label(label: Mapping[str, Any]) -> float | None:
+    """An annotator's number: the 1-5 `rating` when given, else the TerraVis score of the marked
+    violations; None for an image marked N/A. Give ratings for all labels or for none."""
+    annotation = label_annotation(label)
+    if not annotation.eligible:
+        return None
+    if label.get("rating") is not None:
+        rating = number(label["rating"])
+        if rating is None or not 1 <= rating <= 5:
+            raise ValueError(f"rating must be a number from 1 to 5, got {label['rating']!r}")
+        return rating
+    return score_annotation(annotation).score
+
+
+def _human_flags(labels: list[Mapping[str, Any]]) -> tuple[bool, set[str]] | None:
+    """People's majority on one image: has a violation, and which types; None when all said N/A."""
+    marked = []
+    for label in labels:
+        annotation = label_annotation(label)
+        if annotation.eligible:
+            has = bool(annotation.violations) if "violations" in label or label.get("rating") is None \
+                else number(label["rating"]) < 5
+            marked.append((has, {v.type for v in annotation.violations}))
+    if not marked:
+        return None
+    types = {t.id for t in TAXONOMY if majority([t.id in found for _, found in marked])}
+    return majority([has for has, _ in marked]), types
+
+
+def compare_details(rows, records) -> dict[str, Any]:
+    """Detection as the paper checks it: the judge's "has a violation" against people's majority,
+    and per violation type whether both, one or neither marked it (workflow records only)."""
+    judged, people, per_type = [], [], {t.id: [0, 0, 0, 0] for t in TAXONOMY}
+    with_checks = 0
+    for row in rows:
+        record = ImageRecord.from_json(dict(records[row["id"]]))
+        flags = _human_flags(row["labels"])
+        if flags is None or record.has_violation is None:
+            continue
+        judged.append("violation" if record.has_violation else "clean")
+        people.append("violation" if flags[0] else "clean")
+        if record.checks:
+            with_checks += 1
+            found = set(record.detected_types())
+            for type_id, counts in per_type.items():
+                counts[(type_id not in found) * 2 + (type_id not in flags[1])] += 1
+    tables = [confusion_table("Has a violation (image level)", judged, people, ("violation", "clean"))]
+    tp = sum(j == h == "violation" for j, h in zip(judged, people))
+    measures = {"detection_precision": share(tp, judged.count("violation")),
+                "detection_recall": share(tp, people.count("violation")),
+                "detection_agreement": share(sum(j == h for j, h in zip(judged, people)), len(judged))}
+    if with_checks:
+        tables.append({"title": "Per violation type (images)",
+                       "header": ["type", "both", "judge only", "people only", "neither", "agreement"],
+                       "rows": [[get_type(t).name, *c, share(c[0] + c[3], sum(c))] for t, c in per_type.items()]})
+    return {"tables": tables, "measures": measures}
+
+
+def record_id(record: Mapping[str, Any]) -> str | None:
+    """A TerraVis record names its image by `image_id`."""
+    return record.get("image_id")
+
+
+#: How TerraVis's human labels are read and matched to its records (`MethodSpec.human`).
+PROTOCOL = HumanProtocol(rate=rate_label, record_id=record_id,
+                         details=compare_details, human_axis="people's rating (1-5) or score",
+                         judge_axis="TerraVis score")

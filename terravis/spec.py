@@ -6,8 +6,11 @@ from typing import Any
 
 from vlmjudge.registry import DEFAULT_JUDGE_MODEL, MethodSpec, renders
 
+from .annotation import ANNOTATION
 from .core import TerraVis
+from .human import PROTOCOL
 from .records import ImageRecord
+from .statistics import STATISTICS
 
 
 @renders("terravis", ImageRecord)
@@ -43,7 +46,9 @@ def render(record: ImageRecord) -> dict[str, Any]:
 #: already lie in [0, 1], so `normalize` is the identity.
 SPEC = MethodSpec(
     name="terravis", inputs=("image",), optional_inputs=("id",), build=TerraVis,
-    score_range=(0.0, 1.0), render=render, default_model=DEFAULT_JUDGE_MODEL,
+    score_range=(0.0, 1.0), render=render, default_model=DEFAULT_JUDGE_MODEL, human=PROTOCOL,
     description="World-grounded visual consistency: eligibility, 18 violation checks, severity, "
                 "S = exp(-lam (N_major + alpha N_minor)).",
+    statistics=STATISTICS,
+    annotation=ANNOTATION,
 )

@@ -6,8 +6,11 @@ from typing import Any
 
 from vlmjudge.registry import DEFAULT_JUDGE_MODEL, MethodSpec, renders
 
+from .annotation import ANNOTATION
 from .core import VIEScore2
+from .human import PROTOCOL
 from .records import VIEScore2Record
+from .statistics import STATISTICS
 
 
 def _number(value: float) -> str:
@@ -41,7 +44,9 @@ def render(record: VIEScore2Record) -> dict[str, Any]:
 #: maps 0-10 linearly to [0, 1].
 SPEC = MethodSpec(
     name="viescore2", build=VIEScore2, inputs=("image", "prompt"), optional_inputs=("conditioning", "id"),
-    score_range=(0.0, 10.0), render=render, default_model=DEFAULT_JUDGE_MODEL,
+    score_range=(0.0, 10.0), render=render, default_model=DEFAULT_JUDGE_MODEL, human=PROTOCOL,
     description="0-10 scores (overall, or PQ and SC with overall sqrt(PQ*SC)) and a 16 x 16 grid of defect "
                 "cells (visual artifacts, semantic misalignments) in one constrained judge pass.",
+    statistics=STATISTICS,
+    annotation=ANNOTATION,
 )

@@ -9,7 +9,12 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, Callable, Mapping, Protocol, Sequence, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, TypeVar, runtime_checkable
+
+if TYPE_CHECKING:
+    from .annotation import AnnotationProtocol
+    from .stats.human_sets.protocol import HumanProtocol
+    from .stats.statistic import Statistic
 
 ENTRY_POINT_GROUP = "vlmjudge.methods"
 COMMAND_GROUP = "vlmjudge.commands"
@@ -92,7 +97,11 @@ class MethodSpec:
     `Scorer`. `score_range` is the raw score range and `normalize` maps a score to [0, 1]
     (rewards, plots); left out, it is the linear map of `score_range` (`LinearScale`).
     `render(record)` returns a dict for apps and reports: `score_text` (str), `markdown`
-    (str) and optionally `image` (PIL image).
+    (str) and optionally `image` (PIL image). `statistics` are the method's own statistics over its
+    saved records (the first is its headline), recomputed on resamples by `vlmjudge compare`.
+    `human` says how the paper's human labels are read and matched to the records
+    (`vlmjudge agreement`); None: the generic protocol. `annotation` is what the paper asked its
+    annotators, as `vlmjudge annotate` asks it.
 
     Examples:
         >>> spec = MethodSpec(name="toy", inputs=("image",), build=dict, score_range=(0.0, 10.0),
@@ -111,6 +120,9 @@ class MethodSpec:
     optional_inputs: tuple[str, ...] = ()
     default_model: str | None = None
     config: Mapping[str, Any] = field(default_factory=dict)
+    statistics: Mapping[str, "Statistic"] = field(default_factory=dict)
+    human: HumanProtocol | None = None
+    annotation: AnnotationProtocol | None = None
 
     def __post_init__(self) -> None:
         if self.normalize is None:

@@ -70,8 +70,15 @@ def build_parser() -> argparse.ArgumentParser:
     push.add_argument("--private", action="store_true")
     push.set_defaults(func=_cmd_space_push)
 
+    from .compare import configure_compare
+    configure_compare(sub)
+    from .annotate import configure_annotate
+    configure_annotate(sub.add_parser("annotate", help="collect human labels by a method's protocol (a Gradio app)"))
+
     from ..serve import configure_serve
     configure_serve(sub.add_parser("serve", help="an OpenAI-compatible server over a judge (vLLM-style API)"))
+    from .agreement import configure_agreement
+    configure_agreement(sub)
 
     for name, hook in sorted(command_hooks().items()):
         method_parser = sub.add_parser(name, help=f"{name} commands")

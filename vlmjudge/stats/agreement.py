@@ -186,6 +186,19 @@ def tie_calibrated_accuracy(metric, human) -> tuple[float, float]:
     return _PairTable(m, h).accuracy()
 
 
+def statistic_value(metric, human, statistic: str = "spearman") -> float:
+    """One statistic on the full data, no interval: what ranks judges on the items they share.
+
+    >>> round(statistic_value([0.1, 0.4, 0.35, 0.8], [1, 2, 3, 4]), 6), statistic_value([1, 2], [2, 1], "pearson")
+    (0.8, -1.0)
+    """
+    _check_statistic(statistic)
+    m, h = _paired(metric, human)
+    if statistic == "pairwise_accuracy":
+        return tie_calibrated_accuracy(m, h)[0]
+    return _correlations(m, h, names=(statistic,))[statistic]
+
+
 def _item_draw(names, m: np.ndarray, h: np.ndarray, table, index: np.ndarray) -> dict[str, float]:
     """The named statistics on one resample of items; a statistic undefined there is absent."""
     out = {}

@@ -1,0 +1,269 @@
+"""`vlmjudge agreement RUN.jsonl [RUN.jsonl ...] HUMAN --out DIR`: how far to trust a judge.
+
+A judge is worth its scores only as far as they follow people's; this joins each run to human
+labels by id (the method's own protocol reads them, `MethodSpec.human`), writes the five
+agreement statistics with bootstrap intervals, the method's tables, the human ceiling when
+several annotators labelled the same items, and, given several judges on the same images, which
+agrees best with a paired interval on the difference. Writes DIR/agreement.json and
+DIR/report.html; bad inputs are one line and exit status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import itertools
+from pathlib import Path
+from typing import Any
+
+from .exits import CommandError
+
+#: Public human-judgment sets `--human-format` reads: name -> (module, reader) in vlmjudge.stats.human_sets.
+PUBLIC_SETS = {"genai-bench": ("genai_bench", "read_genai_bench"), "evalmuse": ("evalmuse", "read_evalmuse"),
+               "tifa": ("tifa", "read_tifa"), "t2iscorescore": ("t2iscorescore", "read_t2iscorescore")}
+#: How many ids a console line lists before it says "and N more".
+SHOWN_IDS = 8
+
+
+def configure_agreement(sub: Any) -> None:
+    """Add the `agreement` sub-command to the `vlmjudge` parser."""
+    from ..stats.agreement import STATISTICS
+
+    parser = sub.add_parser(
+        "agreement", help="how far to trust a judge: agreement of runs with human labels",
+        description="Join each RUN.jsonl to the HUMAN labels by id and measure agreement (Pearson, Spearman, "
+                    "Kendall tau-b and tau-c, tie-calibrated pairwise accuracy, each with a bootstrap interval). "
+                    "With several runs (several judges on the same images) it names the judge that agrees best, "
+                    "with a paired interval on each difference. Writes DIR/agreement.json and DIR/report.html. "
+                    "Exit status 2 on bad input (no overlap, fewer than 2 items, unreadable files).")
+    parser.add_argument("inputs", nargs="+", metavar="RUN.jsonl ... HUMAN",
+                        help="one or more runs' records, then the human labels (the last path)")
+    parser.add_argument("--out", type=Path, required=True, help="folder for agreement.json and report.html")
+    parser.add_argument("--human-format", choices=("labels", *PUBLIC_SETS), default="labels",
+                        help="labels: JSON lines as the annotation app writes them ({id, human} or {id, annotator, "
+                             "method, ...}); or a public set's annotation file (default: labels)")
+    parser.add_argument("--method", default=None,
+                        help="the method whose protocol reads the labels (default: the runs' manifest, else the "
+                             "labels' method field, else the generic {id, human} form)")
+    parser.add_argument("--statistic", choices=STATISTICS, default="spearman",
+                        help="the statistic judges are compared on (default: spearman)")
+    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    parser.add_argument("--confidence", type=float, default=0.95, help="interval confidence (default 0.95)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.set_defaults(func=run_agreement)
+
+
+def _load_runs(paths: list[Path]) -> list[dict[str, Any]]:
+    """Each run's records and manifest, named by its judge model (else the file name)."""
+    from ..reports.page import ReportInputError, read_run
+
+    runs = []
+    for path in paths:
+        try:
+            records, manifest = read_run(path)
+        except (ReportInputError, OSError) as error:
+            raise CommandError(f"cannot read run {path}: {error}") from None
+        runs.append({"path": str(path), "records": records, "manifest": manifest,
+                     "name": str(manifest.get("model") or path.name)})
+    names = [run["name"] for run in runs]
+    for run in runs:
+        if names.count(run["name"]) > 1:
+            run["name"] = f"{run['name']} ({run['path']})"
+    return runs
+
+
+def _method(args: argparse.Namespace, runs: list[dict[str, Any]], lines: list[dict[str, Any]] | None) -> str | None:
+    """The method whose protocol applies: --method, else the runs' manifests, else the labels'."""
+    from ..stats.human_sets.labels import label_method
+
+    if args.method:
+        return args.method
+    named = {run["manifest"]["method"] for run in runs if run["manifest"].get("method")}
+    if len(named) > 1:
+        raise CommandError(f"the runs come from different methods {sorted(named)}; compare judges of one method")
+    if named:
+        return named.pop()
+    try:
+        return label_method(lines) if lines else None
+    except ValueError as error:
+        raise CommandError(str(error)) from None
+
+
+def _protocol(method: str | None):
+    """The method's human protocol, or the generic one when it declares none."""
+    from ..registry import get_method
+    from ..stats.human_sets.protocol import GENERIC
+
+    if method is None:
+        return GENERIC
+    try:
+        return get_method(method).human or GENERIC
+    except (KeyError, ImportError) as error:
+        raise CommandError(f"method {method!r}: {error}") from None
+
+
+def _human_rows(args: argparse.Namespace, path: Path, runs: list[dict[str, Any]]):
+    """The human rows and the protocol that reads and joins them."""
+    from ..outputs import JsonlError, read_jsonl
+    from ..stats.human_sets.labels import label_rows
+    from ..stats.human_sets.protocol import no_details, only_value, single_source
+
+    try:
+        if args.human_format == "labels":
+            lines = read_jsonl(path)
+            if not lines:
+                raise CommandError(f"{path} holds no labels")
+            method = _method(args, runs, lines)
+            protocol = _protocol(method)
+            return label_rows(lines, protocol, where=str(path)), protocol, method
+        module, reader = PUBLIC_SETS[args.human_format]
+        rows = getattr(importlib.import_module(f"vlmjudge.stats.human_sets.{module}"), reader)(path)
+    except (JsonlError, OSError, KeyError, ValueError) as error:
+        raise CommandError(f"cannot read human labels {path}: {error}") from None
+    method = _method(args, runs, None)
+    public = dataclasses.replace(_protocol(method), sources=single_source, combine=only_value, details=no_details)
+    return [{**row, "id": row["image"]} for row in rows], public, method
+
+
+def _shown(ids: list[str]) -> str:
+    """A few ids for a console line, with how many more there are."""
+    more = f" and {len(ids) - SHOWN_IDS} more" if len(ids) > SHOWN_IDS else ""
+    return ", ".join(ids[:SHOWN_IDS]) + more
+
+
+def _estimates(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The statistics as JSON: value, interval, resamples (and epsilon for pairwise accuracy)."""
+    return {name: dataclasses.asdict(estimate) for name, estimate in result.items()}
+
+
+def _judge_run(run: dict[str, Any], rows, protocol, human_path: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """One run joined to the people's rows, its statistics and the method's details."""
+    import sys
+
+    from ..stats.agreement import agreement
+    from ..stats.human_sets.join import index_records, join
+
+    try:
+        records = index_records(run["records"], protocol, run["path"])
+        joined = join(records, rows, protocol)
+    except (KeyError, ValueError) as error:
+        raise CommandError(str(error)) from None
+    if not joined.matched_rows:
+        raise CommandError(f"no id of {run['path']} matches {human_path} (run ids: {_shown(list(records))}; "
+                           f"human ids: {_shown([str(row['id']) for row in rows])})")
+    if len(joined.ids) < 2:
+        raise CommandError(f"{run['path']}: {len(joined.ids)} item(s) have both a judge score and a human label; "
+                           "agreement needs at least 2")
+    for what, ids in (("human items with no record", joined.human_only), ("records with no human label",
+                                                                          joined.run_only),
+                      ("items the judge did not score", joined.unscored),
+                      ("items people marked not applicable", joined.not_applicable)):
+        if ids:
+            print(f"{run['name']}: {len(ids)} {what}: {_shown(ids)}", file=sys.stderr)
+    try:
+        stats = agreement(joined.judge, joined.human, groups=joined.groups, n_resamples=args.resamples,
+                          confidence=args.confidence, seed=args.seed)
+    except ValueError as error:
+        raise CommandError(f"{run['path']}: {error}") from None
+    return {"name": run["name"], "path": run["path"], "model": run["manifest"].get("model"),
+            "matched": len(joined.ids), "statistics": _estimates(stats),
+            "unmatched": {"human_only": joined.human_only, "run_only": joined.run_only},
+            "unscored": joined.unscored, "not_applicable": joined.not_applicable,
+            "details": _details(protocol, joined.matched_rows, records, run["path"]),
+            "items": [{"id": i, "judge": j, "human": h, **({"group": joined.groups[k]} if joined.groups else {})}
+                      for k, (i, j, h) in enumerate(zip(joined.ids, joined.judge, joined.human))]}
+
+
+def _details(protocol, rows, records, where: str) -> dict[str, Any]:
+    """The method's own tables and measures; a record it cannot read is a one-line error."""
+    try:
+        return protocol.details(rows, records)
+    except (KeyError, TypeError, ValueError) as error:
+        raise CommandError(f"{where}: the method's comparison could not read a record or label: {error}") from None
+
+
+def _ceiling(rows) -> dict[str, Any] | None:
+    """The human ceiling (`inter_annotator`) when some item has two or more annotators."""
+    from ..stats.agreement import inter_annotator
+    from ..stats.human_sets.labels import annotator_table
+
+    labelled = [row for row in rows if row.get("human") is not None and row.get("raters")]
+    if not any(len(row["raters"]) > 1 for row in labelled):
+        return None
+    import numpy as np
+
+    table = annotator_table(labelled)
+    rated = ~np.isnan(table)
+    shared = [(rated[:, k] & (np.delete(rated, k, axis=1).any(axis=1))).sum() for k in range(table.shape[1])]
+    kept = [k for k in range(table.shape[1]) if shared[k] >= 2]  # one who shares under 2 items has no correlation
+    out: dict[str, Any] = {"annotators": len(kept), "left_out": table.shape[1] - len(kept)}
+    try:
+        ceiling = inter_annotator(table[:, kept])
+    except ValueError as error:
+        return {**out, "unavailable": str(error)}
+    return {**out, "items": int(rated[:, kept].any(axis=1).sum()), "mean": ceiling.mean,
+            "per_annotator": {name: list(values) for name, values in ceiling.per_annotator.items()}}
+
+
+def _comparison(judged: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
+    """Which judge agrees best on the items every run scored, with a paired interval per pair."""
+    from ..stats.agreement import agreement_difference, statistic_value
+
+    values = [{item["id"]: (item["judge"], item["human"], item.get("group")) for item in run["items"]}
+              for run in judged]
+    common = [key for key in values[0] if all(key in other for other in values[1:])]
+    out: dict[str, Any] = {"statistic": args.statistic, "items": len(common)}
+    if len(common) < 2:
+        return {**out, "unavailable": f"the runs share {len(common)} scored item(s); a comparison needs 2"}
+    human = [values[0][key][1] for key in common]
+    groups = [values[0][key][2] for key in common] if all(values[0][key][2] is not None for key in common) else None
+    scores = [[run_values[key][0] for key in common] for run_values in values]
+    try:
+        out["values"] = {run["name"]: statistic_value(s, human, args.statistic) for run, s in zip(judged, scores)}
+        out["pairs"] = []
+        for i, j in itertools.combinations(range(len(judged)), 2):
+            diff = agreement_difference(scores[i], scores[j], human, statistic=args.statistic, groups=groups,
+                                        n_resamples=args.resamples, confidence=args.confidence, seed=args.seed)
+            out["pairs"].append({"a": judged[i]["name"], "b": judged[j]["name"], **dataclasses.asdict(diff)})
+    except ValueError as error:
+        return {**out, "unavailable": str(error)}
+    best = max(out["values"], key=out["values"].get)
+    out["best"] = best
+    out["clear"] = all((pair["low"] > 0) if pair["a"] == best else (pair["high"] < 0)
+                       for pair in out["pairs"] if best in (pair["a"], pair["b"]))
+    return out
+
+
+def run_agreement(args: argparse.Namespace) -> int:
+    """Join, measure, compare; write agreement.json and report.html, and print the headline."""
+    from ..outputs import json_text
+    from ..reports.agreement import write_agreement_report
+
+    if len(args.inputs) < 2:
+        raise CommandError("give one or more RUN.jsonl files, then the human labels")
+    if args.resamples < 1 or not 0 < args.confidence < 1:
+        raise CommandError("--resamples must be at least 1 and --confidence strictly between 0 and 1")
+    human_path = Path(args.inputs[-1])
+    runs = _load_runs([Path(p) for p in args.inputs[:-1]])
+    rows, protocol, method = _human_rows(args, human_path, runs)
+    judged = [_judge_run(run, rows, protocol, human_path, args) for run in runs]
+    result = {"method": method, "human": {"path": str(human_path), "format": args.human_format, "items": len(rows)},
+              "settings": {"resamples": args.resamples, "confidence": args.confidence, "seed": args.seed},
+              "axes": {"human": protocol.human_axis, "judge": protocol.judge_axis},
+              "runs": judged, "ceiling": _ceiling(rows),
+              "comparison": _comparison(judged, args) if len(judged) > 1 else None}
+    args.out.mkdir(parents=True, exist_ok=True)
+    summary = args.out / "agreement.json"
+    summary.write_text(json_text(result, str(summary), indent=2) + "\n", encoding="utf-8")
+    page = write_agreement_report(result, args.out)
+    for run in judged:
+        rho = run["statistics"][args.statistic]
+        print(f"{run['name']}: {args.statistic} {rho['value']:.3f} [{rho['low']:.3f}, {rho['high']:.3f}] "
+              f"over {run['matched']} items")
+    comparison = result["comparison"]
+    if comparison and "best" in comparison:
+        verdict = "clearly (every paired interval excludes 0)" if comparison["clear"] else \
+            "but not clearly (some paired interval includes 0)"
+        print(f"best judge: {comparison['best']}, {verdict}")
+    print(f"wrote {summary}\nwrote {page}")
+    return 0

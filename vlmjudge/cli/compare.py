@@ -1,0 +1,44 @@
+"""`vlmjudge compare RUN.jsonl RUN.jsonl ... --out DIR`: is one run better than another, by how much,
+how sure. Any method's run files (CLI or distributed runner) are read with their manifests; runs
+measured with different instruments are refused in one line (status 2) unless --allow-mixed.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    """Compare the runs, write comparison.json and report.html, print the leaderboard's head."""
+    from ..reports.comparison import write_comparison
+    from ..stats.runs import MixedRunsError, compare
+
+    labels = args.labels.split(",") if args.labels else None
+    try:
+        result = compare(args.runs, labels=labels, method=args.method, allow_mixed=args.allow_mixed,
+                         n_resamples=args.resamples, seed=args.seed, confidence=args.confidence)
+    except MixedRunsError as error:
+        print(f"vlmjudge compare: {error}", file=sys.stderr)
+        return 2
+    written = write_comparison(result, args.out)
+    for row in result["leaderboard"]:
+        print(f"{row.get('rank', '-')}. {row['label']}: {row['value']:.4g} [{row['low']:.4g}, {row['high']:.4g}] n={row['n']}")
+    print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
+    return 0
+
+
+def configure_compare(sub: argparse._SubParsersAction) -> None:
+    """Add the `compare` sub-command."""
+    parser = sub.add_parser("compare", help="compare runs of one method: leaderboard, paired differences, report",
+                            description="Pairs items by id and recomputes the method's own statistic on "
+                                        "bootstrap resamples; diff = b - a for each pair of runs (a listed first).")
+    parser.add_argument("runs", nargs="+", help="two or more records files (.jsonl) with their manifests beside")
+    parser.add_argument("--out", required=True, help="folder for comparison.json and report.html")
+    parser.add_argument("--labels", default=None, help="comma-separated names of the runs (default: their folders)")
+    parser.add_argument("--method", default=None, help="the method, when the runs carry no manifest")
+    parser.add_argument("--allow-mixed", action="store_true",
+                        help="compare runs of different methods, versions, packs or judges (the report says so)")
+    parser.add_argument("--resamples", type=int, default=2000, help="bootstrap and permutation resamples")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--confidence", type=float, default=0.95)
+    parser.set_defaults(func=run_compare)

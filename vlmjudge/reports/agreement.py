@@ -1,0 +1,130 @@
+"""The page of `vlmjudge agreement`: how far each judge follows people, in the reports' one look.
+
+The summary puts every statistic beside its interval, since a correlation on a few dozen items
+is a range rather than a number; then which judge agrees best (with the paired interval that
+says whether the lead is real), the human ceiling, a scatter of judge against people per run,
+the method's own tables, and the ids that could not be matched.
+"""
+from __future__ import annotations
+
+import os
+import re
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from .figures import new_figure, save_figure
+from .page import empty_state, figures_section, fmt_cell, fmt_number, page, section, summary_table, table, write_page
+
+#: Column titles of the five statistics, in the order `vlmjudge.stats.agreement` computes them.
+TITLES = {"pearson": "Pearson r", "spearman": "Spearman rho", "kendall_tau_b": "Kendall tau-b",
+          "kendall_tau_c": "Kendall tau-c", "pairwise_accuracy": "pairwise accuracy"}
+#: How many unmatched ids the page lists per kind before it says how many more there are.
+LISTED_IDS = 50
+
+
+def with_interval(estimate: dict[str, Any]) -> str:
+    """A statistic and its interval as one cell: "0.62 [0.41, 0.78]".
+
+    >>> with_interval({"value": 0.6234, "low": 0.41, "high": 0.779})
+    '0.623 [0.41, 0.779]'
+    """
+    return f"{fmt_number(estimate['value'])} [{fmt_number(estimate['low'])}, {fmt_number(estimate['high'])}]"
+
+
+def scatter(run: dict[str, Any], axes: dict[str, str], path: str | os.PathLike) -> None:
+    """Judge score against people's for one run, one dot per item."""
+    fig = new_figure(5.5, 4.2)
+    ax = fig.subplots()
+    ax.scatter([item["human"] for item in run["items"]], [item["judge"] for item in run["items"]],
+               s=14, alpha=0.6, color="#0b5cad")
+    ax.set_xlabel(axes["human"])
+    ax.set_ylabel(axes["judge"])
+    rho = run["statistics"]["spearman"]["value"]
+    ax.set_title(f"{run['name']}: Spearman rho {rho:.3f}, {run['matched']} items", fontsize=9)
+    save_figure(fig, path)
+
+
+def _comparison_part(comparison: dict[str, Any] | None) -> str:
+    """Which judge agrees best, and each pair's difference with its paired interval."""
+    if comparison is None:
+        return ""
+    if "unavailable" in comparison:
+        return section("Which judge agrees best", empty_state(comparison["unavailable"]), "comparison")
+    statistic = TITLES[comparison["statistic"]]
+    verdict = ("every paired interval against it excludes 0, so the lead is more than resampling noise"
+               if comparison["clear"] else
+               "some paired interval against it includes 0, so the data do not separate it from that judge")
+    lead = (f"<p>On the {comparison['items']} items every run scored, <strong>{escape(comparison['best'])}"
+            f"</strong> has the highest {escape(statistic)}; {verdict}.</p>")
+    rows = [[pair["a"], pair["b"], pair["diff"], f"[{fmt_number(pair['low'])}, {fmt_number(pair['high'])}]",
+             pair["p_greater"]] for pair in comparison["pairs"]]
+    header = ["judge A", "judge B", f"{statistic} A - B", "paired interval", "p (A not better)"]
+    values = table(["judge", statistic], sorted(comparison["values"].items(), key=lambda kv: -kv[1]))
+    return section("Which judge agrees best", lead + values + table(header, rows), "comparison")
+
+
+def _ceiling_part(ceiling: dict[str, Any] | None) -> str:
+    """How well people agree with each other: the level a judge can be held to."""
+    if ceiling is None:
+        return section("Human ceiling", empty_state("Each item has one annotator, so there is no ceiling to "
+                                                    "compare with."), "ceiling")
+    if "unavailable" in ceiling:
+        return section("Human ceiling", empty_state(f"{ceiling['annotators']} annotators, but no ceiling: "
+                                                    f"{ceiling['unavailable']}"), "ceiling")
+    note = (f"<p>Each of {ceiling['annotators']} annotators against the mean of the others, over "
+            f"{ceiling['items']} items, averaged: a judge near these values agrees with people about as well "
+            "as they agree with each other.</p>")
+    rows = [[TITLES.get(name, name), value] for name, value in ceiling["mean"].items()]
+    return section("Human ceiling", note + table(["statistic", "mean leave-one-out"], rows), "ceiling")
+
+
+def _details_part(run: dict[str, Any]) -> str:
+    """The method's own measures and tables (confusion tables of categorical labels) for one run."""
+    details = run["details"] or {}
+    parts = []
+    if details.get("measures"):
+        parts.append(table(["measure", "value"], list(details["measures"].items())))
+    for extra in details.get("tables", []):
+        parts.append(f"<h3>{escape(extra['title'])}</h3>" + table(extra["header"], extra["rows"]))
+    return f"<h3>{escape(run['name'])}</h3>" + "".join(parts) if parts else ""
+
+
+def _unmatched_part(run: dict[str, Any]) -> str:
+    """The ids left out of one run's statistics, by reason."""
+    kinds = (("human items with no record", run["unmatched"]["human_only"]),
+             ("records with no human label", run["unmatched"]["run_only"]),
+             ("items the judge did not score", run["unscored"]),
+             ("items people marked not applicable", run["not_applicable"]))
+    lines = []
+    for what, ids in kinds:
+        if ids:
+            more = f" and {len(ids) - LISTED_IDS} more" if len(ids) > LISTED_IDS else ""
+            listed = ", ".join(fmt_cell(i) for i in ids[:LISTED_IDS])
+            lines.append(f"<li>{len(ids)} {escape(what)}: {listed}{escape(more)}</li>")
+    return f"<h3>{escape(run['name'])}</h3><ul>{''.join(lines)}</ul>" if lines else ""
+
+
+def write_agreement_report(result: dict[str, Any], out_dir: str | os.PathLike) -> Path:
+    """Write report.html (and a scatter PNG per run) into `out_dir`; returns the page's path."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    header = ["judge", "items", *TITLES.values()]
+    rows = [[run["name"], run["matched"], *(with_interval(run["statistics"][name]) for name in TITLES)]
+            for run in result["runs"]]
+    figures = []
+    for number, run in enumerate(result["runs"], start=1):
+        name = f"scatter_{number}_{re.sub(r'[^A-Za-z0-9._-]+', '_', run['name'])[:60]}.png"
+        scatter(run, result["axes"], out / name)
+        figures.append((name, f"{run['name']}: judge score against people's, one dot per item"))
+    settings = result["settings"]
+    subtitle = (f"{result['method'] or 'generic labels'} against {result['human']['path']} "
+                f"({result['human']['format']}); {int(settings['confidence'] * 100)}% percentile bootstrap "
+                f"intervals from {settings['resamples']} resamples")
+    details = "".join(_details_part(run) for run in result["runs"])
+    unmatched = "".join(_unmatched_part(run) for run in result["runs"])
+    parts = [_comparison_part(result["comparison"]), _ceiling_part(result["ceiling"]), figures_section(figures),
+             section("The method's own checks", details, "details") if details else "",
+             section("Left out of the statistics", unmatched, "unmatched") if unmatched else ""]
+    html = page("How far to trust the judge", summary_table(header, rows), parts, subtitle)
+    return write_page(out, html)
