@@ -37,8 +37,11 @@ def record_id(record: Mapping[str, Any]) -> str | None:
 def pair_sources(row: Mapping[str, Any]) -> tuple[str, str]:
     """The record ids of a pair's images A and B, as its labels name them."""
     label = row["labels"][0]
+    if label.get("a") is None and isinstance(label.get("images"), dict):  # as `vlmjudge annotate` writes it
+        return str(label["images"].get("A")), str(label["images"].get("B"))
     if label.get("a") is None or label.get("b") is None:
-        raise ValueError(f"FAGER label for pair {row['id']!r} does not name its images 'a' and 'b'")
+        raise ValueError(f"FAGER label for pair {row['id']!r} does not name its images 'a' and 'b' "
+                         "(or 'images': {'A': ..., 'B': ...})")
     return str(label["a"]), str(label["b"])
 
 

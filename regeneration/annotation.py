@@ -11,7 +11,7 @@ ANNOTATION = AnnotationProtocol(
     instructions="Compare the regenerated image with its reference: content, objects and their attributes, "
                  "layout, style and colours.",
     fields=(
-        AnnotationField("similarity", "rating", "Similarity to the reference", low=1, high=5,
+        AnnotationField("rating", "rating", "Similarity to the reference", low=1, high=5,
                         info="1: unrelated ... 5: the same picture in every respect that matters."),
     ),
 )

@@ -16,6 +16,6 @@ ANNOTATION = AnnotationProtocol(
         AnnotationField("pq", "slider", "Perceptual quality (PQ)", low=0, high=10, step=1, default=5),
         AnnotationField("sc", "slider", "Semantic consistency with the prompt (SC)", low=0, high=10, step=1,
                         default=5),
-        AnnotationField("cells", "grid", "Defect cells", n=DEFAULT_N),
+        AnnotationField("grid", "grid", "Defect cells", n=DEFAULT_N),
     ),
 )

@@ -33,7 +33,9 @@ OLD_MODULES = (
 SECOND_TIER = {
     "baselines.py": ("terravis", "fager", "regeneration"),  # the methods the paper compares with
     "figures.py": ("terravis", "viescore2", "regeneration"),  # PNG figures
-    "human.py": ("terravis", "viescore2"),  # human ratings or annotations read as ground truth
+    "human.py": PACKAGES,  # human ratings or annotations read as ground truth, the agreement protocol
+    "annotation.py": PACKAGES,  # what the paper asked its annotators (vlmjudge annotate)
+    "statistics.py": PACKAGES,  # the method's own statistics, recomputed per resample (vlmjudge compare)
     "records.py": PACKAGES,  # the per-item record type
 }
 # The names those modules had before they shared one name.

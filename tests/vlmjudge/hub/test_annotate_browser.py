@@ -100,7 +100,7 @@ def label_viescore2(page, k):
     if k == 1:  # a second click clears a cell again
         click_cell(page, "view-image", 5, 5)
         click_cell(page, "view-image", 5, 5)
-    return {"pq": 7 - k, "sc": 3 + k, "cells": sorted([list(c) for c in cells])}
+    return {"pq": 7 - k, "sc": 3 + k, "grid": sorted([list(c) for c in cells])}
 
 
 def label_fager(page, k):
@@ -111,8 +111,8 @@ def label_fager(page, k):
 
 def label_regeneration(page, k):
     """Answer item k on the page; returns the fields the label must then hold."""
-    pick(page, "field-similarity", str(4 + k))
-    return {"similarity": 4 + k}
+    pick(page, "field-rating", str(4 + k))
+    return {"rating": 4 + k}
 
 
 LABELLERS = {"terravis": label_terravis, "viescore2": label_viescore2, "fager": label_fager,
@@ -173,11 +173,11 @@ def test_the_space_file_serves_the_same_app(tmp_path, chromium_path):
             start(page, "space-user")
             wait_progress(page, f"item 1 of {TOTAL}")
             assert page.locator("#view-reference img").count() == page.locator("#view-regenerated img").count() == 1
-            pick(page, "field-similarity", "1")
+            pick(page, "field-rating", "1")
             page.locator("#submit-button").click()
             wait_progress(page, f"item 2 of {TOTAL}")
         finally:
             browser.close()
     (label,) = [json.loads(line) for line in (tmp_path / "l.jsonl").read_text().splitlines()]
-    assert label["similarity"] == 1 and label["images"] == {"reference": "reference/p0.png",
+    assert label["rating"] == 1 and label["images"] == {"reference": "reference/p0.png",
                                                             "regenerated": "regenerated/p0.png"}

@@ -133,10 +133,10 @@ def test_grid_clicks_toggle_one_based_cells_and_paint_them():
     cells = toggle_cell(cells, (1, 2))
     assert cells == [[1, 2], [3, 5]] and toggle_cell(cells, (3, 5)) == [[1, 2]]
     protocol, item = get_method("viescore2").annotation, Item("a.png", {"image": "a.png"})
-    label = make_label(protocol, item, "ann", {"pq": 3, "sc": 9, "cells": [(3, 5), (1, 2)]})
-    assert label["cells"] == [[1, 2], [3, 5]] and (label["pq"], label["sc"]) == (3, 9)
+    label = make_label(protocol, item, "ann", {"pq": 3, "sc": 9, "grid": [(3, 5), (1, 2)]})
+    assert label["grid"] == [[1, 2], [3, 5]] and (label["pq"], label["sc"]) == (3, 9)
     with pytest.raises(ValueError, match="1..16"):
-        make_label(protocol, item, "ann", {"pq": 3, "sc": 9, "cells": [(17, 1)]})
+        make_label(protocol, item, "ann", {"pq": 3, "sc": 9, "grid": [(17, 1)]})
     image = Image.new("RGB", (100, 50), (0, 0, 255))
     painted = paint_grid(image, [[1, 1]], 4, side=200)
     assert painted.size == (200, 100)
@@ -183,3 +183,24 @@ def test_the_cli_serves_the_method_app_on_the_given_address(tmp_path, monkeypatc
                                       str(tmp_path / "o.jsonl"), "--port", "7999"])
     assert args.func(args) == 0
     assert launched == {"server_name": "127.0.0.1", "server_port": 7999, "title": "fager annotation"}
+
+
+@pytest.mark.parametrize("method, views, values", [
+    ("terravis", {"image": "a.png"}, {"eligible": True, "violations": "support_stability", "rating": 2}),
+    ("viescore2", {"image": "a.png"}, {"pq": 3, "sc": 9, "grid": [(3, 5)]}),
+    ("fager", {"A": "A/p0.png", "B": "B/p0.png"}, {"choice": "B"}),
+    ("regeneration", {"reference": "reference/p0.png", "generated": "generated/p0.png"}, {"rating": 4}),
+])
+def test_a_label_the_app_writes_is_read_by_the_methods_agreement_protocol(method, views, values):
+    """The app's JSONL is the HUMAN input of `vlmjudge agreement`: the field names agree."""
+    spec = get_method(method)
+    item = Item(next(iter(views.values())), views)
+    if method == "terravis":  # the checklist widget's value: (option, ticked, level) per option
+        (field,) = [f for f in spec.annotation.fields if f.name == "violations"]
+        values["violations"] = [(o, o.value == values["violations"], "major") for o in field.options]
+    label = make_label(spec.annotation, item, "ann", values)
+    value = spec.human.rate(label)
+    assert value is not None and value == value  # a number, not None or NaN
+    if method == "fager":
+        from fager.human import pair_sources
+        assert pair_sources({"id": label["id"], "labels": [label]}) == ("A/p0.png", "B/p0.png")
