@@ -27,6 +27,7 @@ BACKENDS = {
     "transformers": "vlmjudge.backends.hf.judge:TransformersJudge",
     "openai": "vlmjudge.backends.openai:OpenAIJudge",
     "replay": "vlmjudge.backends.replay:ReplayJudge",
+    "vllm": "vlmjudge.backends.vllm:VLLMJudge",
 }
 
 #: Show a progress bar when a call has more requests than this (and progress is not off).

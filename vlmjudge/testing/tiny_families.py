@@ -13,7 +13,7 @@ import os
 from typing import Any, Callable
 
 from . import _tiny_parts as parts
-from .tiny_vlm import INIT_RANGE, SPECIAL_QWEN, QWEN_TEMPLATE, build_tiny_vlm
+from .tiny_vlm import INIT_RANGE, SPECIAL_QWEN, QWEN_TEMPLATE, VLLM_HEAD_DIM, VLLM_MROPE_SECTION, build_tiny_vlm
 
 _IMAGE_BOX = "<|vision_start|><|image_pad|><|vision_end|>"
 
@@ -69,19 +69,30 @@ _QWEN3_VISION = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2,
                      deepstack_visual_indexes=[1], initializer_range=INIT_RANGE)
 
 
-def qwen2_vl():
+def _qwen2_heads(vllm: bool) -> dict[str, Any]:
+    """Qwen2 text towers derive head_dim from width / heads: 64 / 4 = 16, or 64 / 2 = 32 and
+    M-RoPE sections to match when the checkpoint is for vLLM."""
+    if not vllm:
+        return dict(rope=_mrope([4, 2, 2]))
+    heads = 64 // VLLM_HEAD_DIM
+    return dict(rope=_mrope(VLLM_MROPE_SECTION), num_attention_heads=heads, num_key_value_heads=heads)
+
+
+def qwen2_vl(vllm: bool = False):
     vision = dict(depth=2, embed_dim=32, hidden_size=64, mlp_ratio=2, num_heads=2, patch_size=16,
                   spatial_merge_size=2, temporal_patch_size=2, initializer_range=INIT_RANGE)
+    heads = _qwen2_heads(vllm)
     return _qwen_family("Qwen2VLConfig Qwen2VLForConditionalGeneration Qwen2VLProcessor Qwen2VLVideoProcessor",
-                        vision, _mrope([4, 2, 2]), head_dim=False)
+                        vision, heads.pop("rope"), head_dim=False, **heads)
 
 
-def qwen2_5_vl():
+def qwen2_5_vl(vllm: bool = False):
     vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, patch_size=16, spatial_merge_size=2,
                   temporal_patch_size=2, out_hidden_size=64, window_size=64, fullatt_block_indexes=[1],
                   initializer_range=INIT_RANGE)
+    heads = _qwen2_heads(vllm)
     return _qwen_family("Qwen2_5_VLConfig Qwen2_5_VLForConditionalGeneration Qwen2_5_VLProcessor "
-                        "Qwen2VLVideoProcessor", vision, _mrope([4, 2, 2]), head_dim=False)
+                        "Qwen2VLVideoProcessor", vision, heads.pop("rope"), head_dim=False, **heads)
 
 
 def qwen3_vl_moe():
@@ -332,14 +343,17 @@ _BUILDERS: dict[str, Callable[..., tuple[Any, Any]]] = {
 #: Every family `build_tiny_family` builds (qwen3_vl and llava come from `build_tiny_vlm`).
 FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "gemma3", "gemma4", "llava",
             "llava_onevision", "idefics3", "smolvlm", "internvl", "mistral3", "llama4", "glm4v")
+#: Families `vllm=True` builds with a text head size vLLM's CPU attention runs (see `VLLM_HEAD_DIM`).
+VLLM_FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
 #: Families with a sliding window / an attention chunk, and the builder argument that sets it.
 WINDOWED = {"gemma3": "sliding_window", "gemma4": "sliding_window", "mistral3": "sliding_window",
             "llama4": "attention_chunk"}
 
 
 def build_tiny_family(family: str, path: str | os.PathLike, *, sliding_window: int | None = None,
-                      attention_chunk: int | None = None, seed: int = 0) -> str:
-    """Write a tiny random checkpoint of `family` to `path` (replaced) and return the path."""
+                      attention_chunk: int | None = None, seed: int = 0, vllm: bool = False) -> str:
+    """Write a tiny random checkpoint of `family` to `path` (replaced) and return the path;
+    `vllm=True` (a family of `VLLM_FAMILIES`) for one vLLM's CPU build can serve."""
     import torch
     if family not in FAMILIES:
         raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
@@ -347,8 +361,12 @@ def build_tiny_family(family: str, path: str | os.PathLike, *, sliding_window: i
     asked = {k: v for k, v in window.items() if v is not None}
     if asked and (len(asked) > 1 or WINDOWED.get(family) != next(iter(asked))):
         raise ValueError(f"{family} takes {WINDOWED.get(family) or 'no window option'}, not {', '.join(asked)}")
+    if vllm and family not in VLLM_FAMILIES:
+        raise ValueError(f"vllm=True builds {', '.join(VLLM_FAMILIES)}, not {family}")
     if family in ("qwen3_vl", "llava"):
-        return build_tiny_vlm(path, family=family, seed=seed)
+        return build_tiny_vlm(path, family=family, seed=seed, vllm=vllm)
+    if vllm:
+        asked["vllm"] = True
     torch.manual_seed(seed)
     model, processor = _BUILDERS[family](**asked)
     _randomize_zero_matrices(model)

@@ -29,6 +29,11 @@ OPTION_WORDS = ["Yes", "No", "yes", "no", "unknown", "Eligible", "Ineligible", "
 #: Digits are in the corpus for scores, not options: byte-level BPEs (Qwen's too) split " 7" into " ", "7".
 DIGITS = [str(d) for d in range(11)]
 
+#: vLLM's CPU attention takes head sizes 32, 64, 80, ... (16 kills its engine at the first request):
+#: `vllm=True` builds text attention of this head size, M-RoPE sections summing to half of it.
+VLLM_HEAD_DIM = 32
+VLLM_MROPE_SECTION = [8, 4, 4]
+
 YES_WORDS = ("Yes", "yes")
 NO_WORDS = ("No", "no")
 
@@ -86,8 +91,10 @@ def _train_tokenizer(special: list[str], eos: str):
 
 def build_tiny_vlm(path: str | os.PathLike, family: Literal["qwen3_vl", "llava"] = "qwen3_vl",
                    image_tokens: Literal["realistic"] | None = None, yes_bias: float = 0.0,
-                   seed: int = 0) -> str:
+                   seed: int = 0, vllm: bool = False) -> str:
     """Write a tiny random checkpoint + processor to `path` (replaced) and return the path.
+
+    `vllm=True` (Qwen3-VL only) gives the text attention a head size vLLM's CPU build runs.
 
     `image_tokens="realistic"` gives the visual-token counts of a real model (a 1024x1024
     image -> 1024 tokens for Qwen3-VL; 1024 tokens per image for LLaVA); the default keeps
@@ -98,9 +105,11 @@ def build_tiny_vlm(path: str | os.PathLike, family: Literal["qwen3_vl", "llava"]
         raise ValueError(f"unknown family {family!r}; choose 'qwen3_vl' or 'llava'")
     if image_tokens not in (None, "realistic"):
         raise ValueError(f"image_tokens must be None or 'realistic', got {image_tokens!r}")
+    if vllm and family != "qwen3_vl":
+        raise ValueError(f"vllm=True is built for qwen3_vl here, not {family}")
     torch.manual_seed(seed)
-    build = _build_qwen3_vl if family == "qwen3_vl" else _build_llava
-    model, processor = build(realistic=image_tokens == "realistic")
+    realistic = image_tokens == "realistic"
+    model, processor = _build_qwen3_vl(realistic, vllm) if family == "qwen3_vl" else _build_llava(realistic)
     tok = processor.tokenizer
     yes_ids = [tok.encode(form, add_special_tokens=False)[0] for w in YES_WORDS for form in (" " + w, w)]
     _install_yes_bias(model, processor, yes_ids, tok.encode(" No", add_special_tokens=False)[0], yes_bias)
@@ -113,7 +122,7 @@ def build_tiny_vlm(path: str | os.PathLike, family: Literal["qwen3_vl", "llava"]
     return out
 
 
-def _build_qwen3_vl(realistic: bool):
+def _build_qwen3_vl(realistic: bool, vllm: bool = False):
     from transformers import (Qwen2VLImageProcessor, Qwen3VLConfig, Qwen3VLForConditionalGeneration,
                               Qwen3VLProcessor, Qwen3VLVideoProcessor)
     tok = _train_tokenizer(SPECIAL_QWEN, "<|im_end|>")
@@ -128,10 +137,11 @@ def _build_qwen3_vl(realistic: bool):
     ids = tok.convert_tokens_to_ids
     config = Qwen3VLConfig(
         text_config=dict(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                         num_attention_heads=4, num_key_value_heads=2, head_dim=VLLM_HEAD_DIM if vllm else 16,
                          max_position_embeddings=8192, pad_token_id=tok.pad_token_id,
                          rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
-                                          "mrope_section": [4, 2, 2], "mrope_interleaved": True},
+                                          "mrope_section": VLLM_MROPE_SECTION if vllm else [4, 2, 2],
+                                          "mrope_interleaved": True},
                          initializer_range=INIT_RANGE),
         vision_config=dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, patch_size=16,
                            spatial_merge_size=2, temporal_patch_size=2, out_hidden_size=64,

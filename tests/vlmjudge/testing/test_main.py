@@ -25,3 +25,16 @@ def test_builds_and_installs_by_hub_id(tmp_path, kind="qwen3_vl"):
 def test_unknown_kind_is_refused(tmp_path):
     proc = run_builder(["nope", str(tmp_path / "x")], dict(os.environ))
     assert proc.returncode == 2 and "invalid choice" in proc.stderr
+
+
+def test_vllm_option_builds_a_head_size_vllm_runs(tmp_path):
+    proc = run_builder(["qwen3_vl", str(tmp_path / "q"), "--vllm"], dict(os.environ, HF_HUB_OFFLINE="1"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    from transformers import AutoConfig
+    text = AutoConfig.from_pretrained(tmp_path / "q").text_config
+    assert text.head_dim == 32 and sum(text.rope_parameters["mrope_section"]) == 16
+
+
+def test_vllm_option_is_refused_for_a_family_it_does_not_build(tmp_path):
+    proc = run_builder(["llava", str(tmp_path / "x"), "--vllm"], dict(os.environ))
+    assert proc.returncode == 2 and "--vllm builds" in proc.stderr
