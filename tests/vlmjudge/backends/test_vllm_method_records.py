@@ -1,6 +1,6 @@
 """Each method's records are the same whichever backend judges: TerraVis, VIEScore2 and FAGER run
 on the vllm backend and on the transformers backend over the same tiny checkpoint (fp32) and images."""
-from fager.pipeline import Fager
+from fager.core import Fager
 from fager.schema import QAItem, QASet
 from nested_close import assert_nested_close
 from terravis import TerraVis, load_pack
