@@ -36,6 +36,7 @@ from vlmjudge.cli.intake import Failure, Screened
 from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl
 from vlmjudge.cli.scoring import Outcome, ScoreCommand, run_scoring
 from vlmjudge.outputs import write_manifest
+from vlmjudge.stats.interval import interval_text, mean_with_interval
 
 from .abtest import TIE_MODES, ab_test
 from .parsing import AnswerParseError
@@ -318,7 +319,8 @@ class _FagerScore(ScoreCommand):
                                 ids=[self.ids[i] for i in kept])
 
     def summarize(self, screened: Screened, verdicts: list) -> Outcome:
-        """Write the Verdicts, summary.csv and the manifest; print the counts."""
+        """Write the Verdicts, summary.csv and the manifest; print the counts and each mean (overall,
+        per level) with its 95% interval and n."""
         args, details, images, kept = self.args, self.out, self.images, screened.kept
         verdicts = [_with_note(v, screened.notes.get(i)) for i, v in zip(kept, verdicts)]
         details.parent.mkdir(parents=True, exist_ok=True)
@@ -327,14 +329,22 @@ class _FagerScore(ScoreCommand):
         write_manifest(details, _manifest(args, self.fager, len(images), len(screened.failures)))
         RUN.saved = len(verdicts)
         scores = [v.overall_score for v in verdicts if v.overall_score is not None]
-        mean = f"{sum(scores) / len(scores):.2f}" if scores else "n/a"
+        mean = interval_text(mean_with_interval(scores)) if scores else "n/a"
         failures = sum(v.counts.failed for v in verdicts)
         skipped = f", {len(screened.failures)} skipped as bad input" if screened.failures else ""
         print(f"scored {len(scores)}/{len(verdicts)} images, mean {mean}, {failures} parse failures{skipped} -> "
               f"{details}", file=sys.stderr)
+        if scores:
+            print("levels: " + ", ".join(f"{name} {interval_text(mean_with_interval(values))}"
+                                         for name, values in _level_values(verdicts).items()), file=sys.stderr)
         unanswered = [Failure(i, str(images[i]), reason) for i, v in zip(kept, verdicts)
                       if (reason := _no_result(v)) is not None]
         return Outcome(len(verdicts) - len(unanswered), unanswered)
+
+
+def _level_values(verdicts: list) -> dict[str, list[float | None]]:
+    """Each level's score per image (None where the level had no scored question), for its mean."""
+    return {level: [getattr(v.level_scores, level) for v in verdicts] for level in ("level_1", "level_2", "level_3")}
 
 
 #: Where `fager score` writes without --out: the released run layout.

@@ -10,6 +10,7 @@ docs/fager.md, "The metric", shows the use and the copy and pickling rules.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ from vlmjudge.faces.handle import ScorerHandle, scorer_handle
 from vlmjudge.faces.loading import judge_or_load
 from vlmjudge.faces.metric import JudgeMetric, State, batch_value
 from vlmjudge.images import to_pil_list
+from vlmjudge.stats.interval import mean_keys
 
 from .core import Fager
 from .records import Verdict
@@ -27,6 +29,8 @@ from .spec import SPEC
 
 __all__ = ["FagerScore", "fager_score"]
 
+#: The question levels whose per-image scores `details()` averages.
+LEVELS = ("level_1", "level_2", "level_3")
 #: The method's default judge, loaded when no judge, model or pipeline is given.
 DEFAULT_MODEL = SPEC.default_model
 
@@ -71,12 +75,16 @@ class FagerScore(JudgeMetric):
     plot_upper_bound = 100.0
 
     states = {"score_sum": State("sum", torch.float64), "scored": State("sum"), "unscored": State("sum"),
-              "parse_failures": State("sum"), "scores": State("cat")}
+              "parse_failures": State("sum"), "scores": State("cat"),
+              **{f"{level}_scores": State("cat") for level in LEVELS}}
     score_sum: Tensor
     scored: Tensor
     unscored: Tensor
     parse_failures: Tensor
     scores: list[Tensor]
+    level_1_scores: list[Tensor]
+    level_2_scores: list[Tensor]
+    level_3_scores: list[Tensor]
 
     def __init__(self, judge: Any = None, text_judge: Any = None, *, fager: Fager | None = None,
                  model: str | None = None, backend: str | None = None, revision: str | None = None,
@@ -130,10 +138,27 @@ class FagerScore(JudgeMetric):
         self.parse_failures += sum(v.counts.failed for v in verdicts)
         if values:
             self.scores.append(torch.tensor(values, dtype=torch.float64, device=self.score_sum.device))
+        for level in LEVELS:  # NaN where an image's level had no scored question
+            per_image = [getattr(v.level_scores, level) for v in verdicts]
+            getattr(self, f"{level}_scores").append(torch.tensor(
+                [math.nan if x is None else x for x in per_image], dtype=torch.float64, device=self.score_sum.device))
 
     def compute(self) -> Tensor:
         """Mean overall score of the scored images; NaN when none could be scored."""
         return self.mean_of(self.score_sum, self.scored)
+
+    def details(self) -> dict[str, Any]:
+        """Beyond `compute`, synced across processes: the mean overall score and each level's mean,
+        each with its 95% interval and n (`mean_overall_ci`, `mean_overall_n`, `mean_level_1_ci`,
+        ...; unscored images left out, as `compute()` leaves them), the image counts, the parse
+        failures and the scored images' overall scores in update order."""
+        with self.sync_context(should_sync=self.sync_on_compute, dist_sync_fn=self.dist_sync_fn):
+            scores = self.cat_values("scores")
+            out = mean_keys("mean_overall", scores)
+            for level in LEVELS:
+                out.update(mean_keys(f"mean_{level}", self.cat_values(f"{level}_scores")))
+            return {**out, "n_scored": int(self.scored), "n_unscored": int(self.unscored),
+                    "parse_failures": int(self.parse_failures), "scores": scores}
 
     def per_image(self) -> Tensor:
         """Every scored image's overall score in update order, gathered across processes under

@@ -18,8 +18,13 @@ from vlmjudge.reports.page import (
     NOTHING_SCORED, ReportInputError, add_report_command, figures_section, fmt_number, low_res_mark, mean, page,
     summary_table, worst_section, write_page,
 )
+from vlmjudge.stats.interval import INTERVAL_HEADING, interval_text, mean_with_interval
 
 from .records import Verdict
+
+#: The question levels of a Verdict's level scores, and how the summary table names them.
+LEVELS = ("level_1", "level_2", "level_3")
+LEVEL_NAMES = ("level 1", "level 2", "level 3")
 from .replay import ReplayFormatError, read_details
 
 #: FAGER scores are in 0-100: the histogram's x axis.
@@ -45,12 +50,15 @@ def read_verdicts(path: Path) -> list[Verdict]:
 
 
 def summarize_verdicts(verdicts: Sequence[Verdict]) -> dict[str, Any]:
-    """Counts and means: images, scored, mean overall and per level, decisions, answers, failures."""
+    """Counts and means: images, scored, mean overall and per level (each also with its 95% interval
+    and n under `intervals`), decisions, answers, failures."""
     decisions = {str(d) if d else "undecided": sum(v.decision == d for v in verdicts) for d in DECISIONS}
     return {"n_images": len(verdicts), "n_scored": sum(v.overall_score is not None for v in verdicts),
             "mean_overall": mean(v.overall_score for v in verdicts),
-            "mean_level": {level: mean(getattr(v.level_scores, level) for v in verdicts)
-                           for level in ("level_1", "level_2", "level_3")},
+            "mean_level": {level: mean(getattr(v.level_scores, level) for v in verdicts) for level in LEVELS},
+            "intervals": {"overall": mean_with_interval(v.overall_score for v in verdicts),
+                          **{level: mean_with_interval(getattr(v.level_scores, level) for v in verdicts)
+                             for level in LEVELS}},
             "decisions": decisions, "answers": {k: sum(getattr(v.counts, k) for v in verdicts)
                                                 for k in ("yes", "no", "unknown")},
             "parse_failures": sum(v.counts.failed for v in verdicts),
@@ -101,11 +109,12 @@ def write_report(run: str | os.PathLike, out_dir: str | os.PathLike, worst: int 
         bars(summary["decisions"], path, "images", "Decisions: keep, edit or regenerate")
         figures.append((path.name, "Decisions per image"))
         written += [out / "score_histogram.png", path]
-    d, lv = summary["decisions"], summary["mean_level"]
-    head = ["run", "images", "scored", "mean overall", "mean level 1", "mean level 2", "mean level 3", "keep", "edit",
-            "regenerate", "undecided", "parse failures", "low resolution"]
-    row = [label, summary["n_images"], summary["n_scored"], summary["mean_overall"], lv["level_1"], lv["level_2"],
-           lv["level_3"], d["keep"], d["edit"], d["regenerate"], d["undecided"], summary["parse_failures"],
+    d, ci = summary["decisions"], summary["intervals"]
+    head = ["run", "images", "scored", *[f"mean {name} {INTERVAL_HEADING}" for name in ("overall", *LEVEL_NAMES)],
+            "keep", "edit", "regenerate", "undecided", "parse failures", "low resolution"]
+    row = [label, summary["n_images"], summary["n_scored"],
+           *[interval_text(ci[key], fmt_number) for key in ("overall", *LEVELS)],
+           d["keep"], d["edit"], d["regenerate"], d["undecided"], summary["parse_failures"],
            summary["n_low_resolution"]]
     html = page("FAGER report", summary_table(head, [row]), [figures_section(figures, NOTHING_SCORED),
                                                              _lowest(verdicts, worst)],

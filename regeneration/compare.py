@@ -17,6 +17,7 @@ from typing import Any, Sequence
 from vlmjudge.cli.intake import is_image_file
 from vlmjudge.cli.resume import done_in_records
 from vlmjudge.outputs import with_resolution_note
+from vlmjudge.stats.interval import interval_text, mean_with_interval
 
 from .scoring import summarize_ratings
 
@@ -104,7 +105,8 @@ def _number(value: float | None, spec: str) -> str:
 
 
 def plain_lines(rows: Sequence[dict[str, Any]], summary: dict[str, Any], judged: bool) -> list[str]:
-    """The plain output: one line per pair and a mean line, every metric (MLLM ratings with a judge)."""
+    """The plain output: one line per pair and a mean line, every metric (MLLM ratings with a judge)
+    with its 95% interval and n (pairs without a value are left out, as the summary's means leave them)."""
     lines = []
     for r in rows:
         line = f"{r['id']}\tscore {_number(r['score'], '.2f')}\tCLIP {r['clip']:.2f}\tDINO {r['dino']:.2f}"
@@ -112,17 +114,22 @@ def plain_lines(rows: Sequence[dict[str, Any]], summary: dict[str, Any], judged:
             line += "".join(f"\t{label} {_rating(r[f'mllm_{name}_rating'], r[f'mllm_{name}'])}"
                             for label, name in (("MLLM content", "content"), ("MLLM perceptual", "perceptual")))
         lines.append(line)
-    mean = (f"mean over {summary['pairs']} pairs: score {_number(summary['score'], '.2f')} "
-            f"CLIP {_number(summary['clip'], '.2f')} DINO {_number(summary['dino'], '.2f')}")
+    mean = (f"mean over {summary['pairs']} pairs: score {_with_interval(rows, 'score', '.2f')} "
+            f"CLIP {_with_interval(rows, 'clip', '.2f')} DINO {_with_interval(rows, 'dino', '.2f')}")
     if judged:
-        mean += (f" MLLM content {_number(summary['mllm_content'], '.3f')} perceptual "
-                 f"{_number(summary['mllm_perceptual'], '.3f')} (0..1), "
+        mean += (f" MLLM (0..1) content {_with_interval(rows, 'mllm_content', '.3f')} perceptual "
+                 f"{_with_interval(rows, 'mllm_perceptual', '.3f')}, "
                  f"{summary['mllm_parse_failures']} MLLM parse failures")
     left_out = [f"{summary[k]} {what}" for k, what in (("skipped", "unreadable pair(s)"),
                                                         ("unpaired", "unpaired file(s)")) if summary[k]]
     if left_out:
         mean += f"; left out: {', '.join(left_out)}"
     return [*lines, mean]
+
+
+def _with_interval(rows: Sequence[dict[str, Any]], key: str, spec: str) -> str:
+    """A column's mean over the rows that hold a value, with its 95% interval and n."""
+    return interval_text(mean_with_interval(r[key] for r in rows), ("{:" + spec + "}").format)
 
 
 def _rating(raw: int | None, normalised: float | None) -> str:

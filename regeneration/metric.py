@@ -21,6 +21,7 @@ from torch import Tensor
 from vlmjudge.faces.handle import ScorerHandle
 from vlmjudge.faces.metric import JudgeMetric, State, batch_value
 from vlmjudge.images import to_pil_list
+from vlmjudge.stats.interval import mean_keys
 
 from .similarity import (
     DEFAULT_CLIP_MODEL,
@@ -53,7 +54,8 @@ class RegenerationSimilarity(JudgeMetric):
     """Mean CLIP and DINOv2 image-image cosine (in %) between regenerations and their references.
 
     `update(references, generated)` takes two equal-length batches of images (PIL, paths,
-    arrays, a BCHW tensor in 0..1 or uint8); `compute()` returns `{"clip": ..., "dino": ...}`.
+    arrays, a BCHW tensor in 0..1 or uint8); `compute()` returns `{"clip": ..., "dino": ...}` and
+    `details()` the same means with their 95% intervals and n (`clip_ci`, `clip_n`, ...).
     Float tensors are quantised to 8-bit RGB like any saved image before encoding. An encoder
     given as None is left out of the result (its sum state stays 0).
 
@@ -76,10 +78,12 @@ class RegenerationSimilarity(JudgeMetric):
     plot_upper_bound = 100.0
 
     states = {"clip_sum": State("sum", torch.float64), "dino_sum": State("sum", torch.float64),
-              "count": State("sum")}
+              "count": State("sum"), "clip_values": State("cat"), "dino_values": State("cat")}
     clip_sum: Tensor
     dino_sum: Tensor
     count: Tensor
+    clip_values: list[Tensor]
+    dino_values: list[Tensor]
 
     def __init__(self, clip_model: str | ImageEncoder | None = DEFAULT_CLIP_MODEL,
                  dino_model: str | ImageEncoder | None = DEFAULT_DINO_MODEL, *, pooling: str = "mean",
@@ -124,16 +128,25 @@ class RegenerationSimilarity(JudgeMetric):
             if encoder.device != str(self.device):
                 encoder.to(str(self.device))
         scores = self.scorer.score(refs, gens)
-        if "clip" in self.names:
-            self.clip_sum += torch.tensor(sum(s["clip"] for s in scores), dtype=torch.float64, device=self.device)
-        if "dino" in self.names:
-            self.dino_sum += torch.tensor(sum(s["dino"] for s in scores), dtype=torch.float64, device=self.device)
+        for name in self.names:  # the sum for compute(), each pair's value for details()' interval
+            values = torch.tensor([s[name] for s in scores], dtype=torch.float64, device=self.device)
+            setattr(self, f"{name}_sum", getattr(self, f"{name}_sum") + values.sum())
+            getattr(self, f"{name}_values").append(values)
         self.count += len(scores)
 
     def compute(self) -> dict[str, Tensor]:
         """`{"clip": mean %, "dino": mean %}` over the pairs seen (NaN for each before any pair)."""
         sums = {"clip": self.clip_sum, "dino": self.dino_sum}
         return {name: self.mean_of(sums[name], self.count).float() for name in self.names}
+
+    def details(self) -> dict[str, Any]:
+        """Each encoder's mean % with its 95% interval and n over the pairs seen (`clip`, `clip_ci`,
+        `clip_n`, then `dino`, ...), synced across processes like `compute()`."""
+        with self.sync_context(should_sync=self.sync_on_compute, dist_sync_fn=self.dist_sync_fn):
+            out: dict[str, Any] = {}
+            for name in self.names:
+                out.update(mean_keys(name, self.cat_values(f"{name}_values")))
+            return out
 
 
 def regeneration_similarity(references: Any, generated: Any, clip: ImageEncoder | str | None = DEFAULT_CLIP_MODEL,

@@ -20,7 +20,11 @@ from vlmjudge.reports.page import (
     NOTHING_SCORED, ReportInputError, add_report_command, figures_section, fmt_number, low_res_mark, low_res_note,
     mean, page, read_run, section, summary_table, table, worst_section, write_page,
 )
+from vlmjudge.stats.interval import INTERVAL_HEADING, interval_text, mean_with_interval
 
+#: The pair columns the summary averages, and how its table names them.
+MEAN_COLUMNS = {"score": "score", "clip": "CLIP %", "dino": "DINO %", "mllm_content": "MLLM content (0..1)",
+                "mllm_perceptual": "MLLM perceptual (0..1)"}
 #: CLIP %, DINO % and the combined score are on 0..100.
 PERCENT_RANGE = (0.0, 100.0)
 #: The per-pair numbers a CSV holds, read back as floats.
@@ -71,12 +75,14 @@ def flat_pair(row: dict[str, Any], position: int) -> dict[str, Any]:
 
 
 def summarize_pairs(pairs: Sequence[dict[str, Any]], unpaired: dict[str, list[str]]) -> dict[str, Any]:
-    """Counts and means over the pairs: score, CLIP %, DINO %, MLLM ratings (0..1), flags."""
+    """Counts and means over the pairs: score, CLIP %, DINO %, MLLM ratings (0..1), each also with
+    its 95% interval and n under `intervals`; flags."""
     scored = [p for p in pairs if p.get("score") is not None or p.get("clip") is not None]
     return {"n_pairs": len(pairs), "n_scored": len(scored),
             **{f"mean_{k}": mean(p.get(k) for p in pairs) for k in ("score", "clip", "dino")},
             "mean_mllm_content": mean(p.get("mllm_content") for p in pairs),
             "mean_mllm_perceptual": mean(p.get("mllm_perceptual") for p in pairs),
+            "intervals": {k: mean_with_interval(p.get(k) for p in pairs) for k in MEAN_COLUMNS},
             "n_unpaired": sum(len(v) for v in unpaired.values()),
             "n_low_resolution": sum(low_res_note(p) is not None for p in pairs)}
 
@@ -149,10 +155,10 @@ def write_report(result: str | os.PathLike, out_dir: str | os.PathLike, worst: i
         _plot_score_vs_content(pairs, path)
         figures.append((path.name, "Similarity score against the MLLM content rating"))
         written.append(path)
-    head = ["result", "pairs", "scored", "mean score", "mean CLIP %", "mean DINO %", "mean MLLM content (0..1)",
-            "mean MLLM perceptual (0..1)", "unpaired files", "low resolution"]
-    row = [Path(result).name, summary["n_pairs"], summary["n_scored"], summary["mean_score"], summary["mean_clip"],
-           summary["mean_dino"], summary["mean_mllm_content"], summary["mean_mllm_perceptual"],
+    head = ["result", "pairs", "scored", *[f"mean {name} {INTERVAL_HEADING}" for name in MEAN_COLUMNS.values()],
+            "unpaired files", "low resolution"]
+    row = [Path(result).name, summary["n_pairs"], summary["n_scored"],
+           *[interval_text(summary["intervals"][key], fmt_number) for key in MEAN_COLUMNS],
            summary["n_unpaired"], summary["n_low_resolution"]]
     html = page("Image Regeneration report", summary_table(head, [row]),
                 [figures_section(figures, NOTHING_SCORED.replace("image", "pair")), _lowest(pairs, worst),

@@ -25,6 +25,7 @@ from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl, earlier_manife
 from vlmjudge.cli.scoring import Outcome, ScoreCommand, partial_output, run_scoring
 from vlmjudge.images import ImageInputError, to_pil
 from vlmjudge.outputs import json_text, write_manifest
+from vlmjudge.stats.interval import interval_text, mean_with_interval
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -177,10 +178,11 @@ class _TerraVisScore(ScoreCommand):
         return statuses, scores, failures
 
     def summarize(self, screened: Screened, scored: tuple[dict[str, int], list[float], list[Failure]]) -> Outcome:
-        """Write the manifest; print the counts, the mean score and the model calls."""
+        """Write the manifest; print the counts, the mean score with its 95% interval and n, and the
+        model calls."""
         statuses, scores, failures = scored
         manifest_file = write_manifest(self.out, self.manifest)
-        mean = f"{sum(scores) / len(scores):.4f}" if scores else "n/a (no eligible image)"
+        mean = interval_text(mean_with_interval(scores), "{:.4f}".format) if scores else "n/a (no eligible image)"
         skipped = f", {len(screened.failures)} skipped as bad input" if screened.failures else ""
         print(f"scored {sum(statuses.values())} images: {statuses['scored']} scored, {statuses['not_applicable']} "
               f"N/A, {statuses['failed']} failed{skipped}; mean score {mean}")

@@ -22,12 +22,12 @@ from typing import Any, Mapping, Sequence
 
 import torch
 from torch import Tensor
-from torchmetrics.utilities.data import dim_zero_cat
 
 from vlmjudge.faces.handle import scorer_handle
 from vlmjudge.faces.loading import judge_or_load
 from vlmjudge.faces.metric import JudgeMetric, State, batch_value, image_batch
 from vlmjudge.judge import Judge
+from vlmjudge.stats.interval import mean_keys
 
 from .core import TerraVis
 from .pack import PromptPack
@@ -166,17 +166,18 @@ class TerraVisScore(JudgeMetric):
         return self.mean_of(self.score_sum, self.n_scored)
 
     def details(self) -> dict[str, Any]:
-        """Everything beyond the mean, synced across processes: image counts (scored, N/A,
-        failed), N/A rate, major/minor counts, violation counts and shares by level and type,
-        parse failures, and the per-image scores (NaN for N/A) in the order seen."""
+        """Everything beyond the mean, synced across processes: the mean score with its 95%
+        interval and n (`mean_score_ci`, `mean_score_n`), image counts (scored, N/A, failed),
+        N/A rate, major/minor counts, violation counts and shares by level and type, parse
+        failures, and the per-image scores (NaN for N/A) in the order seen."""
         with self.sync_context(should_sync=self.sync_on_compute, dist_sync_fn=self.dist_sync_fn):
             n_images = int(self.n_images)
             level = self.level_counts.tolist()
             types = self.type_counts.tolist()
             n_violations = sum(types)
-            scores = dim_zero_cat(self.scores).tolist() if isinstance(self.scores, Tensor) or self.scores else []
+            scores = self.cat_values("scores")
             out = {
-                "mean_score": float(self.score_sum / self.n_scored) if int(self.n_scored) else None,
+                **mean_keys("mean_score", scores),  # N/A images (NaN) left out, as compute() leaves them
                 "n_images": n_images, "n_scored": int(self.n_scored),
                 "n_not_applicable": int(self.n_not_applicable), "n_failed": int(self.n_failed),
                 "na_rate": (n_images - int(self.n_scored)) / n_images if n_images else None,

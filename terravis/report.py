@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
+from vlmjudge.stats.interval import mean_with_interval
+
 from . import analysis
 from .core import METHOD_VERSION, summarize
 from .records import ImageRecord, load_records
@@ -141,10 +143,12 @@ def image_models(ev: Evaluator, group_by: GroupBy = "auto") -> dict[str, str]:
 
 
 def evaluator_report(ev: Evaluator, models: Mapping[str, str], human: HumanData | None) -> dict[str, Any]:
-    """Everything the report shows for one evaluator, as plain data."""
+    """Everything the report shows for one evaluator, as plain data (the mean score's 95% interval
+    and n under `score_interval`, N/A images left out as the mean leaves them)."""
     means = analysis.model_means(ev.records, models)
     out: dict[str, Any] = {
         "label": ev.label, "sources": ev.sources, "manifest": ev.manifest, "summary": summarize(ev.records),
+        "score_interval": mean_with_interval(r.score for r in ev.records),
         "models": per_model(ev.records, models), "ranking": analysis.model_ranking(means), "model_means": means,
     }
     if human is not None:

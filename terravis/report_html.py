@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 from vlmjudge.reports.page import (
     NOTHING_SCORED, empty_state, figures_section, fmt_cell, fmt_number, low_res_mark, page, summary_table, table,
 )
+from vlmjudge.stats.interval import INTERVAL_HEADING, interval_text
 
 from .records import ImageRecord
 
@@ -128,12 +129,13 @@ def _evaluator_section(rep: Mapping[str, Any], worst: Sequence[ImageRecord], mod
 
 
 def _summary(data: Mapping[str, Any], low_res: Mapping[str, int]) -> str:
-    """The summary table: one row per evaluator, counts and means."""
-    rows = [[rep["label"], s["n_images"], s["n_scored"], s["n_not_applicable"], s["n_failed"], s["mean_score"],
-             s["n_major"], s["n_minor"], low_res.get(rep["label"], 0), s["parse_failures"]]
+    """The summary table: one row per evaluator, counts and the mean score with its 95% interval and n."""
+    rows = [[rep["label"], s["n_images"], s["n_scored"], s["n_not_applicable"], s["n_failed"],
+             interval_text(rep["score_interval"], fmt_number), s["n_major"], s["n_minor"],
+             low_res.get(rep["label"], 0), s["parse_failures"]]
             for rep in data["evaluators"] for s in [rep["summary"]]]
-    return summary_table(["evaluator", "images", "scored", "N/A", "failed", "mean score", "major", "minor",
-                          "low resolution", "parse failures"], rows)
+    return summary_table(["evaluator", "images", "scored", "N/A", "failed", f"mean score {INTERVAL_HEADING}", "major",
+                          "minor", "low resolution", "parse failures"], rows)
 
 
 def render_html(data: Mapping[str, Any], figures: Mapping[str, str], worst: Mapping[str, Sequence[ImageRecord]],

@@ -43,6 +43,7 @@ from vlmjudge.cli.intake import IMAGE_SUFFIXES, Failure, Screened, image_items
 from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl, earlier_manifest, same_answers
 from vlmjudge.cli.scoring import Outcome, ScoreCommand, partial_output, run_scoring
 from vlmjudge.outputs import iter_jsonl, json_text, with_resolution_note, write_manifest
+from vlmjudge.stats.interval import interval_text, mean_with_interval
 
 from .evaluation import Reference, evaluate_suite, grid_iou
 from .grid import DEFAULT_N, union_of
@@ -350,14 +351,17 @@ class _VIEScore2Score(ScoreCommand):
         return records, counts, manifest, failures
 
     def summarize(self, screened: Screened, scored: tuple[list, Counter, dict, list[Failure]]) -> Outcome:
-        """Write the manifest, print the summary table and draw the overlays."""
+        """Write the manifest, print the summary table (each mean, overall and PQ/SC where asked
+        for, with its 95% interval and n) and draw the overlays."""
         args, out = self.args, self.out
         records, counts, manifest, failures = scored
         manifest_path = write_manifest(out, {**manifest, "command": "viescore2 score", "counts": dict(counts),
                                              "skipped": len(screened.failures), "cache": args.cache})
         scores = [r.overall for r in records if r.overall is not None]
         summary = {"images": len(records), "scored": len(scores),
-                   "mean_score": sum(scores) / len(scores) if scores else None,
+                   "mean_score": interval_text(mean_with_interval(scores), "{:.4f}".format) if scores else None,
+                   **{f"mean_{key}": interval_text(mean_with_interval(values), "{:.4f}".format)
+                      for key, values in _sub_scores(records).items()},
                    "parse_failures": counts.get("parse_failures", 0),
                    "not_ok": sum(r.status != "ok" for r in records), "skipped": len(screened.failures)}
         print(format_table(summary))
@@ -365,6 +369,12 @@ class _VIEScore2Score(ScoreCommand):
         if args.overlays:
             _draw_overlays(Path(args.overlays), records)
         return Outcome(sum(r.status != "error" for r in records), failures)
+
+
+def _sub_scores(records: list) -> dict[str, list[float]]:
+    """The PQ and SC scores read, each a mean of its own (a key no record holds is left out)."""
+    values = {key: [r.scores[key] for r in records if key in r.scores] for key in ("pq", "sc")}
+    return {key: found for key, found in values.items() if found}
 
 
 def _draw_overlays(folder: Path, records: list) -> None:

@@ -23,6 +23,7 @@ from vlmjudge.faces.handle import scorer_handle
 from vlmjudge.faces.loading import judge_or_load
 from vlmjudge.faces.metric import JudgeMetric, State, batch_value, image_batch
 from vlmjudge.judge import Judge
+from vlmjudge.stats.interval import mean_keys
 
 from .core import VIEScore2
 from .grid import DEFAULT_N, CategoryGrids, Grid
@@ -86,21 +87,19 @@ class VIEScore2Score(JudgeMetric):
 
     plot_upper_bound = 10.0
 
-    states = {**{name: State("sum", torch.float64) for name in ("score_sum", "pq_sum", "sc_sum")},
-              **{name: State("sum") for name in ("n_images", "n_scored", "n_pq", "n_sc", "n_failed",
+    states = {"score_sum": State("sum", torch.float64),
+              **{name: State("sum") for name in ("n_images", "n_scored", "n_failed",
                                                  "parse_failures", "defect_cells")},
-              "scores": State("cat")}
+              **{name: State("cat") for name in ("scores", "pq_scores", "sc_scores")}}
     score_sum: Tensor
-    pq_sum: Tensor
-    sc_sum: Tensor
     n_images: Tensor
     n_scored: Tensor
-    n_pq: Tensor
-    n_sc: Tensor
     n_failed: Tensor
     parse_failures: Tensor
     defect_cells: Tensor
     scores: list[Tensor]
+    pq_scores: list[Tensor]
+    sc_scores: list[Tensor]
 
     def __init__(self, judge: Judge | None = None, *, model: str | None = None, backend: str | None = None,
                  revision: str | None = None, device: str | None = None, dtype: str | None = None,
@@ -143,32 +142,28 @@ class VIEScore2Score(JudgeMetric):
         pq = [r.scores["pq"] for r in records if "pq" in r.scores]
         sc = [r.scores["sc"] for r in records if "sc" in r.scores]
         self.score_sum += total(scored)
-        self.pq_sum += total(pq)
-        self.sc_sum += total(sc)
         self.n_images += len(records)
         self.n_scored += len(scored)
-        self.n_pq += len(pq)
-        self.n_sc += len(sc)
         self.n_failed += sum(r.status in ("failed", "error") for r in records)
         self.parse_failures += sum(r.parse_failures for r in records)
         self.defect_cells += sum(len(r.grid) for r in records if r.grid is not None)
         self.scores.append(torch.tensor([math.nan if r.overall is None else r.overall for r in records],
                                         dtype=torch.float64, device=device))
+        for state, values in ((self.pq_scores, pq), (self.sc_scores, sc)):  # what the PQ and SC means average
+            if values:
+                state.append(torch.tensor(values, dtype=torch.float64, device=device))
 
     def compute(self) -> Tensor:
         """Mean overall score over images with a score; NaN when none had one."""
         return self.mean_of(self.score_sum, self.n_scored)
 
     def details(self) -> dict[str, Any]:
-        """Counts and means beyond `compute`, synced across processes."""
+        """Counts and means beyond `compute`, synced across processes; each mean (overall, PQ, SC)
+        with its 95% interval and n beside it (`mean_pq_ci`, `mean_pq_n`, ...)."""
         with self.sync_context(should_sync=self.sync_on_compute, dist_sync_fn=self.dist_sync_fn):
-            scores = dim_zero_cat(self.scores).tolist() if isinstance(self.scores, Tensor) or self.scores else []
-
-            def mean(s: Tensor, k: Tensor) -> float | None:
-                return float(s / k) if int(k) else None
-
-            return {"mean_score": mean(self.score_sum, self.n_scored), "mean_pq": mean(self.pq_sum, self.n_pq),
-                    "mean_sc": mean(self.sc_sum, self.n_sc), "n_images": int(self.n_images),
+            scores = self.cat_values("scores")
+            return {**mean_keys("mean_score", scores), **mean_keys("mean_pq", self.cat_values("pq_scores")),
+                    **mean_keys("mean_sc", self.cat_values("sc_scores")), "n_images": int(self.n_images),
                     "n_scored": int(self.n_scored), "n_failed": int(self.n_failed),
                     "parse_failures": int(self.parse_failures), "defect_cells": int(self.defect_cells),
                     "scores": [None if math.isnan(s) else s for s in scores]}

@@ -19,6 +19,7 @@ from vlmjudge.reports.page import (
     NOTHING_SCORED, ReportInputError, add_report_command, figures_section, fmt_number, low_res_mark, low_res_note,
     mean, page, read_run, summary_table, worst_section, write_page,
 )
+from vlmjudge.stats.interval import INTERVAL_HEADING, interval_text, mean_with_interval
 
 from .grid import DEFAULT_N
 from .parsing import parse_grid
@@ -30,13 +31,16 @@ EXPLANATION_CHARS = 240
 
 
 def summarize_run(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Counts and means of one run: images, scored, mean overall and per score key, statuses."""
+    """Counts and means of one run: images, scored, mean overall and per score key (each also
+    with its 95% interval and n under `intervals`), statuses."""
     scored = [r for r in records if r.get("score") is not None]
     keys = sorted({k for r in records for k in (r.get("scores") or {})})
     statuses = Counter(str(r.get("status")) for r in records)
     grids = Counter(str(r["grid_status"]) for r in records if r.get("grid_status") is not None)
     return {"n_images": len(records), "n_scored": len(scored), "mean_score": mean(r["score"] for r in scored),
             "mean_by_key": {k: mean((r.get("scores") or {}).get(k) for r in records) for k in keys},
+            "intervals": {"score": mean_with_interval(r["score"] for r in scored),
+                          **{k: mean_with_interval((r.get("scores") or {}).get(k) for r in records) for k in keys}},
             "status": dict(statuses), "grid_status": dict(grids),
             "n_low_resolution": sum(low_res_note(r) is not None for r in records)}
 
@@ -129,10 +133,11 @@ def write_report(results: str | os.PathLike, out_dir: str | os.PathLike, worst: 
         written.append(path)
     note = NOTHING_SCORED if not summary["n_scored"] else "No grid flagged a defect cell, so there is no map to draw."
     keys = [k for k in summary["mean_by_key"] if k != "overall"]  # the overall score is "mean score"
-    head = ["run", "images", "scored", "mean score", *[f"mean {k}" for k in keys], "ok", "partial", "failed",
-            "grids with defects", "clean grids", "low resolution"]
-    row = [label, summary["n_images"], summary["n_scored"], summary["mean_score"],
-           *[summary["mean_by_key"][k] for k in keys], summary["status"].get("ok", 0),
+    head = ["run", "images", "scored", *[f"mean {k} {INTERVAL_HEADING}" for k in ("score", *keys)], "ok", "partial",
+            "failed", "grids with defects", "clean grids", "low resolution"]
+    intervals = summary["intervals"]
+    row = [label, summary["n_images"], summary["n_scored"], interval_text(intervals["score"], fmt_number),
+           *[interval_text(intervals[k], fmt_number) for k in keys], summary["status"].get("ok", 0),
            summary["status"].get("partial", 0), summary["status"].get("failed", 0) + summary["status"].get("error", 0),
            summary["grid_status"].get("ok", 0), summary["grid_status"].get("none", 0), summary["n_low_resolution"]]
     html = page("VIEScore2 report", summary_table(head, [row]),

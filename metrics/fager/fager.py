@@ -55,6 +55,7 @@ Args:
     `compute` together with images, they score only those images.
 Returns (the keys of every module first):
     `fager`: mean overall score (0-100) over the images that could be scored (None if none),
+    `fager_ci`: its 95% interval [low, high] (None under two scored images), `fager_n`,
     `scores`: per-image overall scores (None where unscorable), `n_items`, `n_scored`; then
     `decisions`, `feedback`, `level_1`, `level_2`, `level_3`: per-image level scores,
     `parse_failures`: answers that could not be read (left out of every mean), and `scored` /

@@ -18,6 +18,7 @@ from regeneration.scoring import summarize_ratings
 from regeneration.similarity import POOLINGS
 from regeneration.spec import SPEC
 from vlmjudge.faces.module import ScoredModule
+from vlmjudge.stats.interval import mean_keys
 
 _CITATION = """\
 @misc{imagerepainter,
@@ -52,9 +53,11 @@ Load-time options (`evaluate.load("regeneration", clip_model=..., dino_model=...
     images, the judge arguments rate only the pairs given there.
 Returns (the keys of every module first):
     `regeneration`: the mean regeneration score (the mean of CLIP % and DINO %, each clipped at 0),
-    `scores` (per pair), `n_items`, `n_scored`; then `clip` and `dino`: mean cosine similarity in
-    percent; with a judge also `mllm_content` and `mllm_perceptual` (means of the normalised
-    ratings over readable answers) and `mllm_parse_failures`; with `per_pair=True` the lists
+    with `regeneration_ci` / `regeneration_n`, `scores` (per pair), `n_items`, `n_scored`; then
+    `clip` and `dino`: mean cosine similarity in percent; with a judge also `mllm_content` and
+    `mllm_perceptual` (means of the normalised ratings over readable answers) and
+    `mllm_parse_failures`; each mean `<key>` with its 95% interval `<key>_ci` ([low, high], None
+    under two values) and `<key>_n` (the values averaged); with `per_pair=True` the lists
     `clip_per_pair`, `dino_per_pair` (and `content_per_pair`, `perceptual_per_pair`: 1-5 or None).
 Examples:
     Tiny random encoders, built offline, stand in for the real ones here:
@@ -111,7 +114,7 @@ class Regeneration(ScoredModule, evaluate.Metric):
         records = self.read_records(record)
         clip, dino = [r["clip"] for r in records], [r["dino"] for r in records]
         out = self.shared_result([r["score"] for r in records])
-        out.update(clip=sum(clip) / len(clip), dino=sum(dino) / len(dino))
+        out.update(**mean_keys("clip", clip), **mean_keys("dino", dino))
         if per_pair:
             out["clip_per_pair"], out["dino_per_pair"] = clip, dino
         rated = [r["mllm"] is not None for r in records]
@@ -121,6 +124,8 @@ class Regeneration(ScoredModule, evaluate.Metric):
                                  "MLLM ratings would cover only part of the data")
             ratings = [MLLMScores.from_json(r["mllm"]) for r in records]
             out.update(summarize_ratings(ratings))
+            out.update(**mean_keys("mllm_content", [r.content_norm for r in ratings]),
+                       **mean_keys("mllm_perceptual", [r.perceptual_norm for r in ratings]))
             if per_pair:
                 out["content_per_pair"] = [r.content for r in ratings]
                 out["perceptual_per_pair"] = [r.perceptual for r in ratings]

@@ -53,6 +53,8 @@ Load-time keywords (`evaluate.load("terravis", ...)`), the judge arguments of ev
     `model_revision=` and `batch_size=` are deprecated names (`revision=`, `judge_kwargs`).
 Returns (the keys of every module first):
     terravis (`float` or None): mean score over eligible images (None when none was eligible),
+    terravis_ci (`list` or None): its 95% interval [low, high] (None under two scored images),
+    terravis_n (`int`): the images averaged,
     scores (`list`): each image's score in the order added (None for N/A or failed),
     n_items, n_scored; then n_images (= n_items), n_not_applicable, n_failed, na_rate, n_major,
     n_minor, parse_failures,

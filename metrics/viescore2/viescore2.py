@@ -49,7 +49,8 @@ Args:
     conditioning (`list` of `list` of images, optional): each image's conditioning images
         (sources or references; shown to the judge before the generated image), `[]` for none.
 Returns (the keys of every module first):
-    `viescore2` (mean overall 0-10 score over images with one, None if none), `scores` (per
+    `viescore2` (mean overall 0-10 score over images with one, None if none) with `viescore2_ci`
+    (its 95% interval [low, high], None under two scored images) and `viescore2_n`, `scores` (per
     image, None where no score was read), `n_items`, `n_scored`; then `parse_failures`
     (requested fields not read, summed), `status_counts`, `records` (one JSON dict per image:
     scores, grids, explanation, raw `text`, status; the texts can be evaluated with config

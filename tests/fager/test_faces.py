@@ -19,6 +19,7 @@ from vlmjudge.registry import get_method
 from vlmjudge.testing.conformance import check_method
 
 from fagent_helpers import keyed_replay, noise
+from interval_checks import check_printed, check_result_keys
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -78,9 +79,16 @@ def test_fagerscore_is_the_mean_overall_score_and_keeps_the_judge_out_of_state(a
     assert metric.compute().item() == pytest.approx(sum(abo_five["scores"]) / 5)
     assert metric.per_image().tolist() == abo_five["scores"]
     assert int(metric.scored) == 5 and int(metric.unscored) == 0
+    details = metric.details()
+    check_result_keys(details, "mean_overall", abo_five["scores"])  # the mean with its interval and n
+    verdicts = Fager(keyed_replay(abo_five["answers"])).score([noise(i) for i in range(5)], abo_five["prompts"],
+                                                              qa_sets=abo_five["qa"], ids=abo_five["ids"])
+    for level in ("level_1", "level_2", "level_3"):
+        check_result_keys(details, f"mean_{level}", [getattr(v.level_scores, level) for v in verdicts])
     metric.persistent(True)
     keys = set(metric.state_dict())
-    assert keys == {"score_sum", "scored", "unscored", "parse_failures", "scores"}
+    assert keys == {"score_sum", "scored", "unscored", "parse_failures", "scores", "level_1_scores", "level_2_scores",
+                    "level_3_scores"}
     metric.reset()
     assert math.isnan(metric.compute().item())
 
@@ -160,6 +168,13 @@ def test_cli_score_rubric_and_refine(abo_five, tmp_path, monkeypatch, capsys):
     assert [float(r["overall_score"]) for r in __import__("fager").read_summary(tmp_path / "run/summary.csv")] \
         == [round(s, 2) for s in abo_five["scores"]]
     assert len((tmp_path / "run/details.jsonl").read_text().splitlines()) == 5
+    printed = capsys.readouterr().err
+    check_printed(printed, "mean ", abo_five["scores"], places=2)
+    verdicts = [json.loads(line) for line in (tmp_path / "run/details.jsonl").read_text().splitlines()]
+    for level in ("level_1", "level_2", "level_3"):
+        values = [v["level_scores"][level] for v in verdicts]
+        if any(value is not None for value in values):
+            check_printed(printed, f"{level} ", values, places=2)
     # rubric: the agents' answers replayed for one prompt
     rubric = {lv: {c: {"importance": "low", "facts": []} for c in ("existence", "counting", "relation", "shape",
                                                                        "size", "color", "posture", "scene", "others")}

@@ -9,6 +9,7 @@ import json
 import pytest
 from PIL import Image
 
+from interval_checks import check_printed
 from regen_helpers import META_KEYS, reference_images, write_answers_jsonl
 from vlmjudge.cli import main as vlmjudge_main
 
@@ -85,9 +86,12 @@ def test_plain_output_has_every_metric_and_ratings_keep_their_names(folders, enc
         assert word in a_cat, a_cat
     mean = next(line for line in lines if line.startswith("mean over 2 pairs"))
     # the summary's MLLM means are of the 0..1 values: content (1 + 0.5) / 2, perceptual (0.25 + 0.75) / 2
-    assert "MLLM content 0.750 perceptual 0.500 (0..1)" in mean and "0 MLLM parse failures" in mean
+    assert "MLLM (0..1) content 0.750 [" in mean and "perceptual 0.500 [" in mean and "0 MLLM parse failures" in mean
     assert run_cli([*argv, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
+    for label, key, places in (("score ", "score", 2), ("CLIP ", "clip", 2), ("DINO ", "dino", 2),
+                               ("MLLM (0..1) content ", "mllm_content", 3), ("perceptual ", "mllm_perceptual", 3)):
+        check_printed(mean, label, [p[key] for p in shown["pairs"]], places)
     row = shown["pairs"][0]
     assert (row["mllm_content_rating"], row["mllm_perceptual_rating"]) == (5, 2)
     assert (row["mllm_content"], row["mllm_perceptual"]) == (1.0, 0.25)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
+from interval_checks import check_result_keys
 from regen_helpers import reference_images, replay
 
 from regeneration.metric import RegenerationSimilarity
@@ -32,7 +33,10 @@ def test_metric_states_and_values(encoder_dirs, scorer):
     expected = scorer.score(refs, gens)
     assert float(got["clip"]) == pytest.approx(sum(s["clip"] for s in expected) / 5, abs=1e-4)
     assert float(got["dino"]) == pytest.approx(sum(s["dino"] for s in expected) / 5, abs=1e-4)
-    assert set(metric.state_dict()) <= {"clip_sum", "dino_sum", "count"}  # no encoder weights
+    assert set(metric.state_dict()) <= {"clip_sum", "dino_sum", "count", "clip_values", "dino_values"}  # no encoders
+    details = metric.details()
+    for name in ("clip", "dino"):  # each mean with its interval and n
+        check_result_keys(details, name, [s[name] for s in expected])
     assert not list(metric.parameters())
     assert metric._reductions["clip_sum"].__name__ == "dim_zero_sum"
     fig, ax = metric.plot()
@@ -46,6 +50,10 @@ def test_metric_states_and_values(encoder_dirs, scorer):
     tensor_batch = torch.stack([torch.from_numpy(np.array(im)).permute(2, 0, 1) for im in refs[:2]])
     metric.update(tensor_batch, tensor_batch)
     assert float(metric.compute()["clip"]) == pytest.approx(100.0, abs=1e-4)
+    metric.reset()
+    metric.update([refs[0]] * 2, [gens[0]] * 2)
+    same = metric.details()  # one pair twice: identical values, a zero-width interval
+    assert same["clip_n"] == 2 and same["clip_ci"][0] == same["clip_ci"][1] == same["clip"]
 
 
 def test_lightning_validation_logs_the_functional_values(encoder_dirs, scorer):

@@ -9,6 +9,7 @@ from html import escape
 
 import pytest
 
+from interval_checks import check_printed, printed_interval
 from terravis import analysis, load_records
 from vlmjudge.cli import main
 
@@ -66,6 +67,23 @@ def test_score_writes_the_python_api_records_and_a_rerun_makes_no_model_call(sco
     assert not out.with_name("results.jsonl.partial").exists()
     n_na = sum(r.status == "not_applicable" for r in reference.values())
     assert f"{len(reference) - n_na} scored, {n_na} N/A, 0 failed" in rerun
+    # the mean over the scored images, with its 95% interval and n (N/A images left out)
+    for run in (first, rerun):
+        check_printed(run, "mean score ", [r.score for r in records], places=4)
+
+
+def test_summary_of_identical_scores_has_a_zero_width_interval(tmp_path, capsys):
+    from types import SimpleNamespace
+
+    from terravis.cli import _TerraVisScore
+    from vlmjudge.cli.intake import Screened
+
+    command = _TerraVisScore(SimpleNamespace(), tmp_path / "results.jsonl")
+    command.manifest = {"method": "terravis"}
+    command.judge = SimpleNamespace(stats=SimpleNamespace(model_calls=0, resumed_from_cache=0, reused_within_run=0))
+    statuses = {"scored": 3, "not_applicable": 1, "failed": 0}
+    command.summarize(Screened(kept=[0, 1, 2, 3]), (statuses, [0.5, 0.5, 0.5], []))
+    assert printed_interval(capsys.readouterr().out, "mean score ") == (0.5, 0.5, 0.5, 3)
 
 
 def test_report_writes_rankings_figures_and_the_worst_images(scored, reference, tmp_path):

@@ -7,6 +7,7 @@ import pytest
 import torch
 from PIL import Image
 
+from interval_checks import check_result_keys
 from tvf_helpers import mean_score
 from tvf_replay import SCORE, stage_judge
 from terravis import TerraVisScore, terravis_score
@@ -29,6 +30,8 @@ def test_update_compute_and_details_from_scripted_answers():
     assert d["level_shares"]["object"] == 0.5
     assert d["type_counts"]["biological_anatomy"] == 3 and sum(d["type_counts"].values()) == 6
     assert d["scores"] == [pytest.approx(SCORE)] * 3
+    check_result_keys(d, "mean_score", d["scores"])  # the mean with its interval and n
+    assert d["mean_score_n"] == 3 and d["mean_score_ci"] == [d["mean_score"]] * 2  # identical scores: zero width
 
 
 def test_float_and_uint8_batches_are_the_same_images():
@@ -54,6 +57,7 @@ def test_ineligible_images_are_excluded_and_all_na_gives_nan():
     assert math.isnan(metric.compute().item())
     d = metric.details()
     assert (d["n_images"], d["n_scored"], d["n_not_applicable"], d["na_rate"], d["mean_score"]) == (3, 0, 3, 1.0, None)
+    assert (d["mean_score_ci"], d["mean_score_n"]) == (None, 0)
     assert d["scores"] == [None, None, None]
 
 
@@ -69,6 +73,7 @@ def test_states_reduce_like_ddp_ranks():
     d = ranks[0].details()
     assert (d["n_images"], d["n_scored"], d["n_not_applicable"]) == (5, 2, 3)
     assert [s for s in d["scores"] if s is not None] == [pytest.approx(SCORE)] * 2 and d["scores"].count(None) == 3
+    assert d["mean_score_n"] == 2  # the N/A images of the other rank are left out of the mean and its interval
 
 
 def test_forward_returns_the_batch_value_and_accumulates():

@@ -11,6 +11,8 @@ from vlmjudge.backends.replay import ReplayJudge, record_answers
 from vlmjudge.cli import main
 from vlmjudge.requests import Answer
 
+from interval_checks import check_printed
+
 TEXTS = {"cat": "score: 7/10\nr1: 1,2\nr2: 2", "dog": "score: 3/10\nnone", "cow": "no idea"}
 
 
@@ -50,6 +52,7 @@ def test_score_writes_records_manifest_and_overlays(workspace, capsys):
     assert manifest["fields"] == "overall+grid" and manifest["grid_size"] == 8 and manifest["counts"]["images"] == 3
     printed = capsys.readouterr().out
     assert "mean_score" in printed and "5.0000" in printed and "parse_failures  2" in printed
+    check_printed(printed, "mean_score", [7.0, 3.0], places=4)  # the failed cow is left out: n=2
     overlays = sorted(p.name for p in (tmp / "overlays").iterdir())
     assert overlays == ["cat.png", "dog.png"]
     assert Image.open(tmp / "overlays" / "cat.png").size == (32, 48)

@@ -13,6 +13,8 @@ from viescore2.metric import VIEScore2Score, viescore2_score  # noqa: E402
 from vlmjudge.backends.replay import ReplayJudge  # noqa: E402
 from vlmjudge.images import to_pil_list  # noqa: E402
 
+from interval_checks import check_result_keys  # noqa: E402
+
 # (pq, sc) per image; the fourth answer cannot be read. Overall sqrt(pq * sc): 6, 2, 9, -, 4, 5.
 ANSWERS = ["pq: 4/10\nsc: 9/10", "pq: 1/10\nsc: 4/10", "pq: 9/10\nsc: 9/10", "no scores here",
            "pq: 8/10\nsc: 2/10", "pq: 5/10\nsc: 5/10"]
@@ -66,6 +68,9 @@ def test_metric_states_details_and_judge_outside_state(data):
     assert d["n_images"] == 6 and d["n_scored"] == 5 and d["n_failed"] == 1 and d["parse_failures"] == 2
     assert d["mean_pq"] == pytest.approx(27 / 5) and d["mean_sc"] == pytest.approx(29 / 5)
     assert d["scores"][3] is None and d["scores"][0] == pytest.approx(6.0)
+    check_result_keys(d, "mean_score", d["scores"])  # n=5: the image without a score is left out
+    check_result_keys(d, "mean_pq", [4, 1, 9, 8, 5])  # the PQ and SC read (ANSWERS), each its own interval
+    check_result_keys(d, "mean_sc", [9, 4, 9, 2, 5])
     assert list(metric.children()) == [] and "judge" not in " ".join(metric.state_dict())
     assert copy.deepcopy(metric).scorer is metric.scorer  # copies share the judge
     metric.reset()

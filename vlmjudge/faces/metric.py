@@ -60,7 +60,9 @@ class JudgeMetric(Metric):
     """A Metric whose scorer (a method over a judge, or encoders) sits in a `ScorerHandle`.
 
     Subclasses declare `states`, build a handle and call `super().__init__(handle, **kwargs)`,
-    then implement `update` and `compute` (with `mean_of` for a NaN-safe mean).
+    then implement `update` and `compute` (with `mean_of` for a NaN-safe mean); a `details()`
+    puts each mean's 95% interval and n beside it (`vlmjudge.stats.interval.mean_keys` over
+    `cat_values` of a per-item state).
 
     Examples:
         A toy metric whose "scorer" is a function: the mean image width.
@@ -126,6 +128,15 @@ class JudgeMetric(Metric):
         if int(count) == 0:
             return torch.tensor(math.nan, dtype=torch.float64, device=total.device)
         return total.to(torch.float64) / count
+
+    def cat_values(self, name: str) -> list[float]:
+        """A concatenated state's values as floats, for `details()` to average with
+        `vlmjudge.stats.interval.mean_keys` (inside its sync context: every process's values)."""
+        from torchmetrics.utilities.data import dim_zero_cat
+        value = getattr(self, name)
+        if isinstance(value, list) and not value:
+            return []
+        return dim_zero_cat(value).tolist()
 
     def gathered(self, name: str) -> Tensor:
         """A concatenated state as one float64 tensor, synced across processes like `compute()`."""

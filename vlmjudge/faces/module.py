@@ -6,8 +6,9 @@ adds the template every metrics/<name>/<name>.py follows.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any, ClassVar, Mapping, Sequence
+
+from ..stats.interval import mean_keys
 
 from .loading import JUDGE_ARGUMENTS, judge_or_load, judge_recipe
 
@@ -105,7 +106,7 @@ class ScoredModule(ScoredRowsModule):
         >>> module.add_batch(images=[Image.new("RGB", (8, 4))])
         >>> module.add(image=Image.new("RGB", (4, 4)))
         >>> module.compute()
-        {'width': 6.0, 'scores': [8.0, 4.0], 'n_items': 2, 'n_scored': 2}
+        {'width': 6.0, 'width_ci': [4.0, 8.0], 'width_n': 2, 'scores': [8.0, 4.0], 'n_items': 2, 'n_scored': 2}
     """
 
     spec: ClassVar[Any]
@@ -300,8 +301,8 @@ class ScoredModule(ScoredRowsModule):
         return [json.loads(r) for r in record]
 
     def shared_result(self, scores: Sequence[float | None]) -> dict[str, Any]:
-        """The keys every module returns: `<method>` (the mean score, None when none was scored),
-        `scores` (one per item in the order added, None where unscored), `n_items`, `n_scored`."""
-        valid = [s for s in scores if s is not None]
-        return {self.spec.name: math.fsum(valid) / len(valid) if valid else None, "scores": list(scores),
-                "n_items": len(scores), "n_scored": len(valid)}
+        """The keys every module returns: `<method>` (the mean score, None when none was scored)
+        with `<method>_ci` and `<method>_n` (`vlmjudge.stats.interval.mean_keys`), `scores` (one
+        per item in the order added, None where unscored), `n_items`, `n_scored`."""
+        return {**mean_keys(self.spec.name, scores), "scores": list(scores), "n_items": len(scores),
+                "n_scored": sum(s is not None for s in scores)}

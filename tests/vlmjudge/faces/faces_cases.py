@@ -226,8 +226,9 @@ def assert_value(actual: Any, expected: Any, tol: float = FLOAT_TOL) -> None:
 
 def per_image(metric: Any) -> list | None:
     """The gathered per-image values of the Metrics that keep them (None for the others)."""
-    if hasattr(metric, "details"):
-        return metric.details()["scores"]
+    details = metric.details() if hasattr(metric, "details") else {}
+    if "scores" in details:  # RegenerationSimilarity's details() holds means only
+        return details["scores"]
     if hasattr(metric, "per_image"):
         return metric.per_image().tolist()
     return None

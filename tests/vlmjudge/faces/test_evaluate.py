@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from faces_cases import JUDGE_KWARGS, PROMPTS, TERRAVIS_PACK, qa_set
+from interval_checks import check_result_keys
 
 from ranks import run_ranks
 
@@ -122,12 +123,16 @@ def test_add_batch_and_add_then_compute_equal_one_compute(name, res, model_paths
     judge = None if name == "regeneration" else res.judge
     options = {"per_pair": True} if name == "regeneration" else {}  # per-item lists, as the others give
     expected = load_module(name, model_paths, tmp_path, judge).compute(**columns(name, res), **options)
+    check_result_keys(expected, name, expected["scores"])  # the mean with its interval and n
+    if name == "regeneration":
+        for key in ("clip", "dino"):
+            check_result_keys(expected, key, expected[f"{key}_per_pair"])
     module = load_module(name, model_paths, tmp_path, judge)
     module.add_batch(**columns(name, res, 0, 2))
     module.add(**one(columns(name, res, 2, 3), 0))
     module.add_batch(**columns(name, res, 3, N))
     assert_same_result(module.compute(**options), expected)
-    assert len(next(v for k, v in expected.items() if isinstance(v, list))) == N
+    assert len(expected["scores"]) == N
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -151,6 +156,23 @@ def test_two_processes_equal_one(name, res, model_paths, tmp_path):
     results = run_ranks(shards, step, timeout=300)
     assert results[1] is None  # only process 0 aggregates
     assert_same_result(comparable(results[0]), comparable(expected))
+
+
+def test_the_shared_keys_put_the_interval_and_n_beside_the_mean():
+    from types import SimpleNamespace
+
+    from vlmjudge.faces.module import ScoredModule
+
+    module = SimpleNamespace(spec=SimpleNamespace(name="toy"))
+    spread = ScoredModule.shared_result(module, [0.25, None, 0.75, 0.5])
+    check_result_keys(spread, "toy", spread["scores"])
+    assert spread["toy_n"] == spread["n_scored"] == 3 and spread["toy_ci"][0] < spread["toy_ci"][1]
+    same = ScoredModule.shared_result(module, [0.5, 0.5, None])
+    assert (same["toy"], same["toy_ci"], same["toy_n"]) == (0.5, [0.5, 0.5], 2)  # zero width
+    one = ScoredModule.shared_result(module, [0.5, None])
+    assert (one["toy"], one["toy_ci"], one["toy_n"]) == (0.5, None, 1)  # no interval under two items
+    none = ScoredModule.shared_result(module, [None])
+    assert (none["toy"], none["toy_ci"], none["toy_n"]) == (None, None, 0)
 
 
 # -- the card --------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
-"""bootstrap_ci: hand cases, scipy's one-sample bootstrap, unscored items and clusters."""
+"""bootstrap_ci: hand cases, scipy's one-sample bootstrap, unscored items and clusters; and
+mean_with_interval, the fixed-seed form every summary prints."""
 import numpy as np
 import pytest
 import scipy.stats
 
-from vlmjudge.stats.interval import bootstrap_ci
+from vlmjudge.stats.interval import bootstrap_ci, interval_text, mean_with_interval
 
 
 def test_hand_cases():
@@ -46,3 +47,22 @@ def test_cluster_key_on_records_widens_the_interval():
     clustered = bootstrap_ci(recs, n_resamples=1000, cluster="prompt", method="bca")
     assert clustered.value == naive.value
     assert clustered.high - clustered.low > 1.5 * (naive.high - naive.low)
+
+
+def test_mean_with_interval_leaves_out_unscored_items_and_is_the_same_every_time():
+    values = [0.2, None, 0.9, float("nan"), 0.4, 0.7, 0.1]
+    first = mean_with_interval(values)
+    assert first == mean_with_interval(values)  # a fixed seed: the same bounds on every run
+    assert first["n"] == 5 and first["mean"] == pytest.approx(2.3 / 5)
+    assert first["low"] < first["mean"] < first["high"]
+    assert 0.1 <= first["low"] and first["high"] <= 0.9  # a mean's bounds stay inside the data
+
+
+def test_mean_with_interval_is_none_under_two_items_and_zero_width_for_identical_values():
+    assert mean_with_interval([]) == {"mean": None, "low": None, "high": None, "n": 0}
+    assert mean_with_interval([None, 3.0]) == {"mean": 3.0, "low": None, "high": None, "n": 1}
+    same = mean_with_interval([0.1] * 7)  # 0.1 is inexact in binary: the bounds still equal the mean
+    assert same["n"] == 7 and same["low"] == same["high"] == same["mean"] == pytest.approx(0.1)
+    assert interval_text(mean_with_interval([2.0, 2.0])) == "2.00 [2.00, 2.00] (n=2)"
+    assert interval_text(mean_with_interval([2.0])) == "2.00 (n=1, no interval under 2 items)"
+    assert interval_text(mean_with_interval([None])) == "n/a (n=0)"

@@ -1,0 +1,52 @@
+"""Checks that a summary's mean comes with its 95% interval and n: the printed phrase
+`0.71 [0.64, 0.78] (n=48)` and the dicts and result keys that carry the same numbers."""
+import math
+import re
+
+NUMBER = r"-?\d+(?:\.\d+)?"
+PHRASE = re.compile(rf"({NUMBER}) \[({NUMBER}), ({NUMBER})\] \(n=(\d+)\)")
+
+
+def printed_interval(text: str, label: str) -> tuple[float, float, float, int]:
+    """The mean, bounds and n printed right after `label` (e.g. "mean score ")."""
+    found = re.search(re.escape(label) + r"\s*" + PHRASE.pattern, text)
+    assert found, f"no '{label}MEAN [LOW, HIGH] (n=N)' in {text!r}"
+    mean, low, high, n = found.groups()
+    return float(mean), float(low), float(high), int(n)
+
+
+def check_printed(text: str, label: str, values, places: int) -> tuple[float, float, float, int]:
+    """The phrase after `label` holds the mean of `values` (None left out) to `places` decimals,
+    bounds around it and n the number of values averaged."""
+    mean, low, high, n = printed_interval(text, label)
+    kept = [v for v in values if v is not None]
+    assert n == len(kept)
+    assert mean == round(math.fsum(kept) / len(kept), places)
+    assert low <= mean <= high
+    return mean, low, high, n
+
+
+def check_summary(summary: dict, values) -> None:
+    """A `mean_with_interval` dict: the mean of `values` (None and NaN left out), bounds around
+    it (None under two values), n the number averaged."""
+    kept = [float(v) for v in values if v is not None and not math.isnan(v)]
+    assert summary["n"] == len(kept)
+    if not kept:
+        assert summary["mean"] is None and summary["low"] is None and summary["high"] is None
+        return
+    assert math.isclose(summary["mean"], math.fsum(kept) / len(kept), rel_tol=1e-12)
+    if len(kept) < 2:
+        assert summary["low"] is None and summary["high"] is None
+    else:
+        assert summary["low"] <= summary["mean"] <= summary["high"]
+        if min(kept) == max(kept):
+            assert summary["low"] == summary["high"] == summary["mean"]
+        else:
+            assert summary["low"] < summary["high"]
+
+
+def check_result_keys(result: dict, name: str, values) -> None:
+    """An evaluate result's `<name>`, `<name>_ci` ([low, high] or None) and `<name>_n`."""
+    check_summary({"mean": result[name], "low": None if result[f"{name}_ci"] is None else result[f"{name}_ci"][0],
+                   "high": None if result[f"{name}_ci"] is None else result[f"{name}_ci"][1],
+                   "n": result[f"{name}_n"]}, values)
