@@ -1,8 +1,8 @@
 """The open judge families the in-process backend supports, and what each one gets.
 
 Keyed by the checkpoint config's `model_type`. Every row is exercised by the conformance
-suite (tests/families) on a tiny random checkpoint of the family built with its real config,
-model and processor classes (`python -m vlmjudge.testing <family> DIR`); the README's
+suite (tests/vlmjudge/testing) on a tiny random checkpoint of the family built with its real
+config, model and processor classes (`python -m vlmjudge.testing <family> DIR`); the README's
 "Judges" table shows the same rows. An architecture missing here still loads, through the
 generic path, with a warning; one in `REFUSED` gives wrong results and is refused at load.
 """

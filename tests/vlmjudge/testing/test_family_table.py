@@ -10,7 +10,7 @@ from vlmjudge.backends.hf.judge import TransformersJudge
 from vlmjudge.families import FAMILIES, UnsupportedArchitecture, family_of, markdown_table
 from vlmjudge.testing.tiny_families import FAMILIES as BUILT
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[3] / "README.md"
 
 
 def test_every_built_family_is_in_the_table_and_back():

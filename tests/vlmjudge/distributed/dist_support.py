@@ -18,10 +18,10 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-CORE_TESTS = HERE.parent / "core"
+REPO = HERE.parents[2]
+CORE_TESTS = HERE.parent
 
-# tests/core is on sys.path through setup.cfg's pytest `pythonpath` (spawned ranks inherit it).
+# tests/vlmjudge is on sys.path through setup.cfg's pytest `pythonpath` (spawned ranks inherit it).
 from toy_method import SPEC as TOY_SPEC
 
 TOY = "toy_method:SPEC"

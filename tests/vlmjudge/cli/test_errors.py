@@ -20,7 +20,7 @@ from PIL import Image
 from vlmjudge.cli import main as vlmjudge_main
 from vlmjudge.cli.exits import EXIT_USAGE
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def run_vlmjudge(argv: list[str]) -> tuple[int, str, str]:

@@ -1,7 +1,7 @@
 """The vision cache: an image asked about in several calls goes through the tower once,
 with the same results as encoding it again; keyed by pixels, bounded, Qwen-VL only. Tests
 that count the tower's runs across calls turn the prefix KV cache off (`kv_cache_mb=0`): a
-prefix it serves skips the tower altogether (tests/backends/test_prefix_kv_cache.py)."""
+prefix it serves skips the tower altogether (tests/vlmjudge/backends/test_prefix_kv_cache.py)."""
 import pytest
 import torch
 
@@ -96,7 +96,7 @@ def test_the_override_is_removed_when_the_forward_fails(loaded, noise, monkeypat
 
 def test_llava_rows_are_served_and_the_unshared_path_encodes_per_call(loaded, noise):
     """LLaVA (one pixel array per image) is served by the store too (issue 20); the unshared
-    path never is. Families with tiled inputs are covered in tests/families."""
+    path never is. Families with tiled inputs are covered in tests/vlmjudge/testing."""
     llava = loaded["llava"]
     assert vision_cache.supports(llava.model)
     judge = TransformersJudge(llava.model, llava.processor, kv_cache_mb=0)

@@ -8,7 +8,7 @@ from PIL import Image
 
 from browser import drive_app, looks_blank, serve_app
 
-HERE = Path(__file__).resolve().parent
+TOY_DIR = Path(__file__).resolve().parents[1]  # tests/vlmjudge, where toy_method lives
 
 TOY_APP = '''
 from vlmjudge.hub.app import app_from_env
@@ -26,7 +26,7 @@ def test_toy_app_scores_an_uploaded_image(tmp_path, chromium_path):
     Image.new("RGB", (32, 32), (10, 120, 200)).save(image)
     answers = tmp_path / "answers.jsonl"
     answers.write_text('{"meta": {"item_id": 0}, "probs": {"Yes": 0.9, "No": 0.1}}\n')
-    env = {"VLMJUDGE_MODEL": str(answers), "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+    env = {"VLMJUDGE_MODEL": str(answers), "PYTHONPATH": os.pathsep.join([str(TOY_DIR), os.environ.get("PYTHONPATH", "")]),
            "VLMJUDGE_BACKEND": "replay", "VLMJUDGE_KEY_FIELDS": "item_id"}
     with serve_app(app, env) as url:
         shown = drive_app(url, chromium_path, {"image": str(image)}, screenshot=tmp_path / "page.png")

@@ -163,7 +163,7 @@ def test_the_space_file_serves_the_same_app(tmp_path, chromium_path):
     from browser import serve_app
 
     make_items(tmp_path / "images", "regeneration")
-    space_file = Path(__file__).resolve().parents[2] / "metrics" / "regeneration" / "annotate.py"
+    space_file = Path(__file__).resolve().parents[3] / "metrics" / "regeneration" / "annotate.py"
     env = {"VLMJUDGE_ANNOTATE_IMAGES": str(tmp_path / "images"), "VLMJUDGE_ANNOTATE_OUT": str(tmp_path / "l.jsonl")}
     with serve_app(space_file, env, timeout_s=90) as url, sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium_path, headless=True, args=["--no-sandbox"])

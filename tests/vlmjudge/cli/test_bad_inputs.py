@@ -21,7 +21,7 @@ from vlmjudge.cli import main as vlmjudge_main
 from vlmjudge.cli.exits import EXIT_NONE_SCORED, EXIT_SOME_FAILED, EXIT_USAGE, failures_path
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
+REPO = HERE.parents[2]
 BACKEND = "cli_bad_inputs_judge:ConstantJudge"
 DOWN = "cli_bad_inputs_judge:DownJudge"
 

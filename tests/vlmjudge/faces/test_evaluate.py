@@ -18,7 +18,7 @@ from interval_checks import check_result_keys
 from ranks import run_ranks
 
 evaluate = pytest.importorskip("evaluate")
-METRICS = Path(__file__).resolve().parents[2] / "metrics"
+METRICS = Path(__file__).resolve().parents[3] / "metrics"
 MODULES = ("terravis", "viescore2", "fager", "regeneration")
 N = 4  # images per run
 

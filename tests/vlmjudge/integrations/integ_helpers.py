@@ -24,7 +24,7 @@ def python_blocks(markdown: str) -> list[str]:
 def readme_section(title: str, readme: str | None = None) -> str:
     """The text of `## title` in `readme` (README.md by default), up to the next `## ` heading;
     an AssertionError where there is no such section."""
-    readme = (HERE.parents[1] / "README.md").read_text() if readme is None else readme
+    readme = (HERE.parents[2] / "README.md").read_text() if readme is None else readme
     found = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", readme, flags=re.S | re.M)
     assert found, f"README.md has no '## {title}' section"
     return found.group(1)

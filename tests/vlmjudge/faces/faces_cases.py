@@ -1,4 +1,4 @@
-"""The six torchmetrics Metrics as test cases of one shared tester (tests/faces).
+"""The six torchmetrics Metrics as test cases of one shared tester (tests/vlmjudge/faces).
 
 Each case builds a fresh Metric over shared resources (one tiny Qwen3-VL judge with an SQLite
 response cache, tiny CLIP and DINOv2 encoders), gives four update batches, and computes the

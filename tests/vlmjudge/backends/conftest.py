@@ -1,11 +1,48 @@
-"""The vLLM conformance suite runs only in the second environment (tests/vllm_backend/make_env.sh): elsewhere it
-skips with the reason, except under CI=true, where a missing vllm fails unless VLMJUDGE_VLLM_ENV=absent
-says this job is not the vLLM one. One engine per session; its caches go to a throwaway folder."""
+"""Fixtures of the backend tests. Transformers: tiny random Qwen3-VL and LLaVA checkpoints,
+built once per session and installed in a temporary Hub cache, loaded by Hub id and revision
+exactly as a user's model would be. vLLM: its suite runs only in the second environment
+(tests/vlmjudge/backends/make_vllm_env.sh); elsewhere it skips with the reason, except under
+CI=true, where a missing vllm fails unless VLMJUDGE_VLLM_ENV=absent says this job is not the vLLM
+one. One engine per session; its caches go to a throwaway folder."""
 import os
 import tempfile
 
 import pytest
 
+from vlmjudge.backends.hf.judge import TransformersJudge
+from vlmjudge.testing import install_in_hf_cache
+
+REPOS = {"qwen3_vl": "org/tiny-qwen3-vl", "llava": "org/tiny-llava"}
+
+
+@pytest.fixture(scope="session")
+def hub(tmp_path_factory, tiny_vlm_path):
+    """{family: (repo_id, commit)} and the cache folder holding both checkpoints."""
+    cache = tmp_path_factory.mktemp("hf_cache")
+    commits = {}
+    for family, repo in REPOS.items():
+        src = tiny_vlm_path(family)  # yes_bias 0: about half Yes
+        commits[family] = (repo, install_in_hf_cache(src, repo, cache_dir=cache))
+    return cache, commits
+
+
+@pytest.fixture(scope="session")
+def loaded(hub):
+    """One judge per family, loaded by Hub id at the installed commit."""
+    cache, commits = hub
+    return {family: TransformersJudge(repo, revision=commit, hf_cache_dir=str(cache), batch_size=4)
+            for family, (repo, commit) in commits.items()}
+
+
+@pytest.fixture
+def fresh():
+    """Make a judge on an already loaded model and processor, with zeroed stats (no reload)."""
+    def make(judge, batch_size=4):
+        return TransformersJudge(judge.model, judge.processor, batch_size=batch_size)
+    return make
+
+
+# vLLM
 _ENGINE_HOME = tempfile.mkdtemp(prefix="vlmjudge-vllm-")
 for _name, _value in {"VLLM_TARGET_DEVICE": "cpu", "VLLM_HOST_IP": "127.0.0.1", "VLLM_CPU_KVCACHE_SPACE": "1",
                       "VLLM_CACHE_ROOT": os.path.join(_ENGINE_HOME, "vllm"),
@@ -22,9 +59,9 @@ def require_vllm():
     except ImportError as exc:
         if os.environ.get("CI") == "true" and os.environ.get("VLMJUDGE_VLLM_ENV") != "absent":
             pytest.fail(f"vllm does not import under CI=true ({exc}); build the environment with "
-                        "tests/vllm_backend/make_env.sh, or set VLMJUDGE_VLLM_ENV=absent in jobs without it")
+                        "tests/vlmjudge/backends/make_vllm_env.sh, or set VLMJUDGE_VLLM_ENV=absent in jobs without it")
         pytest.skip(f"vllm is not installed ({exc}): the vLLM tests run in the second environment "
-                    "(bash tests/vllm_backend/make_env.sh VENV_DIR)")
+                    "(bash tests/vlmjudge/backends/make_vllm_env.sh VENV_DIR)")
 
 
 @pytest.fixture(scope="session")

