@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from test_cli_bad_inputs import COMMANDS, run_vlmjudge, write_bad, write_good
+from test_bad_inputs import COMMANDS, run_vlmjudge, write_bad, write_good
 from vlmjudge.cli.exits import EXIT_SOME_FAILED, failures_path
 
 FAILS_ON_SMALL = "cli_bad_inputs_judge:FailsOnSmallJudge"  # b_small (40 x 40) gets no answer

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from test_cli_bad_inputs import fager_cmd, run_vlmjudge, terravis_cmd, viescore2_cmd
+from test_bad_inputs import fager_cmd, run_vlmjudge, terravis_cmd, viescore2_cmd
 from vlmjudge.cli.exits import EXIT_INTERRUPTED
 from vlmjudge.outputs import manifest_path
 
