@@ -96,18 +96,24 @@ def as_option_probs(value: Mapping[str, float] | None) -> OptionProbs:
 
 
 def read_top_logprobs(alternatives: Iterable[tuple[str, float]], options: Sequence[str],
-                      normalize: bool = True, complete: bool = False) -> OptionProbs:
+                      normalize: bool = True) -> OptionProbs:
     """Option probabilities from one position's top-k (token, logprob) list, as a server gives it.
 
     A listed token counts for an option when it is one of the option's `surface_forms`. An
     option with no form listed is bounded, never 0: each form by the listed tokens that start
     it (" " for " 1": the rest of the form can only lower it), else by the k-th (smallest
-    listed) probability. A listed option is bounded too when tokens that start its other form
+    listed) probability or what the list leaves of 1, whichever is smaller. A listed option is bounded too when tokens that start its other form
     hold more than all listed options together (Qwen's " " before a digit): its reading would
-    otherwise hide most of it. `complete=True` says the list holds every option with any
-    probability (`vlmjudge serve` lists them all), so an unlisted one really is 0."""
+    otherwise hide most of it.
+
+    Examples:
+        >>> cut = read_top_logprobs([(" No", math.log(0.9)), ("\\n", math.log(0.05))], ["Yes", "No"])
+        >>> round(cut["No"], 3), round(cut.bounds["Yes"], 3), round(cut.mass, 3)
+        (0.947, 0.05, 0.9)
+    """
     pairs = [(t, math.exp(lp)) for t, lp in alternatives if isinstance(t, str) and t and math.isfinite(lp)]
-    kth = min((p for _, p in pairs), default=1.0)
+    room = max(1.0 - math.fsum(p for _, p in pairs), math.ulp(1.0))  # what the list leaves; never 0
+    kth = min(min((p for _, p in pairs), default=1.0), room)
     raw: dict[str, float] = {}
     hidden: dict[str, float] = {}
     unseen: dict[str, float] = {}
@@ -118,11 +124,10 @@ def read_top_logprobs(alternatives: Iterable[tuple[str, float]], options: Sequen
         hidden[option] = math.fsum(starts)
         unseen[option] = math.fsum(s if s > 0 else kth for s in starts)
     bounds: dict[str, float] = {}
-    if not complete:
-        listed = math.fsum(raw.values())
-        for option in options:
-            if raw[option] == 0:
-                bounds[option] = min(1.0, unseen[option])
-            elif hidden[option] > listed:
-                bounds[option] = min(1.0, raw[option] + hidden[option])
+    listed = math.fsum(raw.values())
+    for option in options:
+        if raw[option] == 0:
+            bounds[option] = min(1.0, unseen[option], room + hidden[option])
+        elif hidden[option] > listed:
+            bounds[option] = min(1.0, raw[option] + hidden[option])
     return OptionProbs.from_raw(raw, options, normalize, bounds)

@@ -4,8 +4,11 @@ or the unshared one (one left-padded forward or one `model.generate` call over w
 """
 from __future__ import annotations
 
+import math
+from dataclasses import replace
 from typing import Any
 
+from ...options import OptionProbs
 from ...requests import CANCEL_META_KEY, Answer, Request
 from .prefix import units as prefixes
 
@@ -46,17 +49,37 @@ class BatchForward:
         self._count_plain(inputs, batch)
         return logits, texts, None
 
-    def _probs_batch(self, batch: list[Request], options: list[str], normalize: bool = True) -> list[dict[str, float]]:
-        """Softmax over the option ids, or (normalize=False) their share of the full softmax."""
+    def _probs_batch(self, batch: list[Request], options: list[str], normalize: bool = True) -> list[OptionProbs]:
+        """Option probabilities as `vlmjudge.options` defines them: each option's surface forms
+        summed, a form of several tokens scored under teacher forcing (one more forward for the
+        batch, over the prompts extended by the forms' leading tokens), normalised over the
+        options unless `normalize` is False; the options' total is the mass."""
         import torch
         with torch.inference_mode():
             logits, texts, _ = self._first_logits(batch)
+            first = torch.log_softmax(logits, dim=-1)
+            sequences = [self.option_sequences(text, options) for text in texts]
+            contexts = list(dict.fromkeys((row, seq[:k]) for row, by_option in enumerate(sequences)
+                                          for seqs in by_option.values() for seq in seqs for k in range(1, len(seq))))
+            after = self._context_logprobs(batch, texts, contexts) if contexts else {}
         out = []
-        for row, text in zip(logits, texts):
-            ids = self.option_ids(text, options)
-            probs = torch.softmax(row[ids], dim=-1) if normalize else torch.softmax(row, dim=-1)[ids]
-            out.append(dict(zip(options, probs.tolist())))
+        for row, by_option in enumerate(sequences):
+            def logprob(seq: tuple[int, ...]) -> float:
+                steps = [first[row] if k == 0 else after[(row, seq[:k])] for k in range(len(seq))]
+                return sum(float(step[token]) for step, token in zip(steps, seq))
+            raw = {o: math.fsum(math.exp(logprob(seq)) for seq in seqs) for o, seqs in by_option.items()}
+            out.append(OptionProbs.from_raw(raw, options, normalize))
         return out
+
+    def _context_logprobs(self, batch: list[Request], texts: list[str],
+                          contexts: list[tuple[int, tuple[int, ...]]]) -> dict[tuple[int, tuple[int, ...]], Any]:
+        """Next-token log-probabilities after each row's prompt extended by a context's token ids
+        (teacher forcing through the assistant prefix, written by `extension`)."""
+        import torch
+        asked = [replace(batch[row], prefix=batch[row].prefix + self.extension(texts[row], ids), meta={})
+                 for row, ids in contexts]
+        logits, _, _ = self._first_logits(asked)
+        return dict(zip(contexts, torch.log_softmax(logits, dim=-1)))
 
     def _generate_batch(self, batch: list[Request]) -> list[Answer]:
         """Generated answers for one batch, on the shared-prefix path where it was prepared for it."""
