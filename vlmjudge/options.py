@@ -1,15 +1,14 @@
 """What an option's probability is, on every backend: one definition in one place.
 
 P(option) is the probability that the judge's answer, right after the assistant prefix,
-starts with the option: written bare or after one space ("Yes" or " Yes"), each form as the
-tokenizer writes it in that context; the two forms' probabilities add. A form of several
-tokens (" 1" is "Ġ" "1" on Qwen tokenizers) counts as the product of its tokens'
+starts with the option written as the next word: after one space, unless the prefix ends in
+whitespace ("Answer:" -> " Yes"; "Answer:\n" -> "Yes"), as `surface_form` writes it. A form
+of several tokens (" 1" is "Ġ" "1" on Qwen tokenizers) counts as the product of its tokens'
 probabilities under teacher forcing. Options are then normalised over each other, and their
 raw total is kept as `OptionProbs.mass`: below `MIN_OPTION_MASS` the judge was mostly not
 answering with an option, and records flag the decision. An option a backend could not see
-(a server's top-k without any of its forms) is never reported as 0: the result is
-`truncated`, the option holds its upper bound, and methods treat it as a failed decision.
-docs/judges.md says why.
+(a server's top-k without it) is never reported as 0: the result is `truncated`, the option
+holds its upper bound, and methods treat it as a failed decision. docs/judges.md says why.
 """
 from __future__ import annotations
 
@@ -21,9 +20,15 @@ from typing import Any, Iterable, Mapping, Sequence
 MIN_OPTION_MASS = 0.5
 
 
-def surface_forms(option: str) -> tuple[str, str]:
-    """The two ways an answer can start with `option` right after the prefix: bare, or after one space."""
-    return (option, " " + option)
+def surface_form(option: str, before: str) -> str:
+    """How an answer starts with `option` right after the text `before` (the prefix): as the next
+    word, after a space unless `before` is empty or ends in whitespace.
+
+    Examples:
+        >>> surface_form("Yes", "Answer:"), surface_form("Yes", "Answer:\\n"), surface_form("1", "")
+        (' Yes', 'Yes', '1')
+    """
+    return option if not before or before[-1].isspace() else " " + option
 
 
 class OptionProbs(dict):
@@ -95,19 +100,20 @@ def as_option_probs(value: Mapping[str, float] | None) -> OptionProbs:
     return OptionProbs(value or {})
 
 
-def read_top_logprobs(alternatives: Iterable[tuple[str, float]], options: Sequence[str],
+def read_top_logprobs(alternatives: Iterable[tuple[str, float]], options: Sequence[str], before: str,
                       normalize: bool = True) -> OptionProbs:
-    """Option probabilities from one position's top-k (token, logprob) list, as a server gives it.
+    """Option probabilities from one position's top-k (token, logprob) list, as a server gives it,
+    after the prefix `before`.
 
-    A listed token counts for an option when it is one of the option's `surface_forms`. An
-    option with no form listed is bounded, never 0: each form by the listed tokens that start
-    it (" " for " 1": the rest of the form can only lower it), else by the k-th (smallest
-    listed) probability or what the list leaves of 1, whichever is smaller. A listed option is bounded too when tokens that start its other form
-    hold more than all listed options together (Qwen's " " before a digit): its reading would
-    otherwise hide most of it.
+    A listed token counts for an option when it is the option's `surface_form`. An option whose
+    form is not listed is bounded, never 0: by the listed tokens that start its form (" " for
+    " 1": the rest of the form can only lower it), else by the k-th (smallest listed)
+    probability or what the list leaves of 1, whichever is smaller. A listed option is bounded
+    too when tokens that start its form hold more than all listed options together: a form
+    written in pieces would otherwise hide most of its probability.
 
     Examples:
-        >>> cut = read_top_logprobs([(" No", math.log(0.9)), ("\\n", math.log(0.05))], ["Yes", "No"])
+        >>> cut = read_top_logprobs([(" No", math.log(0.9)), ("\\n", math.log(0.05))], ["Yes", "No"], "Answer:")
         >>> round(cut["No"], 3), round(cut.bounds["Yes"], 3), round(cut.mass, 3)
         (0.947, 0.05, 0.9)
     """
@@ -116,18 +122,15 @@ def read_top_logprobs(alternatives: Iterable[tuple[str, float]], options: Sequen
     kth = min(min((p for _, p in pairs), default=1.0), room)
     raw: dict[str, float] = {}
     hidden: dict[str, float] = {}
-    unseen: dict[str, float] = {}
     for option in options:
-        forms = surface_forms(option)
-        raw[option] = math.fsum(p for t, p in pairs if t in forms)
-        starts = [math.fsum(p for t, p in pairs if f.startswith(t) and t != f) for f in forms]
-        hidden[option] = math.fsum(starts)
-        unseen[option] = math.fsum(s if s > 0 else kth for s in starts)
+        form = surface_form(option, before)
+        raw[option] = math.fsum(p for t, p in pairs if t == form)
+        hidden[option] = math.fsum(p for t, p in pairs if form.startswith(t) and t != form)
     bounds: dict[str, float] = {}
     listed = math.fsum(raw.values())
     for option in options:
         if raw[option] == 0:
-            bounds[option] = min(1.0, unseen[option], room + hidden[option])
+            bounds[option] = min(1.0, hidden[option] or kth)
         elif hidden[option] > listed:
             bounds[option] = min(1.0, raw[option] + hidden[option])
     return OptionProbs.from_raw(raw, options, normalize, bounds)

@@ -22,31 +22,34 @@ from vlmjudge.wire import (
 )
 
 
-def test_top_logprobs_count_an_option_bare_and_after_one_space():
-    alts = [(" Yes", math.log(0.5)), ("Yes", math.log(0.1)), ("No", math.log(0.2)), ("\nMaybe", math.log(0.2))]
-    probs = read_top_logprobs(alts, ["Yes", "No"])
-    assert probs == pytest.approx({"Yes": 0.6 / 0.8, "No": 0.2 / 0.8})  # 0.75 / 0.25 by hand
-    assert probs.mass == pytest.approx(0.8) and not probs.truncated
-    nothing = read_top_logprobs([("Perhaps", -0.1)], ["Yes", "No"])
+def test_top_logprobs_count_an_option_as_the_next_word():
+    alts = [(" Yes", math.log(0.5)), ("Yes", math.log(0.1)), (" No", math.log(0.2)), ("\nMaybe", math.log(0.2))]
+    probs = read_top_logprobs(alts, ["Yes", "No"], "Answer:")  # after "Answer:" the forms " Yes", " No"
+    assert probs == pytest.approx({"Yes": 0.5 / 0.7, "No": 0.2 / 0.7})
+    assert probs.mass == pytest.approx(0.7) and not probs.truncated
+    bare = read_top_logprobs(alts, ["Yes", "No"], "Answer:\n")  # after a newline "Yes"; "No" unlisted
+    assert bare.truncated and set(bare.bounds) == {"No"} and bare.mass == pytest.approx(0.1)
+    nothing = read_top_logprobs([("Perhaps", -0.1)], ["Yes", "No"], "")
     assert nothing.truncated and set(nothing.bounds) == {"Yes", "No"}
-    cased = read_top_logprobs([("yes", -0.1), (" No", -2.0)], ["Yes", "No"])  # case matters: "yes" is no "Yes"
+    cased = read_top_logprobs([("yes", -0.3), ("No", -2.0)], ["Yes", "No"], "")  # case matters
     assert cased.truncated and 0 < cased["Yes"] < 1 and cased.bounds["Yes"] <= math.exp(-2.0)
 
 
 def test_an_option_missing_from_the_top_k_is_bounded_never_zero():
-    """The case a real vLLM run met: " No" listed, no form of "Yes": not No = 1.0."""
+    """The case a real vLLM run met: " No" listed, " Yes" not: not No = 1.0."""
     alts = [("\n", math.log(0.99)), (" No", math.log(0.0012))] + [(f"t{i}", math.log(0.0002)) for i in range(18)]
-    probs = read_top_logprobs(alts, ["Yes", "No"])
-    assert probs.truncated and probs.bounds == {"Yes": pytest.approx(2 * 0.0002)}
+    probs = read_top_logprobs(alts, ["Yes", "No"], "Answer:")
+    assert probs.truncated and probs.bounds == {"Yes": pytest.approx(0.0002)}
     assert 0 < probs["Yes"] < 1 and 0 < probs["No"] < 1 and probs.mass == pytest.approx(0.0012)
 
 
 def test_a_digit_hidden_behind_a_space_token_is_bounded():
     """Qwen tokenizers write " 1" as " " then "1": a listed " " may hide the options' forms."""
-    alts = [(" ", math.log(0.8)), ("1", math.log(0.05)), ("2", math.log(0.05))]
-    probs = read_top_logprobs(alts, ["1", "2"])
-    assert probs.truncated and probs.bounds["1"] == pytest.approx(0.85)
-    clear = read_top_logprobs([(" ", math.log(0.01)), ("1", math.log(0.6)), ("2", math.log(0.3))], ["1", "2"])
+    alts = [(" ", math.log(0.8)), ("x", math.log(0.05))]
+    probs = read_top_logprobs(alts, ["1", "2"], "Rating:")
+    assert probs.truncated and probs.bounds == {"1": pytest.approx(0.8), "2": pytest.approx(0.8)}
+    clear = read_top_logprobs([(" ", math.log(0.01)), (" 1", math.log(0.6)), (" 2", math.log(0.3))], ["1", "2"],
+                              "Rating:")
     assert not clear.truncated and clear["1"] == pytest.approx(2 / 3)
 
 

@@ -4,7 +4,7 @@ A server shows the first answer token's top-k only. Where an option is missing f
 renormalising over the options found would report it as 0 and the other as 1. Instead, in
 order: ask again with a larger k (up to `max_top_logprobs`, while the server accepts it);
 score the missing option directly (vLLM's `prompt_logprobs` on a request whose assistant
-prefix ends with each of the option's forms); failing both, return the answer truncated,
+prefix ends with the option's form); failing both, return the answer truncated,
 the option at its upper bound (`vlmjudge.options.read_top_logprobs`). docs/judges.md.
 """
 from __future__ import annotations
@@ -13,13 +13,21 @@ import logging
 import math
 from typing import Any, Sequence
 
-from ..options import OptionProbs, read_top_logprobs, surface_forms
+from ..options import OptionProbs, read_top_logprobs, surface_form
 from ..wire import OPTIONS_FIELD, WireBody, fallback_body, options_from
 
 log = logging.getLogger("vlmjudge.openai")
 
 #: The vLLM extension that returns the prompt tokens' log-probabilities (0: the prompt's own tokens only).
 PROMPT_LOGPROBS_FIELD = "prompt_logprobs"
+
+
+def prefix_of(body: WireBody) -> str:
+    """The assistant prefix a request body continues ("" without one: the server's template then
+    ends its assistant header, with a newline in the templates of the supported families)."""
+    last = body.standard["messages"][-1] if body.standard["messages"] else {}
+    content = last.get("content") if last.get("role") == "assistant" else ""
+    return content if isinstance(content, str) else ""
 
 
 def scoring_body(probs: WireBody, form: str) -> WireBody:
@@ -82,31 +90,31 @@ class OptionReading:
         served = self._served(first, options)
         if served is not None:
             return served
-        raw = self._raw_options(first, options)
+        raw = self._raw_options(first, options, prefix_of(body))
         if raw is not None:
             raw = self._untruncated(body, raw, options) if raw.truncated else raw
             return OptionProbs.from_raw(raw, options, bounds=raw.bounds)
         self._count("choice_probs_fallbacks")
         return self._one_hot(self._answer(self._live(fallback_body(body, self.fallback_max_tokens))), options)
 
-    def _raw_or_failed(self, first: dict[str, Any] | None, options: list[str]) -> OptionProbs:
+    def _raw_or_failed(self, first: dict[str, Any] | None, options: list[str], before: str) -> OptionProbs:
         """A response's raw option probabilities; `{}` (counted) where it has no logprobs."""
-        raw = self._raw_options(first, options)
+        raw = self._raw_options(first, options, before)
         if raw is None and first is not None:
             self._count("failed_requests")
         return raw if raw is not None else OptionProbs()
 
     def _live_raw(self, body: WireBody, options: list[str]) -> OptionProbs:
         """Raw option probabilities of one live request, unseen options widened, scored or bounded."""
-        raw = self._raw_or_failed(self._live(body), options)
+        raw = self._raw_or_failed(self._live(body), options, prefix_of(body))
         return self._untruncated(body, raw, options) if raw.truncated else raw
 
-    def _probs_from(self, body: dict[str, Any] | None, options: list[str]) -> OptionProbs | None:
+    def _probs_from(self, body: dict[str, Any] | None, options: list[str], before: str) -> OptionProbs | None:
         """Option probabilities, normalised over the options, from one response (bounded where unseen)."""
         served = self._served(body, options)
         if served is not None:
             return served
-        raw = self._raw_options(body, options)
+        raw = self._raw_options(body, options, before)
         return OptionProbs.from_raw(raw, options, bounds=raw.bounds) if raw is not None else None
 
     def _served(self, body: dict[str, Any] | None, options: Sequence[str]) -> OptionProbs | None:
@@ -116,10 +124,11 @@ class OptionReading:
             self._count_usage(body)
         return served
 
-    def _raw_options(self, first: dict[str, Any] | None, options: Sequence[str]) -> OptionProbs | None:
-        """Raw option probabilities from one response's first-token top-k; None without one."""
+    def _raw_options(self, first: dict[str, Any] | None, options: Sequence[str], before: str) -> OptionProbs | None:
+        """Raw option probabilities from one response's first-token top-k after the prefix
+        `before`; None without one."""
         alternatives = self._alternatives(first)
-        return read_top_logprobs(alternatives, options, normalize=False) if alternatives else None
+        return read_top_logprobs(alternatives, options, before, normalize=False) if alternatives else None
 
     def _untruncated(self, body: WireBody, raw: OptionProbs, options: Sequence[str]) -> OptionProbs:
         """`raw` with its unseen options found where the server allows (a larger top-k, then
@@ -152,25 +161,23 @@ class OptionReading:
         except self._gave_up:
             return None
         self._count("wider_top_logprobs")
-        return self._raw_options(again, options)
+        return self._raw_options(again, options, prefix_of(body))
 
     def _scored(self, body: WireBody, raw: OptionProbs, options: Sequence[str]) -> OptionProbs | None:
-        """`raw` with each unseen option scored directly (every form, `scoring_body`); None when
+        """`raw` with each unseen option scored directly (its form, `scoring_body`); None when
         the server gives no prompt log-probabilities (remembered: not asked again)."""
         values = dict(raw)
         for option in raw.bounds:
-            total = 0.0
-            for form in surface_forms(option):
-                try:
-                    lp = form_logprob(self._create(scoring_body(body, form)), form)
-                except (self._refusal, self._gave_up):
-                    lp = None
-                if lp is None:
-                    if not self._refused.get("prompt_logprobs"):
-                        log.warning("the server gives no prompt_logprobs; options beyond its top-k stay bounded")
-                    self._refused["prompt_logprobs"] = True
-                    return None
-                total += math.exp(lp)
-            values[option] = total
+            form = surface_form(option, prefix_of(body))
+            try:
+                lp = form_logprob(self._create(scoring_body(body, form)), form)
+            except (self._refusal, self._gave_up):
+                lp = None
+            if lp is None:
+                if not self._refused.get("prompt_logprobs"):
+                    log.warning("the server gives no prompt_logprobs; options beyond its top-k stay bounded")
+                self._refused["prompt_logprobs"] = True
+                return None
+            values[option] = math.exp(lp)
         self._count("options_scored_directly", len(raw.bounds))
         return OptionProbs.from_raw(values, options, normalize=False)

@@ -25,7 +25,7 @@ from ..judge import Judge, JudgeError, JudgeStats
 from ..options import OptionProbs
 from ..requests import Answer, Request
 from ._openai_batch import BatchRunner
-from ._openai_options import OptionReading
+from ._openai_options import OptionReading, prefix_of
 from ..wire import (
     GRAMMAR_FIELDS,
     OPTIONS_FIELD,
@@ -304,7 +304,7 @@ class OpenAIJudge(OptionReading, Judge):
         self._account(requests)
         if self.batch_api:
             firsts = dict(zip(order, self._batch([bodies[i] for i in order])))
-            probs = {i: self._probs_from(firsts[i], options) for i in order}  # a batch is not widened
+            probs = {i: self._probs_from(firsts[i], options, prefix_of(bodies[i])) for i in order}  # not widened
             redo = [i for i in order if probs[i] is None and firsts[i] is not None]
             if redo:
                 self._count("choice_probs_fallbacks", len(redo))
@@ -332,7 +332,7 @@ class OpenAIJudge(OptionReading, Judge):
         self._account(requests)
         if self.batch_api:
             firsts = dict(zip(order, self._batch([bodies[i] for i in order])))
-            out = {i: self._raw_or_failed(firsts[i], options) for i in order}
+            out = {i: self._raw_or_failed(firsts[i], options, prefix_of(bodies[i])) for i in order}
         else:
             out = self._parallel(order, lambda i: self._live_raw(bodies[i], options))
         return [out[i] for i in range(len(requests))]

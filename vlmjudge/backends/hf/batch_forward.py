@@ -50,24 +50,24 @@ class BatchForward:
         return logits, texts, None
 
     def _probs_batch(self, batch: list[Request], options: list[str], normalize: bool = True) -> list[OptionProbs]:
-        """Option probabilities as `vlmjudge.options` defines them: each option's surface forms
-        summed, a form of several tokens scored under teacher forcing (one more forward for the
-        batch, over the prompts extended by the forms' leading tokens), normalised over the
-        options unless `normalize` is False; the options' total is the mass."""
+        """Option probabilities as `vlmjudge.options` defines them: each option's surface form, one
+        of several tokens scored under teacher forcing (one more forward for the batch, over the
+        prompts extended by the forms' leading tokens), normalised over the options unless
+        `normalize` is False; the options' total is the mass."""
         import torch
         with torch.inference_mode():
             logits, texts, _ = self._first_logits(batch)
             first = torch.log_softmax(logits, dim=-1)
             sequences = [self.option_sequences(text, options) for text in texts]
             contexts = list(dict.fromkeys((row, seq[:k]) for row, by_option in enumerate(sequences)
-                                          for seqs in by_option.values() for seq in seqs for k in range(1, len(seq))))
+                                          for seq in by_option.values() for k in range(1, len(seq))))
             after = self._context_logprobs(batch, texts, contexts) if contexts else {}
         out = []
         for row, by_option in enumerate(sequences):
             def logprob(seq: tuple[int, ...]) -> float:
                 steps = [first[row] if k == 0 else after[(row, seq[:k])] for k in range(len(seq))]
                 return sum(float(step[token]) for step, token in zip(steps, seq))
-            raw = {o: math.fsum(math.exp(logprob(seq)) for seq in seqs) for o, seqs in by_option.items()}
+            raw = {o: math.exp(logprob(seq)) for o, seq in by_option.items()}
             out.append(OptionProbs.from_raw(raw, options, normalize))
         return out
 

@@ -1,18 +1,18 @@
 """Request preparation for the transformers judge: chat-template rendering, tokenizer ids, the
-token sequences an option is written as, and a batch's CPU inputs (built on the prefetch thread
+token sequence an option is written as, and a batch's CPU inputs (built on the prefetch thread
 where one runs).
 
-`option_sequences` gives each option's surface forms (`vlmjudge.options`: bare and after a
-space) as token ids in context: the prompt's tail tokenised with and without the form. A
-form of several tokens is scored whole by `choice_probs`. Constrained generation's
-`first_options` needs one token per option: `option_ids`, the option as the next word
-(after a space unless the prompt ends in whitespace).
+`option_sequences` gives each option's `surface_form` (`vlmjudge.options`: the next word, after
+a space unless the prompt ends in whitespace) as token ids in context: the prompt's tail
+tokenised with and without it. A form of several tokens is scored whole by `choice_probs`.
+Constrained generation's `first_options` needs one token per option (`option_ids`, the same
+form's id), so for single-token options both read the same ids.
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ...options import surface_forms
+from ...options import surface_form
 from ...requests import Request
 from .prefix import kv_run as kvrun
 from .prefix import units as prefixes
@@ -33,26 +33,21 @@ class RequestPreparation:
         for tail in _VALIDATION_TAILS:
             self.option_sequences(tail, options)
 
-    def option_sequences(self, prompt_text: str, options: Sequence[str]) -> dict[str, list[tuple[int, ...]]]:
-        """Each option's surface forms as token ids right after `prompt_text` (see module doc).
-        A form whose first characters merge into the prompt's last token cannot follow these
-        prompt ids and is left out; an option with no form left, or whose form starts another
-        option's, is a ValueError (its probability would be 0, or counted twice)."""
+    def option_sequences(self, prompt_text: str, options: Sequence[str]) -> dict[str, tuple[int, ...]]:
+        """Each option's surface form as token ids right after `prompt_text` (see module doc); a
+        ValueError when a form merges into the prompt's last token (no token sequence after
+        these prompt ids writes it) or starts another option's (it would count for both)."""
         tail = prompt_text[-_TAIL_CHARS:]
         key = ("sequences", tail, tuple(options))
         if key not in self._option_cache:
             base = self.tokenizer.encode(tail, add_special_tokens=False)
-            found: dict[str, list[tuple[int, ...]]] = {}
+            found: dict[str, tuple[int, ...]] = {}
             for option in options:
-                seqs = []
-                for form in surface_forms(option):
-                    full = self.tokenizer.encode(tail + form, add_special_tokens=False)
-                    if len(full) > len(base) and full[:len(base)] == base:
-                        seqs.append(tuple(full[len(base):]))
-                if not seqs:
-                    raise ValueError(f"option {option!r} cannot be written after {tail[-12:]!r}: every form "
-                                     "of it merges into the prompt's last token")
-                found[option] = list(dict.fromkeys(seqs))
+                full = self.tokenizer.encode(tail + surface_form(option, tail), add_special_tokens=False)
+                if len(full) <= len(base) or full[:len(base)] != base:
+                    raise ValueError(f"option {option!r} cannot be written after {tail[-12:]!r}: it merges "
+                                     f"into the prompt's last token ({self.tokenizer.convert_ids_to_tokens(full)[-3:]})")
+                found[option] = tuple(full[len(base):])
             _check_apart(found, tail)
             self._option_cache[key] = found
         return self._option_cache[key]
@@ -61,8 +56,11 @@ class RequestPreparation:
         """The text that extends `prompt_text` by exactly the token `ids` (an option's leading
         tokens, fed to score the rest); a ValueError where the tokenizer would write that text
         as other tokens, since the reading would then score a sequence the model never saw."""
-        written = self.tokenizer.decode(list(ids))
-        if tuple(self._token_ids(prompt_text + written)) != tuple(self._token_ids(prompt_text)) + tuple(ids):
+        prompt_ids = tuple(self._token_ids(prompt_text))
+        anchor = self.tokenizer.decode(list(prompt_ids[-8:]))  # decoded after the prompt's last tokens:
+        written = self.tokenizer.decode(list(prompt_ids[-8:]) + list(ids))  # a word-start "▁" keeps its space
+        written = written[len(anchor):] if written.startswith(anchor) else self.tokenizer.decode(list(ids))
+        if tuple(self._token_ids(prompt_text + written)) != prompt_ids + tuple(ids):
             raise ValueError(f"an option's leading tokens {self.tokenizer.convert_ids_to_tokens(list(ids))} do "
                              "not tokenise back to themselves after the prompt; choose other options")
         return written
@@ -147,11 +145,11 @@ class RequestPreparation:
 
 
 
-def _check_apart(found: dict[str, list[tuple[int, ...]]], tail: str) -> None:
+def _check_apart(found: dict[str, tuple[int, ...]], tail: str) -> None:
     """No option's token sequence may start another option's: a model writing the longer one
     would count for both."""
-    for option, seqs in found.items():
-        for other, others in found.items():
-            if other != option and any(o[:len(s)] == s for s in seqs for o in others):
+    for option, seq in found.items():
+        for other, longer in found.items():
+            if other != option and longer[:len(seq)] == seq:
                 raise ValueError(f"after {tail[-12:]!r}, option {option!r} is written as the start of option "
                                  f"{other!r}; choose options no one of which begins another")
