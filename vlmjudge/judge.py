@@ -145,8 +145,9 @@ class Judge(ABC):
         order (an `OptionProbs` carries the mass; a plain dict none); `{}` for a failed request."""
 
     def _choice_probs_raw(self, requests: list[Request], options: list[str]) -> list[dict[str, float]]:
-        """The options' probabilities over the whole vocabulary (not normalised over them), in order; `{}` for a request the backend failed on. Backends that see no token
-        distribution do not override this."""
+        """The options' probabilities over the whole vocabulary (not normalised over them), in
+        order; `{}` for a request the backend failed on. Backends that see no token distribution
+        do not override this."""
         raise NotImplementedError(f"the {self.backend} backend gives no unnormalised option probabilities")
 
     def validate_options(self, options: Sequence[str]) -> None:

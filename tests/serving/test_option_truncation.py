@@ -95,7 +95,8 @@ def test_a_server_with_prompt_logprobs_scores_the_missing_option(monkeypatch):
 def test_terravis_fails_a_truncated_decision_and_says_so(monkeypatch):
     from terravis import TerraVis, load_pack
     pack = load_pack({"system": "Judge the image.", "eligibility": "Is it a real scene?",
-                      "detection": "Answer Yes or No.", "severity": "{type_name}: {aspect}, {evidence}. Major or Minor?"})
+                      "detection": "Answer Yes or No.",
+                      "severity": "{type_name}: {aspect}, {evidence}. Major or Minor?"})
     with stub_server(_Handler, monkeypatch, max_k=20, scores=False, asked=[]) as (server, url):
         judge = stub_client(url, concurrency=1)
         tv = TerraVis(judge, pack=pack, decision="choice")

@@ -45,8 +45,9 @@ class RequestPreparation:
             for option in options:
                 full = self.tokenizer.encode(tail + surface_form(option, tail), add_special_tokens=False)
                 if len(full) <= len(base) or full[:len(base)] != base:
+                    pieces = self.tokenizer.convert_ids_to_tokens(full)[-3:]
                     raise ValueError(f"option {option!r} cannot be written after {tail[-12:]!r}: it merges "
-                                     f"into the prompt's last token ({self.tokenizer.convert_ids_to_tokens(full)[-3:]})")
+                                     f"into the prompt's last token ({pieces})")
                 found[option] = tuple(full[len(base):])
             _check_apart(found, tail)
             self._option_cache[key] = found
