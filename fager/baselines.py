@@ -7,8 +7,8 @@ as a single yes/no question, and uses the VQA model's predicted probability of a
 No), on any judge that exposes token probabilities (transformers, replay, servers that
 return top logprobs). `normalize=True` gives P(Yes) / (P(Yes) + P(No)) instead, which is
 not VQAScore: it reorders pairs (raw 0.40 vs 0.50 becomes 0.80 vs 0.50 when P(No) is 0.10
-and 0.50). A request the judge fails on has no score (None), which the A/B test refuses
-rather than counting as zero.
+and 0.50). A request the judge fails on, or answers only with a bound (truncated), has no
+score (None), which the A/B test refuses rather than counting as zero.
 """
 from __future__ import annotations
 
@@ -63,11 +63,13 @@ class VQAScoreBaseline:
         return out
 
     def score(self, images: Sequence[Any], prompts: Sequence[str], ids: Sequence[Any] | None = None) -> list[float | None]:
-        """P(Yes) per image (raw, or normalised over the options); None where the judge gave nothing."""
+        """P(Yes) per image (raw, or normalised over the options); None where the judge gave nothing
+        or only a bound (a truncated answer: a server's top-k without an option, counted in
+        `judge.stats.truncated_options`)."""
         yes = self.prompt.options[0]
         probs = self.judge.choice_probs(self.requests(images, prompts, ids), list(self.prompt.options),
                                         normalize=self.normalize)
-        return [float(p[yes]) if p else None for p in probs]
+        return [float(p[yes]) if p and not p.truncated else None for p in probs]
 
 
 def baseline_ab_test(baseline: VQAScoreBaseline, factual_images: Sequence[Any], generated_images: Sequence[Any],

@@ -15,7 +15,7 @@ from vlmjudge.judge import Judge
 from . import stages
 from .pack import PromptPack
 from .records import ImageRecord
-from .workflow import Item, WorkflowConfig, fail
+from .workflow import Item, WorkflowConfig, count_truncated, fail, note_mass
 
 RatingVariant = Literal["holistic", "gptscore"]
 
@@ -56,10 +56,12 @@ def run_rating(judge: Judge, items: Sequence[Item], pack: PromptPack, variant: R
         counts["retries"] += len(again)
         for i, d in zip(todo, stages.decide(judge, again, options, config.decision)):
             decisions[i] = d
+    count_truncated(counts, decisions)
     for record, d in zip(records, decisions):
         record.rating_probs = d.probs
+        note_mass(record, d, variant)
         if d.outcome == "failed":
-            fail(record, variant)
+            fail(record, variant, d)
         elif d.outcome == "unparseable":
             record.status = "failed"
             record.parse_failures += 1

@@ -109,6 +109,9 @@ class ImageRecord:
     n_minor: int = 0
     rating: int | None = None
     rating_probs: dict[str, float] | None = None
+    #: decisions (eligibility, detection/<type>, ...) whose options held less than
+    #: `vlmjudge.options.MIN_OPTION_MASS` of the judge's probability: it was not answering the question
+    low_mass: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     parse_failures: int = 0
     retries: int = 0
@@ -149,12 +152,12 @@ class ImageRecord:
         return score_from_counts(sev.count("major"), sev.count("minor"), lam, alpha)
 
     def to_json(self, probs: bool = True) -> dict[str, Any]:
-        """A plain dict (json.dumps-able); `probs=False` leaves out the probabilities, which a
-        generation-only run does not have."""
+        """A plain dict (json.dumps-able); `probs=False` leaves out the probabilities (and the
+        decisions flagged by theirs), which a generation-only run does not have."""
         out = asdict(self)
         out["checks"] = [c.to_json(probs) for c in self.checks]
         out["valid"] = self.valid
-        return _without_probs(out, probs, "eligibility_prob", "rating_probs")
+        return _without_probs(out, probs, "eligibility_prob", "rating_probs", "low_mass")
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "ImageRecord":

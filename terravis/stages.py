@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Sequence
 
 from vlmjudge.judge import Judge
+from vlmjudge.options import MIN_OPTION_MASS, as_option_probs
 from vlmjudge.requests import Constraint, Decoding, Request
 
 from . import answers
@@ -39,11 +40,19 @@ _ROOT_RULE = re.compile(r"^root ::=", re.M)
 @dataclass
 class Decision:
     """One read decision: the chosen option (None unless ok) and, from choice_probs, the
-    probability of every option."""
+    probability of every option, the options' total `mass` (None where unmeasured) and whether
+    an option was `truncated` (a server's top-k lacked it: the decision failed, never a No)."""
 
     outcome: Outcome
     option: str | None = None
     probs: dict[str, float] | None = None
+    mass: float | None = None
+    truncated: bool = False
+
+    @property
+    def low_mass(self) -> bool:
+        """The judge mostly answered with no option (`vlmjudge.options.MIN_OPTION_MASS`)."""
+        return self.mass is not None and self.mass < MIN_OPTION_MASS
 
     @property
     def ok(self) -> bool:
@@ -226,7 +235,12 @@ def labelled_option(text: str, options: Sequence[str], stage: str, label: str = 
 
 
 def _from_probs(probs: dict[str, float], options: Sequence[str]) -> Decision:
+    """A choice decision; a truncated one fails (its unseen option holds only a bound)."""
     if not probs:
         return Decision("failed")
+    probs = as_option_probs(probs)
+    values = {o: float(probs.get(o, 0.0)) for o in options}
+    if probs.truncated:
+        return Decision("failed", None, values, probs.mass, truncated=True)
     best = max(options, key=lambda o: probs.get(o, 0.0))  # ties go to the earlier option
-    return Decision("ok", best, {o: float(probs.get(o, 0.0)) for o in options})
+    return Decision("ok", best, values, probs.mass)

@@ -70,16 +70,36 @@ class Item:
 
 
 # -- recording outcomes (shared by the workflow and the reference path) ------------------
-def fail(record: ImageRecord, where: str) -> None:
-    """A failed or empty response: the image becomes N/A (failed), never "no violation"."""
+#: Why a truncated decision fails its image: its unseen option is only bounded, so neither answer is known.
+TRUNCATED = "an option was missing from the judge's top-k (truncated): failed, never a No"
+
+
+def count_truncated(counts: Counter, decisions: Sequence[Decision]) -> None:
+    """Count truncated decisions in the run's counts (the key appears only when one occurred)."""
+    n = sum(d.truncated for d in decisions)
+    if n:
+        counts["truncated"] += n
+
+
+def fail(record: ImageRecord, where: str, decision: Decision | None = None) -> None:
+    """A failed or empty response, or a truncated decision: the image becomes N/A (failed),
+    never "no violation"."""
     record.status = "failed"
     record.score = None
-    record.errors.append(f"{where}: failed or empty response")
+    why = TRUNCATED if decision is not None and decision.truncated else "failed or empty response"
+    record.errors.append(f"{where}: {why}")
+
+
+def note_mass(record: ImageRecord, decision: Decision, where: str) -> None:
+    """Name a decision the judge mostly did not answer with an option in `record.low_mass`."""
+    if decision.low_mass:
+        record.low_mass.append(where)
 
 
 def apply_eligibility(record: ImageRecord, decision: Decision, options: Sequence[str]) -> None:
+    note_mass(record, decision, "eligibility")
     if decision.outcome == "failed":
-        fail(record, "eligibility")
+        fail(record, "eligibility", decision)
     elif decision.outcome == "unparseable":  # after any retries: N/A, as the public release does
         record.status, record.eligible, record.eligibility_parse_ok = "not_applicable", False, False
         record.parse_failures += 1
@@ -91,8 +111,9 @@ def apply_eligibility(record: ImageRecord, decision: Decision, options: Sequence
 
 
 def apply_detection(record: ImageRecord, check: CheckRecord, decision: Decision, options: Sequence[str]) -> None:
+    note_mass(record, decision, f"detection/{check.type_id}")
     if decision.outcome == "failed":
-        fail(record, f"detection/{check.type_id}")
+        fail(record, f"detection/{check.type_id}", decision)
     elif decision.outcome == "unparseable":
         check.detected, check.parse_ok = False, False
         record.parse_failures += 1
@@ -114,8 +135,9 @@ def apply_evidence(record: ImageRecord, check: CheckRecord, text: str | None) ->
 
 
 def apply_severity(record: ImageRecord, check: CheckRecord, decision: Decision, options: Sequence[str]) -> None:
+    note_mass(record, decision, f"severity/{check.type_id}")
     if decision.outcome == "failed":
-        fail(record, f"severity/{check.type_id}")
+        fail(record, f"severity/{check.type_id}", decision)
     elif decision.outcome == "unparseable":
         check.severity, check.severity_parse_ok = "minor", False
         record.parse_failures += 1
@@ -203,6 +225,7 @@ class Workflow:
         if asked:
             self.counts[stage] += len(asked)
         decisions = stages.decide(self.judge, asked, options, self.cfg.decision)
+        count_truncated(self.counts, decisions)
         for attempt in range(1, self.cfg.max_retries + 1 if records is not None else 1):
             todo = [i for i, d in enumerate(decisions) if d.outcome == "unparseable"]
             if not todo:

@@ -26,6 +26,8 @@ _SQLITE_MAX_VARS = 900
 PROB_SUM_TOLERANCE = 1e-3
 #: The fields of a stored text answer (`Answer.to_json`); failed answers ("error") are never stored.
 _ANSWER_FIELDS = {"text", "finish_reason", "num_tokens"}
+#: The fields of stored option probabilities (`vlmjudge.options.OptionProbs.to_json`).
+_PROBS_FIELDS = {"probs", "mass", "bounds"}
 
 
 def cache_key(identity: dict[str, Any], operation: str, request_hash: str,
@@ -69,18 +71,25 @@ def answer_problem(op: str, value: Any, options: Sequence[str] | None = None) ->
     """Why a stored value cannot be the answer to an `op` request, or None when it can: the one
     check every backend's cached answers pass before they are served (a failing one is a miss).
 
-    "generate" holds `Answer.to_json()` of a finished answer; "choice_probs" holds exactly the
-    options, each a finite probability, summing to 1; "choice_probs_raw" the same summing to at
-    most 1 (full-vocabulary probabilities; all may be 0).
+    "generate" holds `Answer.to_json()` of a finished answer; "choice_probs" holds
+    `OptionProbs.to_json()`: exactly the options, each a finite probability, summing to 1, the
+    option mass (a probability, or null) and the bounds of unseen options; "choice_probs_raw"
+    the same summing to at most 1 (full-vocabulary probabilities; all may be 0). A bare
+    mapping of options (stored before the mass was) is refused: asked again.
 
     Examples:
-        >>> answer_problem("choice_probs", {"Yes": 0.25, "No": 0.75}, ["Yes", "No"]) is None
+        >>> answer_problem("choice_probs", {"probs": {"Yes": 0.25, "No": 0.75}, "mass": 0.9, "bounds": {}},
+        ...                ["Yes", "No"]) is None
         True
-        >>> answer_problem("choice_probs", {"foo": 1}, ["Yes", "No"])
+        >>> answer_problem("choice_probs", {"Yes": 0.25, "No": 0.75}, ["Yes", "No"])
+        "fields ['No', 'Yes'] are not ['bounds', 'mass', 'probs']"
+        >>> answer_problem("choice_probs", {"probs": {"foo": 1}, "mass": None, "bounds": {}}, ["Yes", "No"])
         "keys ['foo'] are not the options ['Yes', 'No']"
-        >>> answer_problem("choice_probs", {"Yes": 7.5, "No": -6.5}, ["Yes", "No"])
+        >>> answer_problem("choice_probs", {"probs": {"Yes": 7.5, "No": -6.5}, "mass": 1, "bounds": {}},
+        ...                ["Yes", "No"])
         "'Yes' is 7.5, not a probability in [0, 1]"
-        >>> answer_problem("choice_probs_raw", {"Yes": 0.0, "No": 0.0}, ["Yes", "No"]) is None
+        >>> answer_problem("choice_probs_raw", {"probs": {"Yes": 0.0, "No": 0.0}, "mass": 0.0, "bounds": {}},
+        ...                ["Yes", "No"]) is None
         True
         >>> answer_problem("generate", {"text": "No", "finish_reason": "stop", "num_tokens": 1}) is None
         True
@@ -110,14 +119,25 @@ def _text_answer_problem(value: Any) -> str | None:
     return None
 
 
-def _probs_problem(value: Any, options: list[str], normalised: bool) -> str | None:
-    """Exactly the options as keys, each a finite number in [0, 1], with the sum the operation gives."""
+def _probs_problem(stored: Any, options: list[str], normalised: bool) -> str | None:
+    """`OptionProbs.to_json()`: exactly the options as keys, each a finite number in [0, 1], with
+    the sum the operation gives; a mass in [0, 1] or null; bounds in [0, 1] on options only."""
+    if not isinstance(stored, dict):
+        return f"a {type(stored).__name__}, not option probabilities"
+    if set(stored) != _PROBS_FIELDS:
+        return f"fields {sorted(stored)} are not {sorted(_PROBS_FIELDS)}"
+    mass, bounds, value = stored["mass"], stored["bounds"], stored["probs"]
+    if mass is not None and not _is_probability(mass):
+        return f"option mass {mass!r} is not a probability in [0, 1]"
+    if not isinstance(bounds, dict) or not set(bounds) <= set(options) \
+            or not all(_is_probability(b) for b in bounds.values()):
+        return f"bounds {bounds!r} are not probabilities of options"
     if not isinstance(value, dict):
         return f"a {type(value).__name__}, not option probabilities"
     if len(value) != len(options) or set(value) != set(options):
         return f"keys {list(value)} are not the options {options}"
     for option, p in value.items():
-        if isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p) or not 0 <= p <= 1:
+        if not _is_probability(p):
             return f"{option!r} is {p!r}, not a probability in [0, 1]"
     total = sum(value.values())
     if normalised and abs(total - 1) > PROB_SUM_TOLERANCE:
@@ -125,6 +145,11 @@ def _probs_problem(value: Any, options: list[str], normalised: bool) -> str | No
     if not normalised and total > 1 + PROB_SUM_TOLERANCE:
         return f"probabilities sum to {total}, more than 1"
     return None
+
+
+def _is_probability(p: Any) -> bool:
+    """A finite number in [0, 1] (not a bool)."""
+    return not isinstance(p, bool) and isinstance(p, (int, float)) and math.isfinite(p) and 0 <= p <= 1
 
 
 class ResponseCache:

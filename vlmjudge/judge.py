@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 
 from .digests import digests_held
 from .cache import ResponseCache, answer_problem, cache_key
+from .options import OptionProbs, as_option_probs
 from .requests import CANCEL_META_KEY, Answer, Request
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,9 @@ class JudgeStats:
     #: option probabilities the backend itself gave that fail the same check (NaN from a broken
     #: model): served as a failed request (`{}`) and not stored
     invalid_answers: int = 0
+    #: fresh option probabilities with an option the backend could not see (a server's top-k
+    #: without it): bounded, never 0 (`vlmjudge.options.OptionProbs.truncated`)
+    truncated_options: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -138,13 +142,13 @@ class Judge(ABC):
 
     @abstractmethod
     def _choice_probs(self, requests: list[Request], options: list[str]) -> list[dict[str, float]]:
-        """Next-token probabilities over `options` (normalised over them), in order; `{}` for a
-        request the backend failed on."""
+        """Option probabilities as `vlmjudge.options` defines them, normalised over the options, in
+        order (an `OptionProbs` carries the mass; a plain dict none); `{}` for a failed request."""
 
     def _choice_probs_raw(self, requests: list[Request], options: list[str]) -> list[dict[str, float]]:
-        """Next-token probabilities of the options over the whole vocabulary (not normalised over
-        them), in order; `{}` for a request the backend failed on. Backends that see no token
-        distribution do not override this."""
+        """The options' probabilities over the whole vocabulary (not normalised over them), in
+        order; `{}` for a request the backend failed on. Backends that see no token distribution
+        do not override this."""
         raise NotImplementedError(f"the {self.backend} backend gives no unnormalised option probabilities")
 
     def validate_options(self, options: Sequence[str]) -> None:
@@ -173,22 +177,27 @@ class Judge(ABC):
                                 storable=lambda a: a.ok)
 
     def choice_probs(self, requests: Sequence[Request], options: Sequence[str], *, normalize: bool = True,
-                     progress: bool | None = None) -> list[dict[str, float]]:
-        """P(option | request) from the next-token distribution, normalised over the options.
+                     progress: bool | None = None) -> list[OptionProbs]:
+        """P(option | request) as `vlmjudge.options` defines it, normalised over the options, each
+        result an `OptionProbs` (a dict, with the options' total `mass` and any `bounds`).
 
-        `normalize=False` gives each option's first token its probability under the softmax over
-        the whole vocabulary instead (the values then sum to at most 1): what VQAScore reads as
-        P("Yes"). Both are cached apart.
+        `normalize=False` gives each option its probability over the whole vocabulary instead
+        (the values then sum to at most 1): what VQAScore reads as P("Yes"). Both are cached apart.
         """
         options = list(options)
         if len(options) < 2 or len(set(options)) != len(options):
             raise ValueError(f"choice_probs needs at least two distinct options, got {options}")
         self.validate_options(options)
         requests = _checked(requests)
-        compute = self._choice_probs if normalize else self._choice_probs_raw
+        backend = self._choice_probs if normalize else self._choice_probs_raw
+
+        def compute(chunk: list[Request]) -> list[OptionProbs]:
+            out = [as_option_probs(p) for p in backend(chunk, options)]
+            self.stats.truncated_options += sum(p.truncated for p in out)
+            return out
         return self._cached_run("choice_probs" if normalize else "choice_probs_raw", requests, options,
-                                lambda chunk: compute(chunk, options), progress,
-                                encode=dict, decode=dict, storable=bool)
+                                compute, progress, encode=lambda p: as_option_probs(p).to_json(),
+                                decode=OptionProbs.from_json, storable=bool)
 
     def _cached_run(self, op: str, requests: list[Request], options: list[str] | None,
                     compute: Callable[[list[Request]], list], progress: bool | None,
@@ -273,7 +282,7 @@ class Judge(ABC):
         self.stats.invalid_answers += 1
         log.warning("the %s backend gave %s answer %r (%s); counted as a failed request", self.backend, op,
                     out, problem)
-        return {}
+        return OptionProbs()
 
 
 def _unique(requests: list[Request], todo: list[int],

@@ -8,7 +8,8 @@ A request body is split into the fields the OpenAI SDK knows (`standard`) and th
 extensions vLLM, SGLang and `vlmjudge serve` read (`extra`, sent as `extra_body`). Images
 travel as base64 PNG data URLs (`png_data_url`, read back by `data_url_bytes`). Responses
 are chat.completion objects (`completion_body`, `options_completion_body`, `error_body`),
-read back by `completion_json`, `answer_from`, `first_token_alternatives` and `usage_counts`.
+read back by `completion_json`, `answer_from`, `first_token_alternatives`, `options_from`
+and `usage_counts`.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .images import image_bytes_digest
+from .options import OptionProbs, as_option_probs
 from .requests import Answer, Request
 
 #: Extension field naming the options of a `choice_probs` call; `vlmjudge serve` answers
@@ -206,7 +208,9 @@ def completion_body(model: str, answer: Answer) -> dict[str, Any]:
 def options_completion_body(model: str, probs: dict[str, float]) -> dict[str, Any]:
     """A one-token chat.completion whose first token's top_logprobs are the options (those with
     non-zero probability, most likely first), the options' probabilities normalised over them:
-    the answer to a `probs_body` that named its options in OPTIONS_FIELD.
+    the answer to a `probs_body` that named its options in OPTIONS_FIELD. The whole
+    `OptionProbs` (every option, the mass, any bounds) rides along in OPTIONS_FIELD, which
+    `options_from` reads back; other clients read the top_logprobs.
 
     Examples:
         >>> body = options_completion_body("judge", {"Yes": 0.75, "No": 0.25, "Maybe": 0.0})
@@ -218,7 +222,21 @@ def options_completion_body(model: str, probs: dict[str, float]) -> dict[str, An
         raise ValueError("choice probabilities with no mass")
     top = [{"token": o, "logprob": math.log(p), "bytes": list(o.encode("utf-8"))} for o, p in ranked]
     logprobs = {"content": [{**top[0], "top_logprobs": top}]}
-    return _envelope(model, {"role": "assistant", "content": ranked[0][0]}, "length", logprobs, 1)
+    body = _envelope(model, {"role": "assistant", "content": ranked[0][0]}, "length", logprobs, 1)
+    return {**body, OPTIONS_FIELD: as_option_probs(probs).to_json()}
+
+
+def options_from(body: dict[str, Any], options: Sequence[str]) -> OptionProbs | None:
+    """The `OptionProbs` a `vlmjudge serve` response carries for exactly these options, else None.
+
+    Examples:
+        >>> options_from(options_completion_body("judge", {"Yes": 0.75, "No": 0.25}), ["Yes", "No"])
+        {'Yes': 0.75, 'No': 0.25}
+    """
+    value = body.get(OPTIONS_FIELD) if isinstance(body, dict) else None
+    if not isinstance(value, dict) or not isinstance(value.get("probs"), dict) or set(value["probs"]) != set(options):
+        return None
+    return OptionProbs.from_json(value)
 
 
 def _envelope(model: str, message: dict[str, Any], finish: str, logprobs: Any, tokens: int) -> dict[str, Any]:
@@ -299,27 +317,6 @@ def first_token_alternatives(body: dict[str, Any]) -> list[tuple[str, float]] | 
     if not pairs and first.get("token") is not None:
         pairs = [(first.get("token"), first.get("logprob"))]
     return [(tok, float(lp)) for tok, lp in pairs if isinstance(tok, str) and lp is not None]
-
-
-def option_probs(alternatives: list[tuple[str, float]], options: Sequence[str],
-                 normalize: bool = True) -> dict[str, float] | None:
-    """P(option) from first-token alternatives, normalised over the options; a token counts for
-    an option when it equals it exactly or after stripping leading whitespace (" Yes" and "Yes"
-    both count for "Yes", their probabilities add). None when no option appears.
-
-    `normalize=False`: the options' probabilities as the server gave them (over its whole
-    vocabulary); an option outside the top logprobs has 0, so all may be 0."""
-    mass = {o: 0.0 for o in options}
-    for token, logprob in alternatives:
-        for candidate in dict.fromkeys((token, token.lstrip())):
-            if candidate in mass and math.isfinite(logprob):
-                mass[candidate] += math.exp(logprob)
-    if not normalize:
-        return mass
-    total = sum(mass.values())
-    if total <= 0:
-        return None
-    return {o: p / total for o, p in mass.items()}
 
 
 def prompt_segments(request: Request, urls: ImageURLs) -> tuple:

@@ -45,13 +45,16 @@ def test_replay_serves_recorded_probabilities_as_recorded():
 
 
 def test_openai_backend_reads_raw_probabilities_from_top_logprobs(monkeypatch):
-    """Top logprobs " Yes" ln 0.4, "Maybe" ln 0.3, "No" ln 0.1: raw Yes 0.4 and No 0.1; an option
-    outside the top logprobs has 0; a response without logprobs gives no score, never a one-hot."""
+    """Top logprobs "Yes" ln 0.4, "Maybe" ln 0.3, "No" ln 0.1 (no prefix: the option is the bare
+    word): raw Yes 0.4 and No 0.1; an option
+    outside the top logprobs (here not widened nor scored) holds its bound, never 0, and the
+    answer is truncated; a response without logprobs gives no score, never a one-hot."""
     from vlmjudge.wire import OPTIONS_FIELD
     from vlmjudge.backends.openai import OpenAIJudge
     monkeypatch.setenv("VLMJUDGE_TEST_KEY", "sk-test")
-    judge = OpenAIJudge("m", base_url="http://127.0.0.1:9/v1", api_key_env="VLMJUDGE_TEST_KEY", concurrency=1)
-    top = [{"token": " Yes", "logprob": math.log(0.4)}, {"token": "Maybe", "logprob": math.log(0.3)},
+    judge = OpenAIJudge("m", base_url="http://127.0.0.1:9/v1", api_key_env="VLMJUDGE_TEST_KEY", concurrency=1,
+                        max_top_logprobs=20, score_unseen=False)
+    top = [{"token": "Yes", "logprob": math.log(0.4)}, {"token": "Maybe", "logprob": math.log(0.3)},
            {"token": "No", "logprob": math.log(0.1)}]
     replies = iter([
         {"choices": [{"message": {"content": " Yes"}, "finish_reason": "length",
@@ -64,14 +67,16 @@ def test_openai_backend_reads_raw_probabilities_from_top_logprobs(monkeypatch):
     monkeypatch.setattr(judge, "_create", lambda body: sent.append(body) or next(replies))
     probs = judge.choice_probs([Request(text=f"Is it {i}?") for i in range(3)], ["Yes", "No"], normalize=False)
     assert probs[0] == {"Yes": pytest.approx(0.4), "No": pytest.approx(0.1)}
-    assert probs[1] == {"Yes": pytest.approx(0.4), "No": 0.0}
+    assert probs[1] == {"Yes": pytest.approx(0.4), "No": pytest.approx(0.3)}  # bound: what the list leaves of 1
+    assert probs[1].truncated and not probs[0].truncated and judge.stats.truncated_options == 1
     assert probs[2] == {} and judge.counters["failed_requests"] == 1
     assert all(OPTIONS_FIELD not in body.extra for body in sent)
 
 
 def test_tiny_transformers_judge_gives_the_full_softmax(tiny_judge):
-    """normalize=False equals softmax(logits)[option id] computed here from the model's own logits;
-    normalize=True equals the softmax over the two option logits."""
+    """normalize=False equals softmax(logits)[option id] computed here from the model's own logits
+    (after "Answer:" the option is the token of " Yes", `vlmjudge.options`); normalize=True
+    equals those divided by their total, which is the mass."""
     import torch
     request = Request(images=[noise(7)], text='Does this image show "a mug"?', prefix="Answer:")
     raw = tiny_judge.choice_probs([request], ["Yes", "No"], normalize=False)[0]
@@ -81,11 +86,12 @@ def test_tiny_transformers_judge_gives_the_full_softmax(tiny_judge):
     with torch.inference_mode():
         logits = tiny_judge.model(**inputs).logits[0, -1].float()
     tokenizer = tiny_judge.tokenizer
-    ids = [tokenizer.encode(text + " " + word, add_special_tokens=False)[-1] for word in ("Yes", "No")]
     full = torch.softmax(logits, dim=-1)
-    assert raw["Yes"] == pytest.approx(full[ids[0]].item(), rel=1e-4)
-    assert raw["No"] == pytest.approx(full[ids[1]].item(), rel=1e-4)
-    assert raw["Yes"] + raw["No"] < 1.0
-    pair = torch.softmax(logits[ids], dim=-1)
-    assert normalised["Yes"] == pytest.approx(pair[0].item(), rel=1e-4)
+    by_hand = {word: full[tokenizer.encode(text + " " + word, add_special_tokens=False)[-1]].item()
+               for word in ("Yes", "No")}
+    assert raw["Yes"] == pytest.approx(by_hand["Yes"], rel=1e-4)
+    assert raw["No"] == pytest.approx(by_hand["No"], rel=1e-4)
+    assert raw["Yes"] + raw["No"] < 1.0 and raw.mass == pytest.approx(raw["Yes"] + raw["No"])
+    assert normalised["Yes"] == pytest.approx(by_hand["Yes"] / sum(by_hand.values()), rel=1e-4)
+    assert normalised.mass == pytest.approx(raw.mass, rel=1e-4)
     assert raw["Yes"] / (raw["Yes"] + raw["No"]) == pytest.approx(normalised["Yes"], rel=1e-4)

@@ -38,14 +38,22 @@ def key_of(j, request, op="choice_probs"):
     return cache_key(j.identity(), op, request.content_hash(), OPTIONS if op != "generate" else None)
 
 
+def choice(probs, mass="null", bounds="{}"):
+    """A stored choice answer (`OptionProbs.to_json`) around `probs`, as JSON text."""
+    return f'{{"probs": {probs}, "mass": {mass}, "bounds": {bounds}}}'
+
+
 @pytest.mark.parametrize("stored", [
-    '{"foo": 1}',                          # wrong keys: once served as eligibility 0.0, eligible
-    '{"Yes": 7.5, "No": -6.5}',            # out of range: once served as a probability of 7.5
-    '{"Yes": NaN, "No": 0.5}',             # NaN: once written as a bare NaN token into records
-    '{"Yes": 0.5, "No": 0.4}',             # no distribution: normalised values must sum to 1
-    '{"Yes": true, "No": false}',          # booleans are no probabilities
-    '{"Yes": 0.5, "No": 0.5, "Maybe": 0}',  # an extra key
-    '[0.5, 0.5]',                          # not an object at all
+    choice('{"foo": 1}'),                          # wrong keys: once served as eligibility 0.0, eligible
+    choice('{"Yes": 7.5, "No": -6.5}'),            # out of range: once served as a probability of 7.5
+    choice('{"Yes": NaN, "No": 0.5}'),             # NaN: once written as a bare NaN token into records
+    choice('{"Yes": 0.5, "No": 0.4}'),             # no distribution: normalised values must sum to 1
+    choice('{"Yes": true, "No": false}'),          # booleans are no probabilities
+    choice('{"Yes": 0.5, "No": 0.5, "Maybe": 0}'),  # an extra key
+    choice('{"Yes": 0.5, "No": 0.5}', mass="1.5"),  # an option mass above 1
+    choice('{"Yes": 0.5, "No": 0.5}', bounds='{"Maybe": 0.1}'),  # a bound on no option
+    '{"Yes": 0.25, "No": 0.75}',                   # the bare mapping stored before the option mass
+    '[0.5, 0.5]',                                  # not an object at all
 ])
 def test_a_bad_choice_entry_is_asked_again_and_overwritten(tmp_path, stored):
     path = tmp_path / "r.sqlite"
@@ -82,11 +90,11 @@ def test_raw_probabilities_may_all_be_zero_but_not_sum_past_one(tmp_path):
     requests = asks(2)
     truth = judge(path).choice_probs(requests, OPTIONS, normalize=False)
     raw_key = cache_key(judge(None).identity(), "choice_probs_raw", requests[0].content_hash(), OPTIONS)
-    overwrite(path, raw_key, '{"Yes": 0.0, "No": 0.0}')
+    overwrite(path, raw_key, choice('{"Yes": 0.0, "No": 0.0}', mass="0.0"))
     served = judge(path)
     assert served.choice_probs(requests, OPTIONS, normalize=False)[0] == {"Yes": 0.0, "No": 0.0}
     assert served.stats.cache_invalid == 0
-    overwrite(path, raw_key, '{"Yes": 0.9, "No": 0.8}')
+    overwrite(path, raw_key, choice('{"Yes": 0.9, "No": 0.8}'))
     rerun = judge(path)
     assert rerun.choice_probs(requests, OPTIONS, normalize=False) == truth and rerun.stats.cache_invalid == 1
 
@@ -181,7 +189,7 @@ def test_terravis_rescores_exactly_after_its_cached_decisions_are_corrupted(tmp_
         rows = conn.execute("SELECT key, value FROM responses").fetchall()
         decisions = [key for key, value in rows if '"text"' not in value]
         conn.executemany("UPDATE responses SET value = ? WHERE key = ?",
-                         [('{"Yes": 7.5, "No": -6.5}', key) for key in decisions])
+                         [(choice('{"Yes": 7.5, "No": -6.5}'), key) for key in decisions])
     conn.close()
     assert decisions and first_judge.stats.model_calls > len(decisions)
     rerun_judge, again = score()

@@ -7,6 +7,7 @@ from PIL import Image
 from vlmjudge import Constraint, Decoding, Request
 from vlmjudge.backends.openai import OpenAIJudge, _public_url
 from vlmjudge.cache import cache_key
+from vlmjudge.options import read_top_logprobs
 from vlmjudge.serve import BadRequest
 from vlmjudge.serve.parse import parse_chat_body
 from vlmjudge.wire import (
@@ -15,18 +16,41 @@ from vlmjudge.wire import (
     generate_body,
     grammar_extension,
     grouped_order,
-    option_probs,
     options_completion_body,
+    options_from,
     probs_body,
 )
 
 
-def test_option_probs_match_exact_and_space_stripped_tokens():
-    alts = [(" Yes", math.log(0.5)), ("Yes", math.log(0.1)), ("No", math.log(0.2)), ("\nMaybe", math.log(0.2))]
-    probs = option_probs(alts, ["Yes", "No"])
-    assert probs == pytest.approx({"Yes": 0.6 / 0.8, "No": 0.2 / 0.8})  # 0.75 / 0.25 by hand
-    assert option_probs([("Perhaps", -0.1)], ["Yes", "No"]) is None
-    assert option_probs([("yes", -0.1), (" No", -2.0)], ["Yes", "No"]) == {"Yes": 0.0, "No": 1.0}  # case matters
+def test_top_logprobs_count_an_option_as_the_next_word():
+    alts = [(" Yes", math.log(0.5)), ("Yes", math.log(0.1)), (" No", math.log(0.2)), ("\nMaybe", math.log(0.2))]
+    probs = read_top_logprobs(alts, ["Yes", "No"], "Answer:")  # after "Answer:" the forms " Yes", " No"
+    assert probs == pytest.approx({"Yes": 0.5 / 0.7, "No": 0.2 / 0.7})
+    assert probs.mass == pytest.approx(0.7) and not probs.truncated
+    bare = read_top_logprobs(alts, ["Yes", "No"], "Answer:\n")  # after a newline "Yes"; "No" unlisted
+    assert bare.truncated and set(bare.bounds) == {"No"} and bare.mass == pytest.approx(0.1)
+    nothing = read_top_logprobs([("Perhaps", -0.1)], ["Yes", "No"], "")
+    assert nothing.truncated and set(nothing.bounds) == {"Yes", "No"}
+    cased = read_top_logprobs([("yes", -0.3), ("No", -2.0)], ["Yes", "No"], "")  # case matters
+    assert cased.truncated and 0 < cased["Yes"] < 1 and cased.bounds["Yes"] <= math.exp(-2.0)
+
+
+def test_an_option_missing_from_the_top_k_is_bounded_never_zero():
+    """The case a real vLLM run met: " No" listed, " Yes" not: not No = 1.0."""
+    alts = [("\n", math.log(0.99)), (" No", math.log(0.0012))] + [(f"t{i}", math.log(0.0002)) for i in range(18)]
+    probs = read_top_logprobs(alts, ["Yes", "No"], "Answer:")
+    assert probs.truncated and probs.bounds == {"Yes": pytest.approx(0.0002)}
+    assert 0 < probs["Yes"] < 1 and 0 < probs["No"] < 1 and probs.mass == pytest.approx(0.0012)
+
+
+def test_a_digit_hidden_behind_a_space_token_is_bounded():
+    """Qwen tokenizers write " 1" as " " then "1": a listed " " may hide the options' forms."""
+    alts = [(" ", math.log(0.8)), ("x", math.log(0.05))]
+    probs = read_top_logprobs(alts, ["1", "2"], "Rating:")
+    assert probs.truncated and probs.bounds == {"1": pytest.approx(0.8), "2": pytest.approx(0.8)}
+    clear = read_top_logprobs([(" ", math.log(0.01)), (" 1", math.log(0.6)), (" 2", math.log(0.3))], ["1", "2"],
+                              "Rating:")
+    assert not clear.truncated and clear["1"] == pytest.approx(2 / 3)
 
 
 def test_first_token_alternatives_read_top_logprobs_or_nothing():
@@ -95,6 +119,9 @@ def test_server_probs_body_lists_options_by_probability():
     top = body["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
     assert [t["token"] for t in top] == ["No", "Yes"] and top[0]["logprob"] == pytest.approx(math.log(0.75))
     assert body["choices"][0]["message"]["content"] == "No"
+    carried = options_from(body, ["Yes", "No", "Maybe"])  # every option, zero included, for our own client
+    assert carried == {"Yes": 0.25, "No": 0.75, "Maybe": 0.0} and carried.mass is None
+    assert options_from(body, ["Yes", "No"]) is None
 
 
 def test_key_and_base_url_handling(monkeypatch):

@@ -22,8 +22,10 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from ..judge import Judge, JudgeError, JudgeStats
+from ..options import OptionProbs
 from ..requests import Answer, Request
 from ._openai_batch import BatchRunner
+from ._openai_options import OptionReading, prefix_of
 from ..wire import (
     GRAMMAR_FIELDS,
     OPTIONS_FIELD,
@@ -38,7 +40,6 @@ from ..wire import (
     generate_body,
     grouped_order,
     in_callers_order,
-    option_probs,
     probs_body,
     retry_after_seconds,
     usage_counts,
@@ -78,7 +79,7 @@ class _GaveUp(Exception):
     """Internal: the last retry failed too."""
 
 
-class OpenAIJudge(Judge):
+class OpenAIJudge(OptionReading, Judge):
     """A judge that sends requests to an OpenAI-compatible chat-completions endpoint.
 
     What it adds over the SDK:
@@ -99,20 +100,23 @@ class OpenAIJudge(Judge):
       the extension field the server reads (`grammar_field`). `Constraint.first_options`
       goes as `vlmjudge_first_options`, which `vlmjudge serve` honours; vLLM, SGLang and
       hosted APIs ignore it, so there the grammar or schema alone constrains the answer.
-    - `choice_probs` reads the first token's `top_logprobs` (and sends the options as
-      `vlmjudge_options` for `vlmjudge serve`). Where the server gives no logprobs, or none
-      of the options, it generates a few tokens and takes the leading option (one-hot); the
-      manifest counts these as `choice_probs_fallbacks`.
-      `choice_probs(..., normalize=False)` reads the options' full-vocabulary probabilities
-      from the same `top_logprobs` (an option outside them has 0), with no one-hot fallback.
+    - `choice_probs` reads the first token's `top_logprobs` as `vlmjudge.options` defines an
+      option's probability (and sends the options as `vlmjudge_options` for `vlmjudge serve`).
+      An option missing from the top-k is never 0: `_openai_options` asks again with
+      `max_top_logprobs`, then scores it with `prompt_logprobs` (`score_unseen`), else bounds it
+      (`truncated`). Where the server gives no logprobs at all, it generates a few tokens and
+      takes the leading option (one-hot, no mass); the manifest counts `choice_probs_fallbacks`.
+      `normalize=False` reads the same probabilities unnormalised, with no one-hot fallback.
     - `batch_api=True` sends each chunk as one Batch-API job (upload, poll, download).
     """
 
     backend = "openai"
+    _refusal, _gave_up = OpenAIRequestError, _GaveUp  # what `OptionReading` catches
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
                  concurrency: int = 8, max_retries: int = 6, timeout_s: float = 60.0, backoff_s: float = 0.5,
-                 max_backoff_s: float = 30.0, top_logprobs: int = 20, grammar_field: str = "structured_outputs",
+                 max_backoff_s: float = 30.0, top_logprobs: int = 20, max_top_logprobs: int = 100,
+                 score_unseen: bool = True, grammar_field: str = "structured_outputs",
                  fallback_max_tokens: int = 8, batch_api: bool = False, batch_poll_s: float = 10.0,
                  batch_wait_s: float = 86400.0, batch_size: int | None = None, **kwargs: Any) -> None:
         if not isinstance(model, str) or not model:
@@ -120,7 +124,7 @@ class OpenAIJudge(Judge):
         if grammar_field not in GRAMMAR_FIELDS:
             raise ValueError(f"grammar_field must be one of {GRAMMAR_FIELDS}, got {grammar_field!r}")
         for name, value in (("concurrency", concurrency), ("top_logprobs", top_logprobs),
-                            ("fallback_max_tokens", fallback_max_tokens)):
+                            ("max_top_logprobs", max_top_logprobs), ("fallback_max_tokens", fallback_max_tokens)):
             if value < 1:
                 raise ValueError(f"{name} must be >= 1, got {value}")
         if max_retries < 0 or timeout_s <= 0 or backoff_s < 0 or batch_poll_s < 0:
@@ -137,6 +141,8 @@ class OpenAIJudge(Judge):
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
         self.top_logprobs = top_logprobs
+        self.max_top_logprobs, self.score_unseen = max_top_logprobs, score_unseen
+        self._refused: dict[str, bool] = {}  # extensions the server refused once: not asked again
         self.grammar_field = grammar_field
         self.fallback_max_tokens = fallback_max_tokens
         self.batch_api = batch_api
@@ -144,7 +150,8 @@ class OpenAIJudge(Judge):
         self.batch_wait_s = batch_wait_s
         #: Transport events: retries taken, requests failed after the last retry, choice_probs
         #: answered by the generate-and-parse fallback, batch jobs run.
-        self.counters = {"retries": 0, "failed_requests": 0, "choice_probs_fallbacks": 0, "batch_jobs": 0}
+        self.counters = {"retries": 0, "failed_requests": 0, "choice_probs_fallbacks": 0, "batch_jobs": 0,
+                         "wider_top_logprobs": 0, "options_scored_directly": 0}
         self._lock = threading.Lock()
         self._client_obj: Any = None
         self._rng = random.Random()
@@ -301,19 +308,20 @@ class OpenAIJudge(Judge):
         self._account(requests)
         if self.batch_api:
             firsts = dict(zip(order, self._batch([bodies[i] for i in order])))
-            probs = {i: self._probs_from(firsts[i], options) for i in order}
+            probs = {i: self._probs_from(firsts[i], options, prefix_of(bodies[i])) for i in order}  # not widened
             redo = [i for i in order if probs[i] is None and firsts[i] is not None]
             if redo:
                 self._count("choice_probs_fallbacks", len(redo))
                 again = self._batch([fallback_body(bodies[i], self.fallback_max_tokens) for i in redo])
                 probs.update({i: self._one_hot(self._answer(r), options) for i, r in zip(redo, again)})
-            out = {i: p or {} for i, p in probs.items()}
+            out = {i: p or OptionProbs() for i, p in probs.items()}
         else:
             out = self._parallel(order, lambda i: self._live_probs(bodies[i], options))
         return [out[i] for i in range(len(requests))]
 
     def _choice_probs_raw(self, requests: list[Request], options: list[str]) -> list[dict[str, float]]:
-        """Full-vocabulary P(option) from the first token's top logprobs, as the server gives them.
+        """Full-vocabulary P(option) from the first token's top logprobs, as the server gives them
+        (an option outside them widened, scored or bounded as `_choice_probs` does).
 
         The options are not sent as `vlmjudge_options` (`vlmjudge serve` would answer with
         probabilities normalised over them, and so refuses the request). A response without
@@ -328,14 +336,9 @@ class OpenAIJudge(Judge):
         self._account(requests)
         if self.batch_api:
             firsts = dict(zip(order, self._batch([bodies[i] for i in order])))
+            out = {i: self._raw_or_failed(firsts[i], options, prefix_of(bodies[i])) for i in order}
         else:
-            firsts = self._parallel(order, lambda i: self._live(bodies[i]))
-        out = {}
-        for i in order:
-            alternatives = self._alternatives(firsts[i])
-            out[i] = option_probs(alternatives, options, normalize=False) if alternatives else {}
-            if not alternatives and firsts[i] is not None:
-                self._count("failed_requests")
+            out = self._parallel(order, lambda i: self._live_raw(bodies[i], options))
         return [out[i] for i in range(len(requests))]
 
     def _alternatives(self, body: dict[str, Any] | None) -> list[tuple[str, float]] | None:
@@ -372,17 +375,6 @@ class OpenAIJudge(Judge):
             log.warning("request failed after %d attempts: %s", self.max_retries + 1, exc)
             return None
 
-    def _live_probs(self, body: WireBody, options: list[str]) -> dict[str, float]:
-        first = self._live(body)
-        if first is None:
-            self._count("failed_requests")
-            return {}
-        probs = self._probs_from(first, options)
-        if probs is not None:
-            return probs
-        self._count("choice_probs_fallbacks")
-        return self._one_hot(self._answer(self._live(fallback_body(body, self.fallback_max_tokens))), options)
-
     # -- batch path -----------------------------------------------------------------------
     def _batch(self, bodies: list[WireBody]) -> list[dict[str, Any] | None]:
         runner = BatchRunner(self._client, self._batch_call, poll_s=self.batch_poll_s, wait_s=self.batch_wait_s)
@@ -411,11 +403,6 @@ class OpenAIJudge(Judge):
         self._count("failed_requests")
         return Answer("", "error", 0)
 
-    def _probs_from(self, body: dict[str, Any] | None, options: list[str]) -> dict[str, float] | None:
-        """Option probabilities, normalised over the options, from one response's first token."""
-        alternatives = self._alternatives(body)
-        return option_probs(alternatives, options) if alternatives else None
-
     def _count_usage(self, body: dict[str, Any], generated: int | None = None) -> None:
         """Add a response's prompt, cached-prompt and completion tokens to the stats (a server
         that sends no `usage` adds nothing); `generated` overrides the completion count."""
@@ -425,14 +412,15 @@ class OpenAIJudge(Judge):
             self.stats.cached_prompt_tokens += cached
             self.stats.generated_tokens += completion if generated is None else generated
 
-    def _one_hot(self, answer: Answer, options: list[str]) -> dict[str, float]:
+    def _one_hot(self, answer: Answer, options: list[str]) -> OptionProbs:
+        """The leading option of a generated answer, one-hot and with no mass (nothing measured it)."""
         if not answer.ok:
-            return {}
+            return OptionProbs()
         chosen = first_option(answer.text, options)
         if chosen is None:
             log.warning("choice_probs fallback: answer %r starts with none of %s", answer.text[:80], options)
-            return {}
-        return {o: float(o == chosen) for o in options}
+            return OptionProbs()
+        return OptionProbs({o: float(o == chosen) for o in options})
 
     def _account(self, requests: list[Request]) -> None:
         with self._lock:

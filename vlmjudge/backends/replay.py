@@ -14,6 +14,7 @@ from collections import defaultdict
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..judge import Judge, JudgeError
+from ..options import OptionProbs
 from ..outputs import iter_jsonl
 from ..requests import Answer, Request
 
@@ -115,23 +116,26 @@ class ReplayJudge(Judge):
         self._account("choice_probs", requests)
         return [self._probs(r, options, normalize=False) for r in requests]
 
-    def _probs(self, request: Request, options: list[str], normalize: bool = True) -> dict[str, float]:
-        """Recorded `probs` are full-vocabulary probabilities: served as recorded (normalize=False)
-        or normalised over the options; a recorded text is one-hot on its leading option."""
+    def _probs(self, request: Request, options: list[str], normalize: bool = True) -> OptionProbs:
+        """Recorded `probs` are full-vocabulary probabilities (their total over the options is the
+        option mass): served as recorded (normalize=False) or normalised over the options. A
+        recorded text is one-hot on its leading option, with no mass (nothing measured it)."""
         value = self._recorded(request)
         if value is None:
-            return {}
+            return OptionProbs()
         if isinstance(value, dict) and "probs" in value:
             probs = {o: float(value["probs"].get(o, 0.0)) for o in options}
             total = sum(probs.values())
             if total <= 0 or min(probs.values()) < 0 or (not normalize and total > 1 + 1e-6):
                 raise JudgeError(f"recorded probs for {self.key_of(request)!r} are no distribution over {options}")
-            return probs if not normalize else {o: p / total for o, p in probs.items()}
+            out = OptionProbs.from_raw(probs, options, normalize)
+            out.mass = out.mass if out.mass <= 1 else None  # recorded weights, not probabilities
+            return out
         text = value if isinstance(value, str) else value.get("text") if isinstance(value, dict) else None
         chosen = first_option(text or "", options)
         if chosen is None:
             raise JudgeError(f"recorded answer {text!r} for {self.key_of(request)!r} starts with none of {options}")
-        return {o: float(o == chosen) for o in options}
+        return OptionProbs({o: float(o == chosen) for o in options})
 
 
 def first_option(text: str, options: Sequence[str]) -> str | None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from ..grammar import constraint_to_ebnf
 from ..judge import Judge, JudgeStats
+from ..options import OptionProbs
 from ..requests import Answer, Request
 
 #: Characters of the prompt's end re-tokenised to find which token an option is (as transformers).
@@ -143,15 +144,16 @@ class VLLMJudge(Judge):
             answers.append(Answer(completion.text, _FINISH.get(completion.finish_reason or "length", "error"), n))
         return answers
 
-    def _choice_probs(self, requests: list[Request], options: list[str]) -> list[dict[str, float]]:
+    def _choice_probs(self, requests: list[Request], options: list[str]) -> list[OptionProbs]:
         return self._option_probs(requests, options, normalize=True)
 
-    def _choice_probs_raw(self, requests: list[Request], options: list[str]) -> list[dict[str, float]]:
+    def _choice_probs_raw(self, requests: list[Request], options: list[str]) -> list[OptionProbs]:
         return self._option_probs(requests, options, normalize=False)
 
-    def _option_probs(self, requests: list[Request], options: list[str], normalize: bool) -> list[dict[str, float]]:
-        """Softmax over the option ids' logits (their full-vocabulary logprobs differ from the
-        logits by one constant per row), or (normalize=False) their full-vocabulary probabilities."""
+    def _option_probs(self, requests: list[Request], options: list[str], normalize: bool) -> list[OptionProbs]:
+        """The options' probabilities by `vlmjudge.options`' definition, from the option ids'
+        full-vocabulary logprobs: normalised over the options (softmax relative to the largest, so
+        tiny values do not underflow) with their raw total as the mass, or (normalize=False) raw."""
         from vllm import SamplingParams
         texts = [self.prompt_text(r) for r in requests]
         ids_of = [self.option_ids(text, options) for text in texts]
@@ -161,13 +163,14 @@ class VLLMJudge(Judge):
         for result, ids in zip(self._run(requests, texts, params), ids_of):
             found = result.outputs[0].logprobs[0]
             logprobs = [found[i].logprob for i in ids]
+            mass = math.fsum(math.exp(lp) for lp in logprobs)
             if normalize:
                 top = max(logprobs)
                 weights = [math.exp(lp - top) for lp in logprobs]
-                probs = [w / sum(weights) for w in weights]
+                probs = [w / math.fsum(weights) for w in weights]
             else:
                 probs = [math.exp(lp) for lp in logprobs]
-            out.append(dict(zip(options, probs)))
+            out.append(OptionProbs(dict(zip(options, probs)), mass))
         return out
 
     def _run(self, requests: list[Request], texts: list[str], params: list) -> list:

@@ -184,10 +184,11 @@ def test_option_token_follows_the_prompt(loaded):
     assert spaced != bare
 
 
-def test_multi_token_option_is_refused(loaded, noise):
+def test_an_option_that_begins_another_is_refused(loaded, noise):
+    """"Yes" is the first token of "Yes!": a model writing "Yes!" would count for both."""
     judge = loaded["qwen3_vl"]
-    with pytest.raises(ValueError, match="single token"):
-        judge.choice_probs(_requests(noise(1)), ["Yes", "Absolutely-not"])
+    with pytest.raises(ValueError, match="begins another"):
+        judge.choice_probs(_requests(noise(1)), ["Yes", "Yes!"])
 
 
 # -- decoding -------------------------------------------------------------------------------

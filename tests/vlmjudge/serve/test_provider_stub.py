@@ -24,11 +24,11 @@ def _completion(body):
     """What the stub's 'model' answers: an echo, or fixed first-token logprobs."""
     text = _user_text(body)
     if body.get("logprobs") and "no-logprobs" not in text:
-        top = [{"token": " Yes", "logprob": math.log(0.6)}, {"token": "No", "logprob": math.log(0.3)},
-               {"token": "Maybe", "logprob": math.log(0.1)}]
+        top = [{"token": "Yes", "logprob": math.log(0.6)}, {"token": "No", "logprob": math.log(0.3)},
+               {"token": "Maybe", "logprob": math.log(0.1)}]  # no prefix: an option is the bare word
         return {"id": "c", "object": "chat.completion", "created": 0, "model": body["model"],
-                "choices": [{"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": " Yes"},
-                             "logprobs": {"content": [{"token": " Yes", "logprob": math.log(0.6), "top_logprobs": top}]}}]}
+                "choices": [{"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": "Yes"},
+                             "logprobs": {"content": [{"token": "Yes", "logprob": math.log(0.6), "top_logprobs": top}]}}]}
     content = "No, it is not." if "no-logprobs" in text else f"echo: {text}"
     return {"id": "c", "object": "chat.completion", "created": 0, "model": body["model"],
             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content},
@@ -156,7 +156,8 @@ def test_batch_api_choice_probs_with_fallback_batch(provider):
     _, url = provider
     judge = stub_client(url, batch_api=True, batch_poll_s=0.0)
     probs = judge.choice_probs([Request(text="is it?"), Request(text="no-logprobs please")], ["Yes", "No"])
-    assert probs[0] == pytest.approx({"Yes": 0.6 / 0.9, "No": 0.3 / 0.9})  # " Yes" counts for "Yes"; Maybe is dropped
+    assert probs[0] == pytest.approx({"Yes": 0.6 / 0.9, "No": 0.3 / 0.9})  # Maybe is dropped
+    assert probs[0].mass == pytest.approx(0.9) and not probs[0].truncated
     assert probs[1] == {"Yes": 0.0, "No": 1.0}  # no logprobs: generated "No, ..." read as the option
     assert judge.counters["choice_probs_fallbacks"] == 1 and judge.counters["batch_jobs"] == 2
 

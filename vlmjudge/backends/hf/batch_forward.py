@@ -4,8 +4,11 @@ or the unshared one (one left-padded forward or one `model.generate` call over w
 """
 from __future__ import annotations
 
+import math
+from dataclasses import replace
 from typing import Any
 
+from ...options import OptionProbs
 from ...requests import CANCEL_META_KEY, Answer, Request
 from .prefix import units as prefixes
 
@@ -46,17 +49,39 @@ class BatchForward:
         self._count_plain(inputs, batch)
         return logits, texts, None
 
-    def _probs_batch(self, batch: list[Request], options: list[str], normalize: bool = True) -> list[dict[str, float]]:
-        """Softmax over the option ids, or (normalize=False) their share of the full softmax."""
+    def _probs_batch(self, batch: list[Request], options: list[str], normalize: bool = True) -> list[OptionProbs]:
+        """Option probabilities as `vlmjudge.options` defines them: each option's surface form, one
+        of several tokens scored under teacher forcing (one more forward for the batch, over the
+        prompts extended by the forms' leading tokens), normalised over the options unless
+        `normalize` is False; the options' total is the mass."""
         import torch
         with torch.inference_mode():
             logits, texts, _ = self._first_logits(batch)
+            sequences = [self.option_sequences(text, options) for text in texts]
+            ids = sorted({t for by_option in sequences for seq in by_option.values() for t in seq})
+            column = {t: j for j, t in enumerate(ids)}
+            # the needed columns only, in one transfer: a read per option and row would sync each time
+            first = torch.log_softmax(logits, dim=-1)[:, ids].tolist()
+            contexts = list(dict.fromkeys((row, seq[:k]) for row, by_option in enumerate(sequences)
+                                          for seq in by_option.values() for k in range(1, len(seq))))
+            after = self._context_logprobs(batch, texts, contexts, ids) if contexts else {}
         out = []
-        for row, text in zip(logits, texts):
-            ids = self.option_ids(text, options)
-            probs = torch.softmax(row[ids], dim=-1) if normalize else torch.softmax(row, dim=-1)[ids]
-            out.append(dict(zip(options, probs.tolist())))
+        for row, by_option in enumerate(sequences):
+            def logprob(seq: tuple[int, ...]) -> float:
+                steps = [first[row] if k == 0 else after[(row, seq[:k])] for k in range(len(seq))]
+                return math.fsum(step[column[token]] for step, token in zip(steps, seq))
+            out.append(_from_logprobs({o: logprob(seq) for o, seq in by_option.items()}, normalize))
         return out
+
+    def _context_logprobs(self, batch: list[Request], texts: list[str], contexts: list[tuple[int, tuple[int, ...]]],
+                          ids: list[int]) -> dict[tuple[int, tuple[int, ...]], list[float]]:
+        """Next-token log-probabilities of the token `ids` after each row's prompt extended by a
+        context's token ids (teacher forcing through the assistant prefix, written by `extension`)."""
+        import torch
+        asked = [replace(batch[row], prefix=batch[row].prefix + self.extension(texts[row], context), meta={})
+                 for row, context in contexts]
+        logits, _, _ = self._first_logits(asked)
+        return dict(zip(contexts, torch.log_softmax(logits, dim=-1)[:, ids].tolist()))
 
     def _generate_batch(self, batch: list[Request]) -> list[Answer]:
         """Generated answers for one batch, on the shared-prefix path where it was prepared for it."""
@@ -121,3 +146,18 @@ class BatchForward:
             self._grammars = compiler_with_closers(self.tokenizer, self.vocab_size, self.eos_ids)
         return self._grammars
 
+
+
+def _from_logprobs(logprobs: dict[str, float], normalize: bool) -> OptionProbs:
+    """Option probabilities from their log-probabilities, normalised relative to the largest (two
+    options of several tokens each may both lie below what exp() can hold); empty when no option
+    has any probability (a fully masked row)."""
+    mass = math.fsum(math.exp(lp) for lp in logprobs.values())
+    if not normalize:
+        return OptionProbs({o: math.exp(lp) for o, lp in logprobs.items()}, mass)
+    top = max(logprobs.values())
+    if top == -math.inf:
+        return OptionProbs()
+    shares = {o: math.exp(lp - top) for o, lp in logprobs.items()}
+    total = math.fsum(shares.values())
+    return OptionProbs({o: share / total for o, share in shares.items()}, mass)

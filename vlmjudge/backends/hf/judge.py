@@ -102,7 +102,7 @@ class TransformersJudge(RequestPreparation, BatchForward, Judge):
         self.prefetch = batching.prefetch_pays(model) if prefetch is None else prefetch
         self._max_rows = batching.UNLIMITED_ROWS   # requests per batch, lowered after out-of-memory
         self._budget_scale = 1.0                   # share of the token budget, halved after out-of-memory
-        self._option_cache: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+        self._option_cache: dict[tuple, Any] = {}  # option ids and token sequences, by prompt tail
         self._grammars = None
         self._prompts: dict[int, prefixes.Prompt] = {}
         self._token_ids = TokenIds(self.tokenizer)
@@ -150,11 +150,11 @@ class TransformersJudge(RequestPreparation, BatchForward, Judge):
         return self._run_in_batches("generate", requests, None)
 
     def _choice_probs(self, requests: list[Request], options: list[str]) -> list[dict[str, float]]:
-        """Option probabilities softmaxed over the option ids only."""
+        """Option probabilities (`vlmjudge.options`), normalised over the options."""
         return self._run_in_batches("choice_probs", requests, options)
 
     def _choice_probs_raw(self, requests: list[Request], options: list[str]) -> list[dict[str, float]]:
-        """Each option id's probability under the full-vocabulary softmax."""
+        """Each option's probability (`vlmjudge.options`) under the full-vocabulary softmax."""
         return self._run_in_batches("choice_probs_raw", requests, options)
 
     def _run_in_batches(self, op: str, requests: list[Request], options: list[str] | None) -> list:
@@ -278,5 +278,5 @@ class TransformersJudge(RequestPreparation, BatchForward, Judge):
                 "vision_cache_mb": self.vision_cache.max_bytes / 2**20 if self.vision_cache.enabled else 0,
                 "kv_cache_mb": self.kv_cache.max_bytes / 2**20 if self.kv_cache.enabled else 0,
                 "libraries": loading.library_versions(),
-                "option_tokens": "an option is the next word after the prompt: after a space unless "
-                                 "the prompt ends in whitespace"}
+                "option_tokens": "vlmjudge.options: bare and after a space, each form whole under teacher "
+                                 "forcing, normalised over the options; mass kept"}

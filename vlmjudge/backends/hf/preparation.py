@@ -1,16 +1,18 @@
-"""Request preparation for the transformers judge: chat-template rendering, tokenizer ids, which
-token an option is, and a batch's CPU inputs (built on the prefetch thread where one runs).
+"""Request preparation for the transformers judge: chat-template rendering, tokenizer ids, the
+token sequence an option is written as, and a batch's CPU inputs (built on the prefetch thread
+where one runs).
 
-An option is the next word after the prompt: after a space unless the prompt (template +
-prefix) ends in whitespace, so after "Answer:" the "Yes" option is the token of " Yes" and
-right after Qwen's "assistant\\n" it is "Yes". The id is found by tokenising the prompt's tail
-with and without the option, so `choice_probs` and constrained generation's `first_options`
-always read the same ids.
+`option_sequences` gives each option's `surface_form` (`vlmjudge.options`: the next word, after
+a space unless the prompt ends in whitespace) as token ids in context: the prompt's tail
+tokenised with and without it. A form of several tokens is scored whole by `choice_probs`.
+Constrained generation's `first_options` needs one token per option (`option_ids`, the same
+form's id), so for single-token options both read the same ids.
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ...options import surface_form
 from ...requests import Request
 from .prefix import kv_run as kvrun
 from .prefix import units as prefixes
@@ -26,12 +28,47 @@ class RequestPreparation:
     processor, token memo, runner and prefetcher, and changes no model state."""
 
     def validate_options(self, options: Sequence[str]) -> None:
-        """Every option must be one token both after a space and after whitespace (see module doc)."""
+        """Every option must be writable, and told apart from the others, after "Answer:" and
+        after a newline: fail before any model work, not in the middle of a run."""
         for tail in _VALIDATION_TAILS:
-            self.option_ids(tail, options)
+            self.option_sequences(tail, options)
+
+    def option_sequences(self, prompt_text: str, options: Sequence[str]) -> dict[str, tuple[int, ...]]:
+        """Each option's surface form as token ids right after `prompt_text` (see module doc); a
+        ValueError when a form merges into the prompt's last token (no token sequence after
+        these prompt ids writes it) or starts another option's (it would count for both)."""
+        tail = prompt_text[-_TAIL_CHARS:]
+        key = ("sequences", tail, tuple(options))
+        if key not in self._option_cache:
+            base = self.tokenizer.encode(tail, add_special_tokens=False)
+            found: dict[str, tuple[int, ...]] = {}
+            for option in options:
+                full = self.tokenizer.encode(tail + surface_form(option, tail), add_special_tokens=False)
+                if len(full) <= len(base) or full[:len(base)] != base:
+                    pieces = self.tokenizer.convert_ids_to_tokens(full)[-3:]
+                    raise ValueError(f"option {option!r} cannot be written after {tail[-12:]!r}: it merges "
+                                     f"into the prompt's last token ({pieces})")
+                found[option] = tuple(full[len(base):])
+            _check_apart(found, tail)
+            self._option_cache[key] = found
+        return self._option_cache[key]
+
+    def extension(self, prompt_text: str, ids: Sequence[int]) -> str:
+        """The text that extends `prompt_text` by exactly the token `ids` (an option's leading
+        tokens, fed to score the rest); a ValueError where the tokenizer would write that text
+        as other tokens, since the reading would then score a sequence the model never saw."""
+        prompt_ids = tuple(self._token_ids(prompt_text))
+        anchor = self.tokenizer.decode(list(prompt_ids[-8:]))  # decoded after the prompt's last tokens:
+        written = self.tokenizer.decode(list(prompt_ids[-8:]) + list(ids))  # a word-start "▁" keeps its space
+        written = written[len(anchor):] if written.startswith(anchor) else self.tokenizer.decode(list(ids))
+        if tuple(self._token_ids(prompt_text + written)) != prompt_ids + tuple(ids):
+            raise ValueError(f"an option's leading tokens {self.tokenizer.convert_ids_to_tokens(list(ids))} do "
+                             "not tokenise back to themselves after the prompt; choose other options")
+        return written
 
     def option_ids(self, prompt_text: str, options: Sequence[str]) -> list[int]:
-        """The token id each option would be as the next word after `prompt_text`."""
+        """The token id each option would be as the next word after `prompt_text` (constrained
+        generation's `first_options` restricts the first answer token to these)."""
         tail = prompt_text[-_TAIL_CHARS:]
         key = (tail, tuple(options))
         if key not in self._option_cache:
@@ -107,3 +144,13 @@ class RequestPreparation:
                 inputs[key] = value.to(self.model.dtype)
         return inputs
 
+
+
+def _check_apart(found: dict[str, tuple[int, ...]], tail: str) -> None:
+    """No option's token sequence may start another option's: a model writing the longer one
+    would count for both."""
+    for option, seq in found.items():
+        for other, longer in found.items():
+            if other != option and longer[:len(seq)] == seq:
+                raise ValueError(f"after {tail[-12:]!r}, option {option!r} is written as the start of option "
+                                 f"{other!r}; choose options no one of which begins another")

@@ -1,0 +1,183 @@
+"""Option probabilities from an OpenAI-compatible server, never silently truncated.
+
+A server shows the first answer token's top-k only. Where an option is missing from it,
+renormalising over the options found would report it as 0 and the other as 1. Instead, in
+order: ask again with a larger k (up to `max_top_logprobs`, while the server accepts it);
+score the missing option directly (vLLM's `prompt_logprobs` on a request whose assistant
+prefix ends with the option's form); failing both, return the answer truncated,
+the option at its upper bound (`vlmjudge.options.read_top_logprobs`). docs/judges.md.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any, Sequence
+
+from ..options import OptionProbs, read_top_logprobs, surface_form
+from ..wire import OPTIONS_FIELD, WireBody, fallback_body, options_from
+
+log = logging.getLogger("vlmjudge.openai")
+
+#: The vLLM extension that returns the prompt tokens' log-probabilities (0: the prompt's own tokens only).
+PROMPT_LOGPROBS_FIELD = "prompt_logprobs"
+
+
+def prefix_of(body: WireBody) -> str:
+    """The assistant prefix a request body continues ("" without one: the server's template then
+    ends its assistant header, with a newline in the templates of the supported families)."""
+    last = body.standard["messages"][-1] if body.standard["messages"] else {}
+    content = last.get("content") if last.get("role") == "assistant" else ""
+    return content if isinstance(content, str) else ""
+
+
+def scoring_body(probs: WireBody, form: str) -> WireBody:
+    """The request that scores `form` as the start of the answer: the probs request's messages
+    with `form` appended to the assistant prefix (a prefix message added where there is none),
+    one token generated, the prompt's log-probabilities asked for."""
+    messages = [dict(m) for m in probs.standard["messages"]]
+    if messages and messages[-1]["role"] == "assistant":
+        messages[-1]["content"] = messages[-1]["content"] + form
+    else:
+        messages.append({"role": "assistant", "content": form})
+    standard = {"model": probs.standard["model"], "messages": messages, "max_tokens": 1, "temperature": 0.0}
+    extra = {k: v for k, v in probs.extra.items() if k != OPTIONS_FIELD}
+    extra.update({"continue_final_message": True, "add_generation_prompt": False, PROMPT_LOGPROBS_FIELD: 0})
+    return WireBody(standard, extra)
+
+
+def form_logprob(body: dict[str, Any] | None, form: str) -> float | None:
+    """log P(form) from a `scoring_body` response: the prompt's last tokens that spell `form`,
+    their log-probabilities added (teacher forcing). None when the server sent no prompt
+    log-probabilities or its last tokens do not spell the form exactly."""
+    entries = body.get(PROMPT_LOGPROBS_FIELD) if isinstance(body, dict) else None
+    if not isinstance(entries, list):
+        return None
+    written, total = "", 0.0
+    for entry in reversed(entries):
+        token = _prompt_token(entry)
+        if token is None:
+            return None
+        written, total = token[0] + written, total + token[1]
+        if written == form:
+            return total
+        if len(written) >= len(form) or not form.endswith(written):
+            return None
+    return None
+
+
+def _prompt_token(entry: Any) -> tuple[str, float] | None:
+    """(decoded token, logprob) of the prompt's own token at one position (`prompt_logprobs=0`
+    lists that token alone; with more, it is the one vLLM ranks by its own prompt, listed first)."""
+    if not isinstance(entry, dict) or not entry:
+        return None
+    first = next(iter(entry.values()))
+    if not isinstance(first, dict) or not isinstance(first.get("decoded_token"), str):
+        return None
+    logprob = first.get("logprob")
+    return (first["decoded_token"], float(logprob)) if isinstance(logprob, (int, float)) else None
+
+
+class OptionReading:
+    """The probability path of `OpenAIJudge` (mixed into it): reads, widens, scores, bounds."""
+
+    def _live_probs(self, body: WireBody, options: list[str]) -> OptionProbs:
+        """Normalised option probabilities of one live request (see `_live_raw`); the one-hot
+        of a short generation where the server gives no logprobs."""
+        first = self._live(body)
+        if first is None:
+            self._count("failed_requests")
+            return OptionProbs()
+        served = self._served(first, options)
+        if served is not None:
+            return served
+        raw = self._raw_options(first, options, prefix_of(body))
+        if raw is not None:
+            raw = self._untruncated(body, raw, options) if raw.truncated else raw
+            return OptionProbs.from_raw(raw, options, bounds=raw.bounds)
+        self._count("choice_probs_fallbacks")
+        return self._one_hot(self._answer(self._live(fallback_body(body, self.fallback_max_tokens))), options)
+
+    def _raw_or_failed(self, first: dict[str, Any] | None, options: list[str], before: str) -> OptionProbs:
+        """A response's raw option probabilities; `{}` (counted) where it has no logprobs."""
+        raw = self._raw_options(first, options, before)
+        if raw is None and first is not None:
+            self._count("failed_requests")
+        return raw if raw is not None else OptionProbs()
+
+    def _live_raw(self, body: WireBody, options: list[str]) -> OptionProbs:
+        """Raw option probabilities of one live request, unseen options widened, scored or bounded."""
+        raw = self._raw_or_failed(self._live(body), options, prefix_of(body))
+        return self._untruncated(body, raw, options) if raw.truncated else raw
+
+    def _probs_from(self, body: dict[str, Any] | None, options: list[str], before: str) -> OptionProbs | None:
+        """Option probabilities, normalised over the options, from one response (bounded where unseen)."""
+        served = self._served(body, options)
+        if served is not None:
+            return served
+        raw = self._raw_options(body, options, before)
+        return OptionProbs.from_raw(raw, options, bounds=raw.bounds) if raw is not None else None
+
+    def _served(self, body: dict[str, Any] | None, options: Sequence[str]) -> OptionProbs | None:
+        """The whole answer a `vlmjudge serve` response carries (mass and bounds included), else None."""
+        served = options_from(body, options) if body is not None else None
+        if served is not None:
+            self._count_usage(body)
+        return served
+
+    def _raw_options(self, first: dict[str, Any] | None, options: Sequence[str], before: str) -> OptionProbs | None:
+        """Raw option probabilities from one response's first-token top-k after the prefix
+        `before`; None without one."""
+        alternatives = self._alternatives(first)
+        return read_top_logprobs(alternatives, options, before, normalize=False) if alternatives else None
+
+    def _untruncated(self, body: WireBody, raw: OptionProbs, options: Sequence[str]) -> OptionProbs:
+        """`raw` with its unseen options found where the server allows (a larger top-k, then
+        direct scoring); still truncated, with bounds, where it allows neither."""
+        wider = self._wider(body, options)
+        if wider is not None:
+            raw = wider
+            if not raw.truncated:
+                return raw
+        if self.score_unseen and not self._refused.get("prompt_logprobs"):
+            scored = self._scored(body, raw, options)
+            if scored is not None:
+                return scored
+        return raw
+
+    def _wider(self, body: WireBody, options: Sequence[str]) -> OptionProbs | None:
+        """The options read from a top-k of `max_top_logprobs`, or None where that is no larger,
+        or the server refused it once (its limit; not asked again) or failed."""
+        k = self.max_top_logprobs
+        if k <= body.standard["top_logprobs"] or self._refused.get("top_logprobs"):
+            return None
+        wider = WireBody({**body.standard, "top_logprobs": k}, body.extra)
+        try:
+            again = self._create(wider)
+        except self._refusal as exc:  # the server's limit is below k: remembered, not asked again
+            log.warning("the server refused top_logprobs=%d (%s); options beyond its top-%d stay bounded",
+                        k, exc, body.standard["top_logprobs"])
+            self._refused["top_logprobs"] = True
+            return None
+        except self._gave_up:
+            return None
+        self._count("wider_top_logprobs")
+        return self._raw_options(again, options, prefix_of(body))
+
+    def _scored(self, body: WireBody, raw: OptionProbs, options: Sequence[str]) -> OptionProbs | None:
+        """`raw` with each unseen option scored directly (its form, `scoring_body`); None when
+        the server gives no prompt log-probabilities (remembered: not asked again)."""
+        values = dict(raw)
+        for option in raw.bounds:
+            form = surface_form(option, prefix_of(body))
+            try:
+                lp = form_logprob(self._create(scoring_body(body, form)), form)
+            except (self._refusal, self._gave_up):
+                lp = None
+            if lp is None:
+                if not self._refused.get("prompt_logprobs"):
+                    log.warning("the server gives no prompt_logprobs; options beyond its top-k stay bounded")
+                self._refused["prompt_logprobs"] = True
+                return None
+            values[option] = math.exp(lp)
+        self._count("options_scored_directly", len(raw.bounds))
+        return OptionProbs.from_raw(values, options, normalize=False)
