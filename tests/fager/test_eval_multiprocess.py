@@ -35,7 +35,7 @@ def test_images_are_scored_on_add_and_two_processes_equal_one(abo_five, tmp_path
     assert expected["scores"] == abo_five["scores"]
     assert expected["fager"] == pytest.approx(sum(abo_five["scores"]) / 5)
     assert expected["decisions"] == [r["next_step"]["decision"] for r in abo_five["records"]]
-    assert expected["scored"] == 5 and expected["parse_failures"] == 0
+    assert expected["n_scored"] == 5 and expected["parse_failures"] == 0
 
     judges = {rank: keyed_replay(abo_five["answers"]) for rank in SHARDS}
     modules = {rank: evaluate.load(str(METRIC_DIR), judge=judges[rank], num_process=2, process_id=rank,

@@ -138,7 +138,7 @@ def test_evaluate_module_scores_images_with_qa_sets(abo_five, tmp_path, monkeypa
     with pytest.raises(ValueError, match="1 qa sets for 2 images"):
         module.compute(images=[noise(1), noise(2)], prompts=["a", "b"], qa_sets=["x"], judge=keyed_replay({}))
     metric_files = sorted(p.name for p in (REPO / "metrics" / "fager").iterdir() if not p.name.startswith("."))
-    assert metric_files == ["README.md", "app.py", "examples", "fager.py", "requirements.txt"]
+    assert metric_files == ["README.md", "annotate.py", "app.py", "examples", "fager.py", "requirements.txt"]
     card = (REPO / "metrics" / "fager" / "README.md").read_text()
     assert card.startswith("---\n") and "sdk: gradio" in card and "app_file: app.py" in card
     assert "0.82" in card and "0.97" in card and "41/50" in card
