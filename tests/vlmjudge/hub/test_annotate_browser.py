@@ -63,6 +63,8 @@ def pick(page, elem_id, label):
 def click_cell(page, view, row, col, n=16):
     """Click the centre of grid cell (row, col), where the page shows it (the image is letterboxed
     to fit its box), and wait for the repainted image."""
+    page.wait_for_function("s => { const i = document.querySelector(s); return i && i.complete && i.naturalWidth > 0; }",
+                           arg=f"#{view} img", timeout=30_000)  # a repaint may still be loading its image
     img = page.locator(f"#{view} img").first
     before = img.get_attribute("src")
     box = img.evaluate("""i => { const r = i.getBoundingClientRect();
