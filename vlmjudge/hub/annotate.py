@@ -355,7 +355,12 @@ def annotation_app(method: str, images: str | os.PathLike, out: str | os.PathLik
 def annotation_space(app_file: str, method: str):
     """The app of a metrics/<name>/annotate.py: images, output file, CSV and folders come from
     VLMJUDGE_ANNOTATE_IMAGES (default: images/ beside the file), VLMJUDGE_ANNOTATE_OUT (default:
-    labels.jsonl beside it), VLMJUDGE_ANNOTATE_ITEMS and VLMJUDGE_ANNOTATE_FOLDERS (comma-separated)."""
+    labels.jsonl beside it; on a Space, a file under its persistent storage), VLMJUDGE_ANNOTATE_ITEMS
+    (a CSV of items) and VLMJUDGE_ANNOTATE_FOLDERS (comma-separated subfolders). The file's folder
+    leaves `sys.path` first: its evaluate script `<method>.py` would shadow the method's package."""
+    from .app import unshadow  # lazily: the scoring app's imports are not the labelling app's
+
+    unshadow(app_file)
     folder = Path(app_file).resolve().parent
     env = os.environ.get
     folders = env("VLMJUDGE_ANNOTATE_FOLDERS")
