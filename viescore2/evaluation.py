@@ -179,8 +179,8 @@ def _valid_pairs(preds: Sequence[float | None], targets: Sequence[float | None])
     return [(float(p), float(t)) for p, t in zip(preds, targets) if _valid(p) and _valid(t)]
 
 
-def _correlate(coefficient: Callable[[list, list], float | None], preds: Sequence[float | None], targets: Sequence[float | None],
-               min_pairs: int) -> Correlation:
+def _correlate(coefficient: Callable[[list, list], float | None], preds: Sequence[float | None],
+               targets: Sequence[float | None], min_pairs: int) -> Correlation:
     """`coefficient` over the valid pairs, with their count: one rule of what too few pairs give."""
     pairs = _valid_pairs(preds, targets)
     if len(pairs) < max(min_pairs, 2):
