@@ -26,22 +26,24 @@ def _detected(record: Mapping) -> list[str]:
     return [c["type_id"] for c in record.get("checks") or [] if c.get("detected")]
 
 
-def level_counts(record: Mapping) -> Any:
-    """Detected violations per level (LEVELS order) on a scored image; N/A or NaN as `score_row`."""
+def _counts_by(record: Mapping, attribute: str, order: tuple) -> Any:
+    """Detected violations per value of their type's `attribute`, in `order`, on a scored image;
+    N/A or NaN as `score_row`: one counting rule for the level and the type shares."""
     base = score_row(record)
     if base is None or not isinstance(base, list):
         return base
-    levels = [get_type(t).level for t in _detected(record)]
-    return [levels.count(level) for level in LEVELS]
+    found = [getattr(get_type(t), attribute) for t in _detected(record)]
+    return [found.count(value) for value in order]
+
+
+def level_counts(record: Mapping) -> Any:
+    """Detected violations per level (LEVELS order) on a scored image; N/A or NaN as `score_row`."""
+    return _counts_by(record, "level", LEVELS)
 
 
 def type_counts(record: Mapping) -> Any:
     """Detected violations per type (TYPE_IDS order) on a scored image; N/A or NaN as `score_row`."""
-    base = score_row(record)
-    if base is None or not isinstance(base, list):
-        return base
-    found = [get_type(t).id for t in _detected(record)]
-    return [found.count(t) for t in TYPE_IDS]
+    return _counts_by(record, "id", TYPE_IDS)
 
 
 def style_of(record: Mapping) -> Any:

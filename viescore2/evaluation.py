@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -179,6 +179,15 @@ def _valid_pairs(preds: Sequence[float | None], targets: Sequence[float | None])
     return [(float(p), float(t)) for p, t in zip(preds, targets) if _valid(p) and _valid(t)]
 
 
+def _correlate(coefficient: Callable[[list, list], float | None], preds: Sequence[float | None],
+               targets: Sequence[float | None], min_pairs: int) -> Correlation:
+    """`coefficient` over the valid pairs, with their count: one rule of what too few pairs give."""
+    pairs = _valid_pairs(preds, targets)
+    if len(pairs) < max(min_pairs, 2):
+        return Correlation(None, len(pairs), len(preds))
+    return Correlation(coefficient([p for p, _ in pairs], [t for _, t in pairs]), len(pairs), len(preds))
+
+
 def srcc(preds: Sequence[float | None], targets: Sequence[float | None], min_pairs: int = MIN_PAIRS) -> Correlation:
     """Spearman correlation with average ranks over valid pairs; None if fewer than ``min_pairs`` or constant.
 
@@ -190,11 +199,7 @@ def srcc(preds: Sequence[float | None], targets: Sequence[float | None], min_pai
         >>> round(srcc([1, 2, 3, 4], [1, 3, 2, 4]).value, 4)
         0.8
     """
-    pairs = _valid_pairs(preds, targets)
-    if len(pairs) < max(min_pairs, 2):
-        return Correlation(None, len(pairs), len(preds))
-    value = correlation.spearman([p for p, _ in pairs], [t for _, t in pairs])
-    return Correlation(value, len(pairs), len(preds))
+    return _correlate(correlation.spearman, preds, targets, min_pairs)
 
 
 def pearson(preds: Sequence[float | None], targets: Sequence[float | None], min_pairs: int = MIN_PAIRS) -> Correlation:
@@ -204,11 +209,7 @@ def pearson(preds: Sequence[float | None], targets: Sequence[float | None], min_
         >>> round(pearson([1, 2, 3], [2, 4, 6.5]).value, 4)
         0.9979
     """
-    pairs = _valid_pairs(preds, targets)
-    if len(pairs) < max(min_pairs, 2):
-        return Correlation(None, len(pairs), len(preds))
-    value = correlation.pearson([p for p, _ in pairs], [t for _, t in pairs])
-    return Correlation(value, len(pairs), len(preds))
+    return _correlate(correlation.pearson, preds, targets, min_pairs)
 
 
 def same_support(preds_a: Sequence[float | None], preds_b: Sequence[float | None],

@@ -31,6 +31,24 @@ def surface_form(option: str, before: str) -> str:
     return option if not before or before[-1].isspace() else " " + option
 
 
+def single_token_ids(tokenizer: Any, tail: str, options: Sequence[str]) -> list[int]:
+    """The one token id each option's `surface_form` is after the prompt's `tail`, for backends
+    that restrict the first answer token to the options (constrained generation's
+    `first_options`); a ValueError when an option is not one token there, or two share one."""
+    base = tokenizer.encode(tail, add_special_tokens=False)
+    ids = []
+    for option in options:
+        full = tokenizer.encode(tail + surface_form(option, tail), add_special_tokens=False)
+        if len(full) != len(base) + 1 or full[:len(base)] != base:
+            pieces = tokenizer.convert_ids_to_tokens(full[len(base):] if full[:len(base)] == base else full)
+            raise ValueError(f"option {option!r} is not a single token after {tail[-12:]!r} "
+                             f"(it tokenises as {pieces}); choose single-token options")
+        ids.append(full[-1])
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"options {list(options)} share token ids {ids}")
+    return ids
+
+
 class OptionProbs(dict):
     """option -> probability (a plain dict to read), with what a number alone cannot say.
 

@@ -1,16 +1,10 @@
 """The regeneration labelling Space: annotators record a 1-5 similarity of each regenerated image to
 its reference (paired by file stem), one JSON line per label, resuming where each annotator stopped.
 
-Set VLMJUDGE_ANNOTATE_IMAGES (default: images/ beside this file), VLMJUDGE_ANNOTATE_OUT (default:
-labels.jsonl beside it; on a Space, a file under its persistent storage), and optionally
-VLMJUDGE_ANNOTATE_ITEMS (a CSV of items) or VLMJUDGE_ANNOTATE_FOLDERS (comma-separated subfolders).
-See vlmjudge.hub.annotate.annotation_space.
+The images, the labels file and the item list come from VLMJUDGE_ANNOTATE_* variables: see
+vlmjudge.hub.annotate.annotation_space (and docs/annotate.md).
 """
-from vlmjudge.hub.app import unshadow
-
-unshadow(__file__)  # this folder's regeneration.py (the evaluate script) would shadow the package
-
-from vlmjudge.hub.annotate import annotation_space  # noqa: E402
+from vlmjudge.hub.annotate import annotation_space
 
 demo = annotation_space(__file__, "regeneration")
 

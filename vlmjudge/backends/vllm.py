@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ..grammar import constraint_to_ebnf
 from ..judge import Judge, JudgeStats
-from ..options import OptionProbs
+from ..options import OptionProbs, single_token_ids
 from ..requests import Answer, Request
 
 #: Characters of the prompt's end re-tokenised to find which token an option is (as transformers).
@@ -102,18 +102,7 @@ class VLLMJudge(Judge):
         tail = prompt_text[-_TAIL_CHARS:]
         key = (tail, tuple(options))
         if key not in self._option_cache:
-            sep = "" if not tail or tail[-1].isspace() else " "
-            base = self.tokenizer.encode(tail, add_special_tokens=False)
-            ids = []
-            for option in options:
-                full = self.tokenizer.encode(tail + sep + option, add_special_tokens=False)
-                if len(full) != len(base) + 1 or full[:len(base)] != base:
-                    raise ValueError(f"option {option!r} is not a single token after {tail[-12:]!r}; "
-                                     "choose single-token options")
-                ids.append(full[-1])
-            if len(set(ids)) != len(ids):
-                raise ValueError(f"options {list(options)} share token ids {ids}")
-            self._option_cache[key] = ids
+            self._option_cache[key] = single_token_ids(self.tokenizer, tail, options)
         return self._option_cache[key]
 
     # -- prompts ---------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..annotation import AnnotationProtocol, Item, make_label
+from ..outputs import iter_jsonl
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
 
@@ -96,22 +97,10 @@ class LabelStore:
         self._lock = threading.Lock()
 
     def records(self) -> list[dict[str, Any]]:
-        """Every stored label, in file order; a line that is not a JSON object is an error."""
+        """Every stored label, in file order; a line that is not a JSON object is a `JsonlError`."""
         if not self.path.is_file():
             return []
-        out = []
-        with open(self.path, encoding="utf-8") as fh:
-            for number, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{self.path}:{number} is not JSON ({exc.msg})") from None
-                if not isinstance(record, dict):
-                    raise ValueError(f"{self.path}:{number} is not a JSON object")
-                out.append(record)
-        return out
+        return [record for _, record in iter_jsonl(self.path)]
 
     def labelled(self, method: str, annotator: str) -> set[str]:
         """The item ids this annotator has labelled for this method."""
@@ -355,7 +344,12 @@ def annotation_app(method: str, images: str | os.PathLike, out: str | os.PathLik
 def annotation_space(app_file: str, method: str):
     """The app of a metrics/<name>/annotate.py: images, output file, CSV and folders come from
     VLMJUDGE_ANNOTATE_IMAGES (default: images/ beside the file), VLMJUDGE_ANNOTATE_OUT (default:
-    labels.jsonl beside it), VLMJUDGE_ANNOTATE_ITEMS and VLMJUDGE_ANNOTATE_FOLDERS (comma-separated)."""
+    labels.jsonl beside it; on a Space, a file under its persistent storage), VLMJUDGE_ANNOTATE_ITEMS
+    (a CSV of items) and VLMJUDGE_ANNOTATE_FOLDERS (comma-separated subfolders). The file's folder
+    leaves `sys.path` first: its evaluate script `<method>.py` would shadow the method's package."""
+    from .app import unshadow  # lazily: the scoring app's imports are not the labelling app's
+
+    unshadow(app_file)
     folder = Path(app_file).resolve().parent
     env = os.environ.get
     folders = env("VLMJUDGE_ANNOTATE_FOLDERS")

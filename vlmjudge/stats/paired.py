@@ -12,14 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from vlmjudge.stats.pairing import Reader, align
+from vlmjudge.stats.pairing import Missing, Reader, align
 from vlmjudge.stats.resample import Statistic, bootstrap_distribution, interval, jackknife
 
 
 @dataclass(frozen=True)
-class PairedBootstrap:
+class PairedBootstrap(Missing):
     """diff = statistic(b) - statistic(a) on the paired items, its interval, P(diff > 0) over the
-    resamples, and what the pairing left out (shares are per run, over that run's items)."""
+    resamples, and what the pairing left out (`Missing`: shares are per run, over its items)."""
     diff: float
     low: float
     high: float
@@ -28,24 +28,6 @@ class PairedBootstrap:
     n_resamples: int
     confidence: float
     method: str
-    n_items: int
-    n_one_sided: int
-    n_both_missing: int
-    n_unpaired: int
-    na_share_a: float
-    na_share_b: float
-    failed_share_a: float
-    failed_share_b: float
-
-    @property
-    def na_share_diff(self) -> float:
-        """How much more often run b was N/A than run a (b - a): read beside diff."""
-        return self.na_share_b - self.na_share_a
-
-    @property
-    def failed_share_diff(self) -> float:
-        """How much more often run b failed than run a (b - a): read beside diff."""
-        return self.failed_share_b - self.failed_share_a
 
 
 def paired_bootstrap(a: Any, b: Any, statistic: Statistic = np.mean, n_resamples: int = 10_000,
@@ -77,10 +59,6 @@ def paired_bootstrap(a: Any, b: Any, statistic: Statistic = np.mean, n_resamples
         return values[:, 1] - values[:, 0]
 
     low, high = interval(draws, diff, confidence, method, jack)
-    m = paired.missing
     return PairedBootstrap(
         diff=diff, low=low, high=high, p_greater=float(np.mean(draws > 0)), n=len(paired.a),
-        n_resamples=n_resamples, confidence=confidence, method=method, n_items=m.n_items,
-        n_one_sided=m.n_one_sided, n_both_missing=m.n_both_missing, n_unpaired=m.n_unpaired,
-        na_share_a=m.na_share_a, na_share_b=m.na_share_b, failed_share_a=m.failed_share_a,
-        failed_share_b=m.failed_share_b)
+        n_resamples=n_resamples, confidence=confidence, method=method, **vars(paired.missing))

@@ -40,6 +40,16 @@ class Missing:
     failed_share_a: float
     failed_share_b: float
 
+    @property
+    def na_share_diff(self) -> float:
+        """How much more often run b was N/A than run a (b - a): read beside a difference."""
+        return self.na_share_b - self.na_share_a
+
+    @property
+    def failed_share_diff(self) -> float:
+        """How much more often run b failed than run a (b - a): read beside a difference."""
+        return self.failed_share_b - self.failed_share_a
+
 
 @dataclass(frozen=True)
 class Paired:

@@ -7,6 +7,7 @@ from PIL import Image
 from vlmjudge import load_judge
 from vlmjudge.backends.hf.preparation import RequestPreparation
 from vlmjudge.backends.hf.tokens import TokenIds
+from vlmjudge.options import single_token_ids
 from vlmjudge.requests import Request
 
 RATINGS = ["1", "2", "3", "4", "5"]
@@ -73,3 +74,18 @@ def test_a_sentencepiece_tokenizer_writes_each_form_and_feeds_its_leading_tokens
             assert written.startswith(" ") and prep._token_ids(prompt + written)[-k:] == seq[:k]
     with pytest.raises(ValueError, match="begins another"):
         prep.option_sequences(prompt, ["No", "Nope"])
+
+
+def test_single_token_ids_are_the_forms_one_token_and_refuse_longer_or_shared_forms():
+    tok = _metaspace_tokenizer()
+    prep = _Preparation(tok)
+    seqs = prep.option_sequences("Answer:", ["Yes", "No"])
+    assert single_token_ids(tok, "Answer:", ["Yes", "No"]) == [seqs["Yes"][0], seqs["No"][0]]
+    assert prep.option_ids("Answer:", ["Yes", "No"]) == single_token_ids(tok, "Answer:", ["Yes", "No"])
+    with pytest.raises(ValueError, match="not a single token"):  # "Yes" after a newline is two pieces here
+        single_token_ids(tok, "Answer:\n", ["Yes"])
+    long = next(o for o in ("Absolutely", "Nope", "photograph") if len(prep.option_sequences("Answer:", [o])[o]) > 1)
+    with pytest.raises(ValueError, match="not a single token"):
+        single_token_ids(tok, "Answer:", ["Yes", long])
+    with pytest.raises(ValueError, match="share token ids"):
+        single_token_ids(tok, "Answer:", ["Yes", "Yes"])

@@ -97,7 +97,7 @@ def test_store_writes_one_line_per_label_and_resumes_per_annotator(tmp_path):
 def test_a_broken_line_is_reported_not_skipped(tmp_path):
     path = tmp_path / "labels.jsonl"
     path.write_text('{"id": "a.png", "annotator": "x", "method": "toy"}\n\n{"id": \n')
-    with pytest.raises(ValueError, match="labels.jsonl:3 is not JSON"):
+    with pytest.raises(ValueError, match="labels.jsonl:3: not valid JSON"):
         LabelStore(path).records()
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ...options import surface_form
+from ...options import single_token_ids, surface_form
 from ...requests import Request
 from .prefix import kv_run as kvrun
 from .prefix import units as prefixes
@@ -72,19 +72,7 @@ class RequestPreparation:
         tail = prompt_text[-_TAIL_CHARS:]
         key = (tail, tuple(options))
         if key not in self._option_cache:
-            sep = "" if not tail or tail[-1].isspace() else " "
-            base = self.tokenizer.encode(tail, add_special_tokens=False)
-            ids = []
-            for option in options:
-                full = self.tokenizer.encode(tail + sep + option, add_special_tokens=False)
-                if len(full) != len(base) + 1 or full[:len(base)] != base:
-                    pieces = self.tokenizer.convert_ids_to_tokens(full[len(base):] if full[:len(base)] == base else full)
-                    raise ValueError(f"option {option!r} is not a single token after {tail[-12:]!r} "
-                                     f"(it tokenises as {pieces}); choose single-token options")
-                ids.append(full[-1])
-            if len(set(ids)) != len(ids):
-                raise ValueError(f"options {list(options)} share token ids {ids}")
-            self._option_cache[key] = ids
+            self._option_cache[key] = single_token_ids(self.tokenizer, tail, options)
         return self._option_cache[key]
 
     def _prompt(self, request: Request, digests: dict[tuple, str] | None = None,
