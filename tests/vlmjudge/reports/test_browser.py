@@ -10,18 +10,6 @@ from report_inputs import METHODS, make_report
 from vlmjudge.reports.page import fmt_number
 
 
-@pytest.fixture(scope="module")
-def browser_page(chromium_path):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_path, headless=True, args=["--no-sandbox"])
-        try:
-            yield browser.new_page(viewport={"width": 1280, "height": 900})
-        finally:
-            browser.close()
-
-
 def _summary_numbers(out):
     """The counts and means summary.json holds, as the page formats them (TerraVis: per evaluator)."""
     data = json.loads((out / "summary.json").read_text())

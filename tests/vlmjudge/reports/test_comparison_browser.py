@@ -16,18 +16,6 @@ def _runs():
               "level_scores": {"level_1": float(rng.uniform(0, 100))}} for k in range(40)] for m in range(4)]
 
 
-@pytest.fixture(scope="module")
-def browser_page(chromium_path):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_path, headless=True, args=["--no-sandbox"])
-        try:
-            yield browser.new_page(viewport={"width": 1280, "height": 900})
-        finally:
-            browser.close()
-
-
 def test_leaderboard_and_forest_plot_are_visible_without_horizontal_scroll(browser_page, tmp_path):
     labels = ["model-alpha-with-a-long-name", "model-beta", "model-gamma", "model-delta"]
     result = compare(_runs(), labels=labels, method="fager", n_resamples=400)
