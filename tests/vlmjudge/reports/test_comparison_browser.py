@@ -1,6 +1,5 @@
 """The comparison page in headless chromium: the leaderboard table and the forest plot are shown,
 and the page fits 1280 px without a horizontal scroll (the wide tables scroll inside their box)."""
-import pytest
 from browser import looks_blank
 
 from vlmjudge.reports.comparison import write_comparison
