@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as scipy_stats
 
+from .correlation import pearson, spearman
+
 STATISTICS = ("pearson", "spearman", "kendall_tau_b", "kendall_tau_c", "pairwise_accuracy")
 LEVELS = ("item", "system")
 MAX_PAIRWISE_ITEMS = 10_000  # 5e7 pairs: about 2.5 GB at the peak of building the pair table
@@ -99,8 +101,8 @@ def _require_variation(values: np.ndarray, name: str) -> None:
 
 
 CORRELATIONS = {
-    "pearson": lambda m, h: scipy_stats.pearsonr(m, h).statistic,
-    "spearman": lambda m, h: scipy_stats.spearmanr(m, h).statistic,
+    "pearson": pearson,  # the suite's one Pearson and Spearman (vlmjudge.stats.correlation)
+    "spearman": spearman,
     "kendall_tau_b": lambda m, h: scipy_stats.kendalltau(m, h, variant="b").statistic,
     "kendall_tau_c": lambda m, h: scipy_stats.kendalltau(m, h, variant="c").statistic,
 }
@@ -108,7 +110,7 @@ CORRELATIONS = {
 
 def _correlations(m: np.ndarray, h: np.ndarray, labels=("metric", "human"),
                   names=tuple(CORRELATIONS)) -> dict[str, float]:
-    """The named correlations through scipy, after the constant check."""
+    """The named correlations (Kendall's through scipy), after the constant check."""
     _require_variation(m, labels[0])
     _require_variation(h, labels[1])
     return {name: float(CORRELATIONS[name](m, h)) for name in names}
