@@ -49,6 +49,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                             "severities; the score is exp(-lam (N_major + alpha N_minor))); holistic: TerraVis-H, "
                             "one call with the whole taxonomy giving a 1-5 rating or N/A; gptscore: one generic "
                             "1-5 quality rating; both single-call ratings are scored (rating - 1) / 4")
+    score.add_argument("--decision", default="choice", choices=("choice", "generate"),
+                       help="how each decision is read: choice, the options' probabilities after the answer "
+                            "prefix; generate, greedy generation with the first token restricted to the options "
+                            "(for backends or servers without log-probabilities); every variant, TerraVis-H and "
+                            "GPTScore included; the manifest's decoding.decision records it")
     score.add_argument("--lam", type=float, default=1.0,
                        help="lambda of S = exp(-lam (N_major + alpha N_minor)), workflow variant")
     score.add_argument("--alpha", type=float, default=0.5, help="weight of a minor violation (0..1), workflow variant")
@@ -128,7 +133,8 @@ class _TerraVisScore(ScoreCommand):
         self.out.parent.mkdir(parents=True, exist_ok=True)
         self.judge = judge_from_args(args)
         self.judge.progress = False
-        self.tv = TerraVis(self.judge, variant=args.variant, lam=args.lam, alpha=args.alpha, pack=args.pack)
+        self.tv = TerraVis(self.judge, variant=args.variant, lam=args.lam, alpha=args.alpha, pack=args.pack,
+                           decision=args.decision)
         self.manifest = {**self.tv.manifest(), "command": "terravis score", "n_images": len(screened.kept),
                          "n_skipped": len(screened.failures), "inputs": list(args.inputs), "cache": args.cache}
 
