@@ -18,6 +18,7 @@ from vlmjudge.cli.exits import RUN
 from vlmjudge.cli.flags import (
     add_judge_flags, add_no_cache_flag, add_on_error_flag, judge_from_args,
 )
+from vlmjudge.cli.generator_flags import add_generator_call_flags, generator_call_kwargs
 from vlmjudge.cli.help import EXIT_EPILOG, DefaultsHelpFormatter, describe
 from vlmjudge.cli.intake import Failure, Screened
 from vlmjudge.cli.preflight import require_file
@@ -186,6 +187,9 @@ def _configure_model_commands(commands: argparse._SubParsersAction) -> None:
                              "(default: none; an edit decision is then recorded as no_editor)")
     refine.add_argument("--rounds", type=int, default=1, help="refinement rounds (default 1, as in the paper)")
     refine.add_argument("--seed", type=int, default=0, help="base seed of the generators")
+    sizing = refine.add_argument_group("generator call", "a diffusers --generator gets all three; a diffusers "
+                                                         "--editor only --steps (it keeps its input's size)")
+    add_generator_call_flags(sizing)
     _add_pipeline_flags(refine)
     _add_policy_flags(refine)
     add_judge_flags(refine)
@@ -395,13 +399,29 @@ def run_refine(args: argparse.Namespace) -> int:
         ids, prompts, images = _items(args.items)
         qa_sets = read_qa_csv(args.qa) if args.qa else None
         fager = _pipeline(args, _policy(args))
-        report = refine(fager, images, prompts, out_dir=args.out or "fager_refine", generator=args.generator,
-                        editor=args.editor, rounds=args.rounds, qa_sets=qa_sets, ids=ids, seed=args.seed)
+        generator, editor = _image_tools(args)
+        report = refine(fager, images, prompts, out_dir=args.out or "fager_refine", generator=generator,
+                        editor=editor, rounds=args.rounds, qa_sets=qa_sets, ids=ids, seed=args.seed)
     except _INPUT_ERRORS as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(report.markdown().splitlines()[2], file=sys.stderr)
     return 0
+
+
+def _image_tools(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The generator and editor of `refine`, a diffusers one called with --steps (and, generating,
+    --height/--width); a module:callable takes no call settings."""
+    from vlmjudge.generators import is_module_spec, load_editor, load_generator
+
+    call = generator_call_kwargs(args)
+    steps = {k: v for k, v in call.items() if k == "num_inference_steps"}
+    generator = editor = None
+    if args.generator is not None:
+        generator = load_generator(args.generator, **({} if is_module_spec(args.generator) else call))
+    if args.editor is not None:
+        editor = load_editor(args.editor, **({} if is_module_spec(args.editor) else steps))
+    return generator, editor
 
 
 def main(argv: list[str] | None = None) -> int:

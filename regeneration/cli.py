@@ -21,6 +21,7 @@ from vlmjudge.cli.exits import RUN
 from vlmjudge.cli.flags import (
     add_judge_flags, add_no_cache_flag, add_on_error_flag, judge_from_args,
 )
+from vlmjudge.cli.generator_flags import add_generator_call_flags, generator_call_kwargs
 from vlmjudge.cli.help import EXIT_EPILOG, DefaultsHelpFormatter, describe
 from vlmjudge.cli.intake import Failure, Screened
 from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl
@@ -149,12 +150,9 @@ def _loop_flags(parser: argparse.ArgumentParser) -> None:
     gen.add_argument("--generator-dtype", default=None,
                      help="dtype of a diffusers generator, e.g. float16 (default: the pipeline's)")
     gen.add_argument("--generator-batch", type=int, default=8, help="prompts per generator call (default 8)")
-    gen.add_argument("--steps", type=int, default=None,
-                     help="num_inference_steps for a diffusers pipeline (default: the pipeline's)")
+    add_generator_call_flags(gen)
     gen.add_argument("--guidance-scale", type=float, default=None,
                      help="guidance_scale for a diffusers pipeline (default: the pipeline's)")
-    gen.add_argument("--height", type=int, default=None, help="image height in pixels (default: the pipeline's)")
-    gen.add_argument("--width", type=int, default=None, help="image width in pixels (default: the pipeline's)")
     _encoder_flags(parser)
     add_judge_flags(parser)
 
@@ -190,8 +188,7 @@ def _generator(spec: str, args: argparse.Namespace) -> Any:
 
     if is_module_spec(spec):
         return load_generator(spec)
-    call = {"num_inference_steps": args.steps, "guidance_scale": args.guidance_scale, "height": args.height,
-            "width": args.width}
+    call = {**generator_call_kwargs(args), "guidance_scale": args.guidance_scale}
     return load_generator(spec, device=args.generator_device, dtype=args.generator_dtype,
                           **{k: v for k, v in call.items() if v is not None})
 
