@@ -8,17 +8,42 @@ Each method adds `<label>_score` (its raw score, None when unscorable), `<label>
 ([0, 1], None when unscorable) and `<label>_record` (the record as JSON text). The function
 holds only settings, so `num_proc=` works (each process builds its own judge on first use;
 meant for remote backends, where the workers only send requests); with a shared `cache=`
-file, mapping again makes no model calls.
+file, mapping again makes no model calls. `num_proc` forks its workers: a fork keeps the
+parent's OpenMP pool but not its threads, so a torch op in a worker of a parent that ran one
+would wait forever; in a forked worker the function runs torch on one thread instead.
 """
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from PIL import Image
 
 from vlmjudge.integrations.panel import JudgePanel
+
+#: True in a process forked from one that had imported this module (`Dataset.map(num_proc=...)`).
+_forked = False
+
+
+def _note_fork() -> None:
+    """Remember, in the child, that this process is a fork (it has none of its parent's threads)."""
+    global _forked
+    _forked = True
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; elsewhere workers are spawned, fresh processes
+    os.register_at_fork(after_in_child=_note_fork)
+
+
+def single_threaded_after_fork() -> None:
+    """In a forked worker whose parent loaded torch, run torch on one thread: the OpenMP pool it
+    inherited waits for threads that stayed in the parent, so a parallel op would never return."""
+    torch = sys.modules.get("torch") if _forked else None
+    if torch is not None and torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
 
 
 class JudgeMap:
@@ -51,6 +76,8 @@ class JudgeMap:
         return out
 
     def __call__(self, batch: Mapping[str, Sequence[Any]], indices: Sequence[int] | None = None) -> dict[str, list]:
+        """The new columns of one batch (see the module docstring)."""
+        single_threaded_after_fork()
         if self.image_column not in batch:
             raise ValueError(f"the batch has no image column {self.image_column!r} (has {sorted(batch)}); "
                              "set image_column=")

@@ -67,3 +67,26 @@ BROKEN = MethodSpec(name="integ_broken", inputs=("image",), build=Brightness, sc
                     normalize=lambda s: s / 100.0, render=_render)
 
 TOYS = (BRIGHT, CLOSE, BROKEN)
+
+
+class TorchBrightness:
+    """Mean pixel value 0..255 read back from a 256 x 256 torch matmul, large enough that torch
+    runs it on its OpenMP threads (the fork-safety test needs a parallel op in the workers)."""
+
+    def __init__(self, judge=None):
+        pass
+
+    def score_batch(self, batch):
+        import torch
+
+        TORCH_BRIGHT.check_batch(batch)
+        out = []
+        for img in batch["image"]:
+            level = torch.full((256, 256), float(np.asarray(to_pil(img)).mean()), dtype=torch.float64)
+            out.append(Rec(float(((level @ level)[0, 0] / 256) ** 0.5), True))
+        return out
+
+
+#: Not in TOYS: registered only by the test that needs torch.
+TORCH_BRIGHT = MethodSpec(name="integ_torch_bright", inputs=("image",), build=TorchBrightness,
+                          score_range=(0.0, 255.0), normalize=lambda s: s / 255.0, render=_render)
