@@ -27,8 +27,17 @@ class Example(BaseModel):
     """An in-context example for one check: a described situation and the right answer.
 
     Examples:
+        A pack is written by hand, so it is read strictly: a misspelt key is an error, never a
+        field left out in silence.
+
         >>> Example(description="A glass floats above a table with nothing under it.", answer="Yes").answer
         'Yes'
+        >>> from pydantic import ValidationError
+        >>> try:
+        ...     Example(description="A glass floats.", answr="Yes")
+        ... except ValidationError as error:
+        ...     print(sorted(problem["type"] for problem in error.errors()))
+        ['extra_forbidden', 'missing']
     """
 
     model_config = ConfigDict(extra="forbid")

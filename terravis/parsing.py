@@ -177,8 +177,11 @@ class Evidence(BaseModel):
     """What a positive detection adds: the affected aspect and one sentence of evidence.
 
     Examples:
-        >>> Evidence(aspect="hand", evidence="The left hand has six fingers.").aspect
-        'hand'
+        A judge's answer is read leniently: keys it adds of its own are dropped, the two kept.
+
+        >>> Evidence.model_validate({"aspect": "hand", "evidence": "The left hand has six fingers.",
+        ...                          "confidence": "high"})
+        Evidence(aspect='hand', evidence='The left hand has six fingers.')
     """
 
     model_config = ConfigDict(extra="ignore")
