@@ -124,16 +124,18 @@ class Judge(ABC):
                  cache: str | os.PathLike | ResponseCache | None = None, progress: bool | None = None) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        self.model_id = model_id
-        self.revision = revision
-        self.dtype = dtype
-        self.device = device
-        self.batch_size = batch_size
-        self.progress = progress
+        self._keep_settings(model_id=model_id, revision=revision, dtype=dtype, device=device, batch_size=batch_size,
+                            progress=progress)
         self.cache = cache if isinstance(cache, ResponseCache) or cache is None else ResponseCache(cache)
         self.stats = JudgeStats()
         #: cache keys this judge stored: a later hit on one is reuse within the run, not resumption
         self._stored_keys: set[str] = set()
+
+    def _keep_settings(self, **settings: Any) -> None:
+        """Keep constructor arguments, checked by the caller, as attributes of the same names: one
+        call per constructor instead of a line per setting, in every backend alike."""
+        for name, value in settings.items():
+            setattr(self, name, value)
 
     # -- what a backend implements -------------------------------------------------
     @abstractmethod

@@ -133,21 +133,13 @@ class OpenAIJudge(OptionReading, Judge):
             batch_size = 1000 if batch_api else 4 * concurrency
         super().__init__(model_id=model, batch_size=batch_size, **kwargs)
         self.stats = OpenAIStats()
-        self.base_url = base_url
-        self.api_key_env = api_key_env
-        self.concurrency = concurrency
-        self.max_retries = max_retries
-        self.timeout_s = timeout_s
-        self.backoff_s = backoff_s
-        self.max_backoff_s = max_backoff_s
-        self.top_logprobs = top_logprobs
-        self.max_top_logprobs, self.score_unseen = max_top_logprobs, score_unseen
+        self._keep_settings(base_url=base_url, api_key_env=api_key_env, concurrency=concurrency,
+                            max_retries=max_retries, timeout_s=timeout_s, backoff_s=backoff_s,
+                            max_backoff_s=max_backoff_s, top_logprobs=top_logprobs,
+                            max_top_logprobs=max_top_logprobs, score_unseen=score_unseen,
+                            grammar_field=grammar_field, fallback_max_tokens=fallback_max_tokens,
+                            batch_api=batch_api, batch_poll_s=batch_poll_s, batch_wait_s=batch_wait_s)
         self._refused: dict[str, bool] = {}  # extensions the server refused once: not asked again
-        self.grammar_field = grammar_field
-        self.fallback_max_tokens = fallback_max_tokens
-        self.batch_api = batch_api
-        self.batch_poll_s = batch_poll_s
-        self.batch_wait_s = batch_wait_s
         #: Transport events: retries taken, requests failed after the last retry, choice_probs
         #: answered by the generate-and-parse fallback, batch jobs run.
         self.counters = {"retries": 0, "failed_requests": 0, "choice_probs_fallbacks": 0, "batch_jobs": 0,
