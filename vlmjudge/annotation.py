@@ -79,6 +79,24 @@ class AnnotationProtocol:
         return labels.get(view, view.replace("_", " ").capitalize())
 
 
+def pairwise_protocol(method: str, views: Mapping[str, str], instructions: str,
+                      field: AnnotationField) -> AnnotationProtocol:
+    """A protocol that shows two images of one item side by side (`views`: folder -> caption, in
+    order) and asks one question of the pair, the shape of a paper's A/B or similarity study.
+
+    Examples:
+        >>> protocol = pairwise_protocol("toy", {"left": "Left image", "right": "Right image"}, "Pick one.",
+        ...                              AnnotationField("choice", "choice", "Better image",
+        ...                                              options=(Option("left", "Left"), Option("right", "Right"))))
+        >>> protocol.views, protocol.label_of("right"), [f.name for f in protocol.fields]
+        (('left', 'right'), 'Right image', ['choice'])
+    """
+    if len(views) != 2:
+        raise ValueError(f"{method}: a pairwise protocol shows two views, got {list(views)}")
+    return AnnotationProtocol(method=method, fields=(field,), views=tuple(views), view_labels=tuple(views.values()),
+                              instructions=instructions)
+
+
 @dataclass(frozen=True)
 class Item:
     """One thing to label: its id (the first view's path relative to the images root), the image
