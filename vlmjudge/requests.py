@@ -14,7 +14,7 @@ from typing import Any, Literal, Sequence
 
 FinishReason = Literal["stop", "length", "error"]
 #: `Request.meta` key of a callable that returns True once nobody waits for the answer any
-#: more (`vlmjudge serve` sets it; a client disconnected). A backend that decodes token by
+#: more (set by a caller that stops waiting). A backend that decodes token by
 #: token closes such a request at its next token, with finish_reason "error" (never cached).
 CANCEL_META_KEY = "vlmjudge_cancel"
 

@@ -1,44 +1,26 @@
-"""The OpenAI-compatible chat-completions wire format, shared by client and server.
+"""The OpenAI-compatible chat-completions wire format the openai backend writes and reads.
 
-Why one module: the OpenAI-compatible backend (`vlmjudge.backends.openai`) writes request
-bodies and reads response bodies, and `vlmjudge serve` reads the one and writes the other;
-with both directions here, the two sides cannot drift apart. Pure functions, no HTTP.
-
-A request body is split into the fields the OpenAI SDK knows (`standard`) and the
-extensions vLLM, SGLang and `vlmjudge serve` read (`extra`, sent as `extra_body`). Images
-travel as base64 PNG data URLs (`png_data_url`, read back by `data_url_bytes`). Responses
-are chat.completion objects (`completion_body`, `options_completion_body`, `error_body`),
-read back by `completion_json`, `answer_from`, `first_token_alternatives`, `options_from`
-and `usage_counts`.
+Why apart from the backend: pure functions, no HTTP, so each body can be checked without a
+server. A request body is split into the fields the OpenAI SDK knows (`standard`) and the
+extensions vLLM and SGLang read (`extra`, sent as `extra_body`); where the two servers name
+a field differently, `SERVERS` says which is meant. Images travel as base64 PNG data URLs
+(`png_data_url`). Responses are read by `completion_json`, `answer_from`,
+`first_token_alternatives` and `usage_counts`.
 """
 from __future__ import annotations
 
 import base64
-import binascii
 import io
 import json
-import math
-import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .images import image_bytes_digest
-from .options import OptionProbs, as_option_probs
 from .requests import Answer, Request
 
-#: Extension field naming the options of a `choice_probs` call; `vlmjudge serve` answers
-#: it with exactly these options as the first token's `top_logprobs`.
-OPTIONS_FIELD = "vlmjudge_options"
-#: Extension field restricting the first answer token to these words (`Constraint.first_options`);
-#: honoured by `vlmjudge serve`, ignored by servers that do not know it.
-FIRST_OPTIONS_FIELD = "vlmjudge_first_options"
-#: Extension field carrying a choice_probs request's own decoding parameters (the body asks
-#: for one greedy token), so `vlmjudge serve` rebuilds the very Request the caller made.
-DECODING_FIELD = "vlmjudge_decoding"
-#: Where each server family reads an EBNF grammar: vLLM (current), vLLM (older), SGLang.
-GRAMMAR_FIELDS = ("structured_outputs", "guided_grammar", "ebnf")
+#: The server families whose request extensions differ (`grammar_extension`).
+SERVERS = ("vllm", "sglang")
 #: Name of the schema in `response_format` (OpenAI requires one).
 SCHEMA_NAME = "vlmjudge_output"
 
@@ -81,36 +63,12 @@ def png_data_url(image: Any) -> str:
     Examples:
         >>> from PIL import Image
         >>> url = png_data_url(Image.new("RGB", (2, 2)))
-        >>> url.startswith("data:image/png;base64,"), data_url_bytes(url)[:4]
+        >>> url.startswith("data:image/png;base64,"), base64.b64decode(url.partition(",")[2])[:4]
         (True, b'\\x89PNG')
     """
     buf = io.BytesIO()
     image.save(buf, format="PNG")
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def data_url_bytes(image_url: Any) -> bytes:
-    """The bytes of an `image_url` value (`{"url": ...}` or the URL itself); ValueError unless
-    it is a base64 data URL, so that a server reading it never fetches anything.
-
-    Examples:
-        >>> data_url_bytes({"url": "data:image/png;base64,aGk="})
-        b'hi'
-        >>> data_url_bytes("https://example.org/cat.png")
-        Traceback (most recent call last):
-        ...
-        ValueError: only base64 data URLs are accepted (this server fetches nothing)
-    """
-    url = image_url.get("url") if isinstance(image_url, dict) else image_url
-    if not isinstance(url, str) or not url.startswith("data:"):
-        raise ValueError("only base64 data URLs are accepted (this server fetches nothing)")
-    header, _, data = url.partition(",")
-    if not header.endswith(";base64"):
-        raise ValueError("the data URL must be base64-encoded")
-    try:
-        return base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise ValueError(f"bad base64 ({exc})") from exc
 
 
 def chat_messages(request: Request, urls: ImageURLs) -> list[dict[str, Any]]:
@@ -137,8 +95,11 @@ def chat_messages(request: Request, urls: ImageURLs) -> list[dict[str, Any]]:
     return out
 
 
-def generate_body(request: Request, model: str, urls: ImageURLs, grammar_field: str) -> WireBody:
-    """The body that generates the request's answer: decoding, constraint and prefix."""
+def generate_body(request: Request, model: str, urls: ImageURLs, server: str) -> WireBody:
+    """The body that generates the request's answer: decoding, constraint and prefix. A JSON
+    schema goes as `response_format` (every server reads it); an EBNF grammar goes where the
+    `server` family reads one. `Constraint.first_options` is not sent: the grammar or schema
+    alone constrains the answer on a server."""
     d = request.decoding
     standard: dict[str, Any] = {"model": model, "messages": chat_messages(request, urls),
                                 "max_tokens": d.max_new_tokens, "temperature": d.temperature, "top_p": d.top_p}
@@ -154,20 +115,17 @@ def generate_body(request: Request, model: str, urls: ImageURLs, grammar_field: 
             standard["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": SCHEMA_NAME, "schema": server_json_schema(c), "strict": True}}
         elif c.kind == "ebnf":
-            extra.update(grammar_extension(c.spec, grammar_field))
+            extra.update(grammar_extension(c.spec, server))
         else:
             raise ValueError(f"unknown constraint kind {c.kind!r}")
-        if c.first_options:
-            extra[FIRST_OPTIONS_FIELD] = list(c.first_options)
     return WireBody(standard, extra)
 
 
-def probs_body(request: Request, model: str, urls: ImageURLs, options: Sequence[str], top_logprobs: int) -> WireBody:
+def probs_body(request: Request, model: str, urls: ImageURLs, top_logprobs: int) -> WireBody:
     """The body that reads the first answer token's distribution: one greedy token with logprobs."""
     standard = {"model": model, "messages": chat_messages(request, urls), "max_tokens": 1, "temperature": 0.0,
                 "logprobs": True, "top_logprobs": top_logprobs}
-    extra = {**_prefix_fields(request), OPTIONS_FIELD: list(options), DECODING_FIELD: request.decoding.to_json()}
-    return WireBody(standard, extra)
+    return WireBody(standard, _prefix_fields(request))
 
 
 def fallback_body(probs: WireBody, max_tokens: int) -> WireBody:
@@ -175,80 +133,30 @@ def fallback_body(probs: WireBody, max_tokens: int) -> WireBody:
     stands in for logprobs the server did not give."""
     standard = {"model": probs.standard["model"], "messages": probs.standard["messages"],
                 "max_tokens": max_tokens, "temperature": 0.0}
-    extra = {k: v for k, v in probs.extra.items() if k not in (OPTIONS_FIELD, DECODING_FIELD)}
-    return WireBody(standard, extra)
+    return WireBody(standard, dict(probs.extra))
 
 
-def grammar_extension(grammar: str, grammar_field: str) -> dict[str, Any]:
-    """An EBNF grammar in the extension field the server family reads."""
-    if grammar_field == "structured_outputs":
+def grammar_extension(grammar: str, server: str) -> dict[str, Any]:
+    """An EBNF grammar in the field the server family reads: vLLM (0.11 on) takes
+    `structured_outputs={"grammar": ...}` (`ChatCompletionRequest.structured_outputs`, a
+    `StructuredOutputsParams`, in vllm/entrypoints/openai/chat_completion/protocol.py); SGLang
+    takes a top-level `ebnf` string (`ChatCompletionRequest.ebnf` in
+    python/sglang/srt/entrypoints/openai/protocol.py, beside `regex`).
+
+    Examples:
+        >>> grammar_extension('root ::= "a"', "sglang")
+        {'ebnf': 'root ::= "a"'}
+    """
+    if server == "vllm":
         return {"structured_outputs": {"grammar": grammar}}
-    if grammar_field in ("guided_grammar", "ebnf"):
-        return {grammar_field: grammar}
-    raise ValueError(f"grammar_field must be one of {GRAMMAR_FIELDS}, got {grammar_field!r}")
+    if server == "sglang":
+        return {"ebnf": grammar}
+    raise ValueError(f"server must be one of {SERVERS}, got {server!r}")
 
 
 def _prefix_fields(request: Request) -> dict[str, Any]:
     # vLLM / SGLang: continue the final assistant message instead of opening a new turn.
     return {"continue_final_message": True, "add_generation_prompt": False} if request.prefix else {}
-
-
-def completion_body(model: str, answer: Answer) -> dict[str, Any]:
-    """A chat.completion object for a generated answer (what `answer_from` reads back).
-
-    Examples:
-        >>> body = completion_body("judge", Answer("Yes", "stop", 1))
-        >>> answer_from(body).text, body["choices"][0]["finish_reason"]
-        ('Yes', 'stop')
-    """
-    return _envelope(model, {"role": "assistant", "content": answer.text}, answer.finish_reason, None,
-                     answer.num_tokens)
-
-
-def options_completion_body(model: str, probs: dict[str, float]) -> dict[str, Any]:
-    """A one-token chat.completion whose first token's top_logprobs are the options (those with
-    non-zero probability, most likely first), the options' probabilities normalised over them:
-    the answer to a `probs_body` that named its options in OPTIONS_FIELD. The whole
-    `OptionProbs` (every option, the mass, any bounds) rides along in OPTIONS_FIELD, which
-    `options_from` reads back; other clients read the top_logprobs.
-
-    Examples:
-        >>> body = options_completion_body("judge", {"Yes": 0.75, "No": 0.25, "Maybe": 0.0})
-        >>> [(t, round(lp, 3)) for t, lp in first_token_alternatives(body)]
-        [('Yes', -0.288), ('No', -1.386)]
-    """
-    ranked = sorted(((o, p) for o, p in probs.items() if p > 0), key=lambda x: -x[1])
-    if not ranked:
-        raise ValueError("choice probabilities with no mass")
-    top = [{"token": o, "logprob": math.log(p), "bytes": list(o.encode("utf-8"))} for o, p in ranked]
-    logprobs = {"content": [{**top[0], "top_logprobs": top}]}
-    body = _envelope(model, {"role": "assistant", "content": ranked[0][0]}, "length", logprobs, 1)
-    return {**body, OPTIONS_FIELD: as_option_probs(probs).to_json()}
-
-
-def options_from(body: dict[str, Any], options: Sequence[str]) -> OptionProbs | None:
-    """The `OptionProbs` a `vlmjudge serve` response carries for exactly these options, else None.
-
-    Examples:
-        >>> options_from(options_completion_body("judge", {"Yes": 0.75, "No": 0.25}), ["Yes", "No"])
-        {'Yes': 0.75, 'No': 0.25}
-    """
-    value = body.get(OPTIONS_FIELD) if isinstance(body, dict) else None
-    if not isinstance(value, dict) or not isinstance(value.get("probs"), dict) or set(value["probs"]) != set(options):
-        return None
-    return OptionProbs.from_json(value)
-
-
-def _envelope(model: str, message: dict[str, Any], finish: str, logprobs: Any, tokens: int) -> dict[str, Any]:
-    return {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
-            "model": model, "choices": [{"index": 0, "message": message, "finish_reason": finish,
-                                         "logprobs": logprobs}],
-            "usage": {"prompt_tokens": 0, "completion_tokens": tokens, "total_tokens": tokens}}
-
-
-def error_body(message: str, kind: str, status: int) -> dict[str, Any]:
-    """The OpenAI error envelope."""
-    return {"error": {"message": message, "type": kind, "code": status}}
 
 
 class MalformedResponse(ValueError):

@@ -1,25 +1,15 @@
-"""Wire format pieces: option matching, request grouping, body building and parsing."""
+"""Wire format pieces: option matching, request grouping, response reading, endpoint identity
+(the bodies written for each server family: tests/vlmjudge/backends/test_openai_servers.py)."""
 import math
 
 import pytest
 from PIL import Image
 
-from vlmjudge import Constraint, Decoding, Request
+from vlmjudge import Request
 from vlmjudge.backends.openai import OpenAIJudge, _public_url
 from vlmjudge.cache import cache_key
 from vlmjudge.options import read_top_logprobs
-from vlmjudge.serve import BadRequest
-from vlmjudge.serve.parse import parse_chat_body
-from vlmjudge.wire import (
-    ImageURLs,
-    first_token_alternatives,
-    generate_body,
-    grammar_extension,
-    grouped_order,
-    options_completion_body,
-    options_from,
-    probs_body,
-)
+from vlmjudge.wire import ImageURLs, first_token_alternatives, grouped_order
 
 
 def test_top_logprobs_count_an_option_as_the_next_word():
@@ -69,61 +59,6 @@ def test_requests_sharing_an_image_are_grouped_in_callers_order():
     assert grouped_order(reqs, ImageURLs()) == [0, 2, 4, 1, 3, 5]
 
 
-def test_generate_body_carries_decoding_constraint_and_prefix():
-    req = Request(images=[Image.new("RGB", (4, 4))], text="Rate.", system="Be fair.", prefix="Score:",
-                  decoding=Decoding(max_new_tokens=7, temperature=0.5, top_p=0.9, seed=3, stop=("\n",)),
-                  constraint=Constraint.ebnf('root ::= "1" | "2"', first_options=["1", "2"]))
-    body = generate_body(req, "m", ImageURLs(), "guided_grammar")
-    s, x = body.standard, body.extra
-    assert (s["max_tokens"], s["temperature"], s["top_p"], s["seed"], s["stop"]) == (7, 0.5, 0.9, 3, ["\n"])
-    assert s["messages"][0]["role"] == "system" and s["messages"][-1] == {"role": "assistant", "content": "Score:"}
-    assert s["messages"][1]["content"][0]["image_url"]["url"].startswith("data:image/png;base64,")
-    assert x == {"continue_final_message": True, "add_generation_prompt": False,
-                 "guided_grammar": 'root ::= "1" | "2"', "vlmjudge_first_options": ["1", "2"]}
-    assert grammar_extension("g", "structured_outputs") == {"structured_outputs": {"grammar": "g"}}
-    assert grammar_extension("g", "ebnf") == {"ebnf": "g"}
-    with pytest.raises(ValueError):
-        grammar_extension("g", "regex")
-
-
-def test_server_rebuilds_the_callers_request():
-    req = Request(images=[Image.new("RGB", (5, 3), (1, 2, 3))], text="Is it dark?", system="Judge.",
-                  prefix="Answer:", decoding=Decoding(max_new_tokens=300, seed=4))
-    call = parse_chat_body(generate_body(req, "m", ImageURLs(), "structured_outputs").merged())
-    assert call.op == "generate" and call.request.content_hash() == req.content_hash()
-    probs_call = parse_chat_body(probs_body(req, "m", ImageURLs(), ["Yes", "No"], 20).merged())
-    assert probs_call.op == "choice_probs" and probs_call.options == ("Yes", "No")
-    assert probs_call.request.content_hash() == req.content_hash()  # its own decoding travelled along
-
-
-@pytest.mark.parametrize("body, message", [
-    ({"messages": []}, "non-empty"),
-    ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "http://x/a.png"}}]}]},
-     "data URLs"),
-    ({"messages": [{"role": "user", "content": "hi"}], "logprobs": True}, "unsupported"),
-    ({"messages": [{"role": "user", "content": "hi"}], "vlmjudge_options": ["Yes"]}, "two distinct"),
-    ({"messages": [{"role": "user", "content": "hi"}], "vlmjudge_first_options": ["Yes"]}, "grammar"),
-    ({"messages": [{"role": "user", "content": "hi"}], "continue_final_message": True}, "assistant"),
-    ({"messages": [{"role": "user", "content": "hi"}], "stream": True}, "stream"),
-    ({"messages": [{"role": "user", "content": "hi"}], "ebnf": "root ::= \"a\"",
-      "response_format": {"type": "json_object"}}, "one output constraint"),
-    ({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 0}, "max_tokens must be >= 1"),
-])
-def test_bad_bodies_get_clear_errors(body, message):
-    with pytest.raises(BadRequest, match=message):
-        parse_chat_body(body)
-
-
-def test_server_probs_body_lists_options_by_probability():
-    body = options_completion_body("m", {"Yes": 0.25, "No": 0.75, "Maybe": 0.0})
-    top = body["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
-    assert [t["token"] for t in top] == ["No", "Yes"] and top[0]["logprob"] == pytest.approx(math.log(0.75))
-    assert body["choices"][0]["message"]["content"] == "No"
-    carried = options_from(body, ["Yes", "No", "Maybe"])  # every option, zero included, for our own client
-    assert carried == {"Yes": 0.25, "No": 0.75, "Maybe": 0.0} and carried.mass is None
-    assert options_from(body, ["Yes", "No"]) is None
-
-
 def test_key_and_base_url_handling(monkeypatch):
     monkeypatch.delenv("VLMJUDGE_NO_SUCH_KEY", raising=False)
     monkeypatch.setenv("VLMJUDGE_TEST_SOME_KEY", "sk-x")
@@ -142,13 +77,13 @@ def test_key_and_base_url_handling(monkeypatch):
     assert OpenAIJudge("m", base_url=None, api_key_env="VLMJUDGE_TEST_SOME_KEY").identity()["base_url"] \
         == "https://api.openai.com/v1"
     assert _public_url("https://user:pw@host:8443/v1?token=abc") == "https://host:8443/v1"
-    with pytest.raises(ValueError, match="grammar_field"):
-        OpenAIJudge("m", base_url="http://h/v1", grammar_field="regex")
+    with pytest.raises(ValueError, match="server must be one of"):
+        OpenAIJudge("m", base_url="http://h/v1", server="regex")
     assert OpenAIJudge("m", base_url="http://h/v1", concurrency=3).batch_size == 12
 
 
 def test_the_client_backend_loads_no_server_machinery():
-    """Client and server share vlmjudge.wire; importing the client must not pull in the server."""
+    """Importing the client must not pull in the launcher or an HTTP server."""
     import subprocess
     import sys
     code = ("import sys, vlmjudge.backends.openai; print(sorted(m for m in sys.modules "

@@ -4,8 +4,9 @@ A server shows the first answer token's top-k only. Where an option is missing f
 renormalising over the options found would report it as 0 and the other as 1. Instead, in
 order: ask again with a larger k (up to `max_top_logprobs`, while the server accepts it);
 score the missing option directly (vLLM's `prompt_logprobs` on a request whose assistant
-prefix ends with the option's form); failing both, return the answer truncated,
-the option at its upper bound (`vlmjudge.options.read_top_logprobs`). docs/judges.md.
+prefix ends with the option's form; SGLang's chat API has no such field); failing both,
+return the answer truncated, the option at its upper bound
+(`vlmjudge.options.read_top_logprobs`). docs/judges.md.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import math
 from typing import Any, Sequence
 
 from ..options import OptionProbs, read_top_logprobs, surface_form
-from ..wire import OPTIONS_FIELD, WireBody, fallback_body, options_from
+from ..wire import WireBody, fallback_body
 
 log = logging.getLogger("vlmjudge.openai")
 
@@ -40,7 +41,7 @@ def scoring_body(probs: WireBody, form: str) -> WireBody:
     else:
         messages.append({"role": "assistant", "content": form})
     standard = {"model": probs.standard["model"], "messages": messages, "max_tokens": 1, "temperature": 0.0}
-    extra = {k: v for k, v in probs.extra.items() if k != OPTIONS_FIELD}
+    extra = dict(probs.extra)
     extra.update({"continue_final_message": True, "add_generation_prompt": False, PROMPT_LOGPROBS_FIELD: 0})
     return WireBody(standard, extra)
 
@@ -87,9 +88,6 @@ class OptionReading:
         if first is None:
             self._count("failed_requests")
             return OptionProbs()
-        served = self._served(first, options)
-        if served is not None:
-            return served
         raw = self._raw_options(first, options, prefix_of(body))
         if raw is not None:
             raw = self._untruncated(body, raw, options) if raw.truncated else raw
@@ -111,18 +109,8 @@ class OptionReading:
 
     def _probs_from(self, body: dict[str, Any] | None, options: list[str], before: str) -> OptionProbs | None:
         """Option probabilities, normalised over the options, from one response (bounded where unseen)."""
-        served = self._served(body, options)
-        if served is not None:
-            return served
         raw = self._raw_options(body, options, before)
         return OptionProbs.from_raw(raw, options, bounds=raw.bounds) if raw is not None else None
-
-    def _served(self, body: dict[str, Any] | None, options: Sequence[str]) -> OptionProbs | None:
-        """The whole answer a `vlmjudge serve` response carries (mass and bounds included), else None."""
-        served = options_from(body, options) if body is not None else None
-        if served is not None:
-            self._count_usage(body)
-        return served
 
     def _raw_options(self, first: dict[str, Any] | None, options: Sequence[str], before: str) -> OptionProbs | None:
         """Raw option probabilities from one response's first-token top-k after the prefix
@@ -138,7 +126,7 @@ class OptionReading:
             raw = wider
             if not raw.truncated:
                 return raw
-        if self.score_unseen and not self._refused.get("prompt_logprobs"):
+        if self.score_unseen and self.server == "vllm" and not self._refused.get("prompt_logprobs"):
             scored = self._scored(body, raw, options)
             if scored is not None:
                 return scored

@@ -1,4 +1,4 @@
-"""Any OpenAI-compatible server as a judge: vLLM serve, SGLang, `vlmjudge serve`, hosted APIs.
+"""Any OpenAI-compatible server as a judge: vLLM (`vlmjudge serve` starts one), SGLang, hosted APIs.
 
 Why it exists: one GPU server (or a hosted model) can judge for many processes and
 machines. `OpenAIJudge` lists what it adds over the SDK (prefix-ordered requests, bounded
@@ -27,8 +27,7 @@ from ..requests import Answer, Request
 from ._openai_batch import BatchRunner
 from ._openai_options import OptionReading, prefix_of
 from ..wire import (
-    GRAMMAR_FIELDS,
-    OPTIONS_FIELD,
+    SERVERS,
     ImageURLs,
     MalformedResponse,
     UnparseableResponse,
@@ -97,14 +96,12 @@ class OpenAIJudge(OptionReading, Judge):
       servers that publish the same model name never share cached answers.
     - The assistant prefix goes as a final assistant message with `continue_final_message`
       (the vLLM / SGLang extension). JSON schemas go as `response_format`; EBNF grammars in
-      the extension field the server reads (`grammar_field`). `Constraint.first_options`
-      goes as `vlmjudge_first_options`, which `vlmjudge serve` honours; vLLM, SGLang and
-      hosted APIs ignore it, so there the grammar or schema alone constrains the answer.
+      the field the `server` family reads (vLLM: `structured_outputs`, SGLang: `ebnf`).
+      `Constraint.first_options` is not sent: the grammar or schema alone constrains the answer.
     - `choice_probs` reads the first token's `top_logprobs` as `vlmjudge.options` defines an
-      option's probability (and sends the options as `vlmjudge_options` for `vlmjudge serve`).
-      An option missing from the top-k is never 0: `_openai_options` asks again with
-      `max_top_logprobs`, then scores it with `prompt_logprobs` (`score_unseen`), else bounds it
-      (`truncated`). Where the server gives no logprobs at all, it generates a few tokens and
+      option's probability. An option missing from the top-k is never 0: `_openai_options`
+      asks again with `max_top_logprobs`, then scores it with `prompt_logprobs` (`score_unseen`,
+      vLLM only), else bounds it (`truncated`). Where the server gives no logprobs at all, it generates a few tokens and
       takes the leading option (one-hot, no mass); the manifest counts `choice_probs_fallbacks`.
       `normalize=False` reads the same probabilities unnormalised, with no one-hot fallback.
     - `batch_api=True` sends each chunk as one Batch-API job (upload, poll, download).
@@ -116,13 +113,14 @@ class OpenAIJudge(OptionReading, Judge):
     def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
                  concurrency: int = 8, max_retries: int = 6, timeout_s: float = 60.0, backoff_s: float = 0.5,
                  max_backoff_s: float = 30.0, top_logprobs: int = 20, max_top_logprobs: int = 100,
-                 score_unseen: bool = True, grammar_field: str = "structured_outputs",
+                 score_unseen: bool = True, server: str = "vllm",
                  fallback_max_tokens: int = 8, batch_api: bool = False, batch_poll_s: float = 10.0,
                  batch_wait_s: float = 86400.0, batch_size: int | None = None, **kwargs: Any) -> None:
         if not isinstance(model, str) or not model:
             raise ValueError(f"the openai backend needs the server's model name as a string, got {model!r}")
-        if grammar_field not in GRAMMAR_FIELDS:
-            raise ValueError(f"grammar_field must be one of {GRAMMAR_FIELDS}, got {grammar_field!r}")
+        if server not in SERVERS:
+            raise ValueError(f"server must be one of {SERVERS} (the family whose request extensions to "
+                             f"use; vllm for hosted APIs too), got {server!r}")
         for name, value in (("concurrency", concurrency), ("top_logprobs", top_logprobs),
                             ("max_top_logprobs", max_top_logprobs), ("fallback_max_tokens", fallback_max_tokens)):
             if value < 1:
@@ -137,7 +135,7 @@ class OpenAIJudge(OptionReading, Judge):
                             max_retries=max_retries, timeout_s=timeout_s, backoff_s=backoff_s,
                             max_backoff_s=max_backoff_s, top_logprobs=top_logprobs,
                             max_top_logprobs=max_top_logprobs, score_unseen=score_unseen,
-                            grammar_field=grammar_field, fallback_max_tokens=fallback_max_tokens,
+                            server=server, fallback_max_tokens=fallback_max_tokens,
                             batch_api=batch_api, batch_poll_s=batch_poll_s, batch_wait_s=batch_wait_s)
         self._refused: dict[str, bool] = {}  # extensions the server refused once: not asked again
         #: Transport events: retries taken, requests failed after the last retry, choice_probs
@@ -202,7 +200,7 @@ class OpenAIJudge(OptionReading, Judge):
         with self._lock:
             counters = dict(self.counters)
             unparseable = self.stats.unparseable_responses
-        return {**super().manifest(), "batch_api": self.batch_api, "grammar_field": self.grammar_field,
+        return {**super().manifest(), "batch_api": self.batch_api, "server": self.server,
                 **counters, "unparseable_responses": unparseable}
 
     def _count(self, name: str, n: int = 1) -> None:
@@ -284,7 +282,7 @@ class OpenAIJudge(OptionReading, Judge):
     def _generate(self, requests: list[Request]) -> list[Answer]:
         urls = ImageURLs()
         order = grouped_order(requests, urls)
-        bodies = {i: generate_body(requests[i], self.model_id, urls, self.grammar_field) for i in order}
+        bodies = {i: generate_body(requests[i], self.model_id, urls, self.server) for i in order}
         self._account(requests)
         if self.batch_api:
             results = self._batch([bodies[i] for i in order])
@@ -296,7 +294,7 @@ class OpenAIJudge(OptionReading, Judge):
     def _choice_probs(self, requests: list[Request], options: list[str]) -> list[dict[str, float]]:
         urls = ImageURLs()
         order = grouped_order(requests, urls)
-        bodies = {i: probs_body(requests[i], self.model_id, urls, options, self.top_logprobs) for i in order}
+        bodies = {i: probs_body(requests[i], self.model_id, urls, self.top_logprobs) for i in order}
         self._account(requests)
         if self.batch_api:
             firsts = dict(zip(order, self._batch([bodies[i] for i in order])))
@@ -313,18 +311,12 @@ class OpenAIJudge(OptionReading, Judge):
 
     def _choice_probs_raw(self, requests: list[Request], options: list[str]) -> list[dict[str, float]]:
         """Full-vocabulary P(option) from the first token's top logprobs, as the server gives them
-        (an option outside them widened, scored or bounded as `_choice_probs` does).
-
-        The options are not sent as `vlmjudge_options` (`vlmjudge serve` would answer with
-        probabilities normalised over them, and so refuses the request). A response without
-        logprobs gives `{}` (counted in `failed_requests`): no one-hot stands in for a probability.
+        (an option outside them widened, scored or bounded as `_choice_probs` does). A response
+        without logprobs gives `{}` (counted in `failed_requests`): no one-hot stands in for a probability.
         """
         urls = ImageURLs()
         order = grouped_order(requests, urls)
-        bodies = {}
-        for i in order:
-            body = probs_body(requests[i], self.model_id, urls, options, self.top_logprobs)
-            bodies[i] = WireBody(body.standard, {k: v for k, v in body.extra.items() if k != OPTIONS_FIELD})
+        bodies = {i: probs_body(requests[i], self.model_id, urls, self.top_logprobs) for i in order}
         self._account(requests)
         if self.batch_api:
             firsts = dict(zip(order, self._batch([bodies[i] for i in order])))

@@ -75,8 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     from .annotate import configure_annotate
     configure_annotate(sub.add_parser("annotate", help="collect human labels by a method's protocol (a Gradio app)"))
 
-    from ..serve import configure_serve
-    configure_serve(sub.add_parser("serve", help="an OpenAI-compatible server over a judge (vLLM-style API)"))
+    from ..serve.cli import configure_serve
+    configure_serve(sub.add_parser("serve", help="start vLLM's OpenAI-compatible server with the judges' settings"))
     from .agreement import configure_agreement
     configure_agreement(sub)
 

@@ -27,6 +27,8 @@ def add_judge_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--base-url", default=None,
                    help="an OpenAI-compatible server, e.g. http://HOST:8000/v1 (vlmjudge serve, vLLM, SGLang); "
                         "implies --backend openai (default: none, the model runs in this process)")
+    g.add_argument("--server", choices=("vllm", "sglang"), default="vllm",
+                   help="with --base-url: the server family, whose request extensions differ (default: vllm)")
     g.add_argument("--device", default=None, help="cpu, cuda, cuda:1, ... (default: cuda if available)")
     g.add_argument("--dtype", default=None, help="bfloat16, float16, float32 (default: the backend's)")
     g.add_argument("--batch-size", type=int, default=8, help="requests per model call (default: 8)")
@@ -106,6 +108,7 @@ def judge_from_args(args: argparse.Namespace, default_model: str | None = None) 
         elif backend != "openai":
             raise SystemExit(f"--base-url is for the openai backend, not --backend {backend}")
         extra["base_url"] = args.base_url
+        extra["server"] = getattr(args, "server", "vllm")
     recipe = judge_recipe(model=os.path.expanduser(model) if looks_like_path(model) else model, backend=backend,
                           revision=getattr(args, "revision", None), device=getattr(args, "device", None),
                           dtype=getattr(args, "dtype", None), cache=args.cache, judge_kwargs=extra,

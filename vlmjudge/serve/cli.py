@@ -1,100 +1,66 @@
-"""The `vlmjudge serve` command: its flags, and loading the judge and serving until interrupted.
+"""The `vlmjudge serve` command: its flags, then the engine's server in this process's place.
 
 `vlmjudge serve ...` (through `vlmjudge.cli`) and `python -m vlmjudge.serve ...` both land here.
+The engine replaces this process (`os.execvpe`), so Ctrl-C and a supervisor's signals reach it.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
-from typing import Any
 
-from .faults import FaultInjector
-from .parse import ServeLimits
-from .server import JudgeServer
+from .engine import ENGINES, ServeOptions, cpu_only, engine_argv, engine_env, engine_installed, install_hint
 
 
 def configure_serve(parser: argparse.ArgumentParser) -> None:
     """Add `vlmjudge serve`'s flags to its sub-parser."""
-    parser.add_argument("--model", required=True, help="Hub id or checkpoint dir (replay: a JSONL file)")
-    parser.add_argument("--backend", default="transformers", help="the judge behind the server")
-    parser.add_argument("--revision", default=None)
-    parser.add_argument("--device", default=None)
-    parser.add_argument("--dtype", default=None)
-    parser.add_argument("--batch-size", type=int, default=8, help="the judge's forward batch size")
-    parser.add_argument("--cache", default=None, help="SQLite response cache of the judge behind the server")
-    parser.add_argument("--host", default="127.0.0.1", help="bind address (default: loopback only)")
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--served-model-name", default=None, help="the model name clients send (default: --model)")
-    parser.add_argument("--max-batch", type=int, default=64, help="most HTTP requests in one judge call")
-    parser.add_argument("--max-wait-ms", type=float, default=5.0,
-                        help="how long the batcher waits for more requests to group")
-    d = ServeLimits()
-    limits = parser.add_argument_group("limits (per request, and the queue)")
-    limits.add_argument("--max-tokens", type=int, default=d.max_tokens,
-                        help="cap on max_tokens: a larger request is lowered to it")
-    limits.add_argument("--max-prompt-tokens", type=int, default=d.max_prompt_tokens,
-                        help="prompt text tokens (images excluded); more is HTTP 400")
-    limits.add_argument("--max-body-bytes", type=int, default=d.max_body_bytes, help="request body; more is HTTP 413")
-    limits.add_argument("--max-image-pixels", type=int, default=d.max_image_pixels,
-                        help="pixels of one image, checked before decoding it")
-    limits.add_argument("--max-queue", type=int, default=d.max_queue,
-                        help="requests waiting or running (also the listen backlog); more is HTTP 503")
-    limits.add_argument("--read-timeout-s", type=float, default=d.read_timeout_s,
-                        help="longest wait for one socket read")
-    limits.add_argument("--body-timeout-s", type=float, default=d.body_timeout_s,
-                        help="longest time a request body may take to arrive")
-    parser.add_argument("--api-key-env", default=None,
-                        help="require clients to send the key held in this environment variable")
-    parser.add_argument("--inject-faults", type=float, default=0.0, metavar="RATE",
-                        help="TESTING AID: fail this fraction of requests (429, 500, delay, dropped connection, "
-                             "truncated or HTML 200 bodies)")
-    parser.add_argument("--fault-seed", type=int, default=0)
-    parser.add_argument("--fault-delay-s", type=float, default=5.0, help="the injected delay (past clients' timeout)")
+    parser.add_argument("--model", required=True, help="Hub id or checkpoint folder the engine loads")
+    parser.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1, loopback only)")
+    parser.add_argument("--port", type=int, default=8000, help="(default: 8000)")
+    parser.add_argument("--dtype", default=None, help="float32, bfloat16, ... (default: the engine's)")
+    parser.add_argument("--served-model-name", default=None,
+                        help="the model name clients send (default: --model)")
+    parser.add_argument("--max-logprobs", type=int, default=-1,
+                        help="vLLM's cap on logprobs per token (default: -1, the whole vocabulary, "
+                             "which choice_probs needs to find every option)")
+    parser.add_argument("--engine", choices=ENGINES, default="vllm", help="(default: vllm)")
+    parser.add_argument("--print-command", action="store_true",
+                        help="print the engine's command line and exit instead of running it")
+    parser.add_argument("engine_args", nargs=argparse.REMAINDER,
+                        help="after --: more flags for the engine, passed as they are")
     parser.set_defaults(func=run_serve)
 
 
+def options_from_args(args: argparse.Namespace) -> ServeOptions:
+    """The parsed flags as ServeOptions (a leading `--` before the engine's flags dropped)."""
+    extra = list(args.engine_args)
+    if extra and extra[0] == "--":
+        extra = extra[1:]
+    return ServeOptions(model=args.model, host=args.host, port=args.port, dtype=args.dtype,
+                        served_model_name=args.served_model_name, max_logprobs=args.max_logprobs,
+                        engine=args.engine, extra=tuple(extra))
+
+
 def run_serve(args: argparse.Namespace) -> int:
-    """Load the judge and serve until interrupted."""
-    from ..judge import load_judge
-    kwargs: dict[str, Any] = {"batch_size": args.batch_size, "cache": args.cache}
-    for name in ("revision", "device", "dtype"):
-        if getattr(args, name, None) is not None:
-            kwargs[name] = getattr(args, name)
-    api_key = None
-    if args.api_key_env:
-        api_key = os.environ.get(args.api_key_env)
-        if not api_key:
-            print(f"vlmjudge serve: environment variable {args.api_key_env} is empty", file=sys.stderr)
-            return 2
-    try:
-        limits = ServeLimits(max_tokens=args.max_tokens, max_prompt_tokens=args.max_prompt_tokens,
-                             max_body_bytes=args.max_body_bytes, max_image_pixels=args.max_image_pixels,
-                             max_queue=args.max_queue, read_timeout_s=args.read_timeout_s,
-                             body_timeout_s=args.body_timeout_s)
-    except ValueError as exc:
-        print(f"vlmjudge serve: {exc}", file=sys.stderr)
+    """Print the engine's command, or become the engine; 2 when the engine is not installed."""
+    opts = options_from_args(args)
+    argv = engine_argv(opts, sys.executable)
+    added = engine_env(opts, dict(os.environ), cpu_only())
+    if args.print_command:
+        print(" ".join([f"{k}={shlex.quote(v)}" for k, v in added.items()] + [shlex.join(argv)]))
+        return 0
+    if not engine_installed(opts.engine):
+        print(f"vlmjudge serve: {install_hint(opts.engine)}", file=sys.stderr)
         return 2
-    judge = load_judge(args.model, backend=args.backend, **kwargs)
-    faults = FaultInjector(args.inject_faults, args.fault_seed, args.fault_delay_s) if args.inject_faults else None
-    server = JudgeServer(judge, host=args.host, port=args.port, model_name=args.served_model_name or args.model,
-                         max_batch=args.max_batch, max_wait_s=args.max_wait_ms / 1000.0, faults=faults,
-                         api_key=api_key, limits=limits)
-    print(f"vlmjudge serve: {server.model_name!r} ({judge.backend}) at {server.url}/v1", file=sys.stderr, flush=True)
-    if faults is not None:
-        print(f"vlmjudge serve: injecting faults into {args.inject_faults:.0%} of requests (testing aid)",
-              file=sys.stderr, flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:  # Ctrl-C is how a foreground server is stopped
-        print("vlmjudge serve: stopped", file=sys.stderr)
-    finally:
-        server.close()
-    return 0
+    print(f"vlmjudge serve: starting {opts.engine} at http://{opts.host}:{opts.port}/v1", file=sys.stderr, flush=True)
+    os.execvpe(argv[0], argv, {**os.environ, **added})
+    return 0  # pragma: no cover - execvpe does not return
 
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m vlmjudge.serve ...`: the same as `vlmjudge serve ...`."""
-    parser = argparse.ArgumentParser(prog="vlmjudge serve", description="OpenAI-compatible server over a judge")
+    parser = argparse.ArgumentParser(prog="vlmjudge serve", description="start vLLM's (or SGLang's) OpenAI server "
+                                     "with the settings the methods need")
     configure_serve(parser)
     return run_serve(parser.parse_args(argv))

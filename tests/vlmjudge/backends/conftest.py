@@ -99,3 +99,39 @@ def images():
     rng = np.random.default_rng(11)
     noise = [Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)) for h, w in ((40, 48), (64, 64), (48, 80))]
     return noise + [Image.new("RGB", (64, 48), (200, 30, 30)), Image.new("RGB", (48, 48), (20, 40, 220))]
+
+
+@pytest.fixture(scope="session")
+def vllm_server(vllm_checkpoint, tmp_path_factory):
+    """The session's one vLLM OpenAI server, started through the launcher under test
+    (`python -m vlmjudge.serve`, which becomes the engine) on a free loopback port; its /v1 URL."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    log = tmp_path_factory.mktemp("server") / "server.log"
+    args = [sys.executable, "-m", "vlmjudge.serve", "--model", vllm_checkpoint, "--served-model-name", "tiny",
+            "--port", str(port), "--dtype", "float32", "--", "--max-model-len", "4096", "--skip-mm-profiling"]
+    with open(log, "w") as out:
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 900
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"the vLLM server exited ({proc.returncode}): {log.read_text()[-3000:]}")
+            try:
+                urllib.request.urlopen(f"{url}/models", timeout=5)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"the vLLM server did not answer in 900 s: {log.read_text()[-3000:]}")
+                time.sleep(2)
+        yield url
+    finally:
+        proc.terminate()  # the launcher exec'd the engine: this is the engine's own process
+        proc.wait(timeout=60)

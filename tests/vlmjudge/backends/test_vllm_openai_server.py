@@ -1,59 +1,36 @@
 """The third backend: the project's openai backend against a real vLLM OpenAI server (fp32, full
-logprobs, prefix caching, xgrammar without whitespace) started here on 127.0.0.1, over the same
-checkpoint and requests as the in-process engine. Greedy texts and constrained outputs must equal;
-option probabilities are compared and reported: the openai backend reads the server's top-20
-logprobs (an option outside them is absent), so where every option is inside they agree."""
+logprobs, prefix caching, xgrammar without whitespace) started by `vlmjudge serve` on 127.0.0.1,
+over the same checkpoint and requests as the in-process engine. Greedy texts and constrained
+outputs must equal; option probabilities are compared and reported. Then faults, put between the
+backend and the server by a proxy (`fault_proxy`): each transient one is retried to the real
+answer; one that lasts fails the request, counted; an option the server's answers never show is
+bounded and counted, never a 0 or 1."""
 import json
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
+from fault_proxy import FAULTS, fault_proxy
 
 from vlmjudge.requests import Constraint, Decoding, Request
 
-SERVER_START_S = 900
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 @pytest.fixture(scope="module")
-def server_judge(vllm_checkpoint, tmp_path_factory):
-    """`python -m vllm.entrypoints.openai.api_server` on a free local port, and an openai judge on it."""
-    port = free_port()
-    log = tmp_path_factory.mktemp("server") / "server.log"
-    args = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", vllm_checkpoint,
-            "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
-            "--max-model-len", "4096", "--max-logprobs", "-1", "--enable-prefix-caching", "--skip-mm-profiling",
-            "--structured-outputs-config", json.dumps({"backend": "xgrammar", "disable_any_whitespace": True})]
-    with open(log, "w") as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + SERVER_START_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"the vLLM server exited ({proc.returncode}): {log.read_text()[-3000:]}")
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"the vLLM server did not answer in {SERVER_START_S} s: {log.read_text()[-3000:]}")
-                time.sleep(2)
-        from vlmjudge.judge import load_judge
-        os.environ.setdefault("VLMJUDGE_TEST_KEY", "EMPTY")
-        yield load_judge("tiny", backend="openai", base_url=f"http://127.0.0.1:{port}/v1",
-                         api_key_env="VLMJUDGE_TEST_KEY", concurrency=4)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
+def server_judge(vllm_server):
+    """An openai judge on the session's vLLM server (conftest `vllm_server`, started by `vlmjudge serve`)."""
+    from vlmjudge.judge import load_judge
+    os.environ.setdefault("VLMJUDGE_TEST_KEY", "EMPTY")
+    return load_judge("tiny", backend="openai", base_url=vllm_server, api_key_env="VLMJUDGE_TEST_KEY", concurrency=4)
+
+
+@pytest.fixture
+def proxied(vllm_server, monkeypatch):
+    """A fault proxy in front of the server, and a fast-retrying openai judge that goes through it."""
+    from vlmjudge.judge import load_judge
+    monkeypatch.setenv("VLMJUDGE_TEST_KEY", "EMPTY")
+    with fault_proxy(vllm_server, slow_s=3.0) as proxy:
+        judge = load_judge("tiny", backend="openai", base_url=proxy.url, api_key_env="VLMJUDGE_TEST_KEY",
+                           concurrency=1, timeout_s=2.0, backoff_s=0.01, max_retries=2)
+        yield proxy, judge
 
 
 def ask(images, prefix="Answer:", **kw):
@@ -96,3 +73,48 @@ def test_option_probabilities_equal_the_engine(server_judge, vllm_judge, images,
     truncated = sum(p.truncated for p in served)
     print(f"options {options}: {truncated} of {len(requests)} answers truncated "
           f"(judge.stats.truncated_options = {server_judge.stats.truncated_options})")
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_a_transient_fault_is_retried_to_the_real_answer(proxied, server_judge, images, fault):
+    proxy, judge = proxied
+    request = ask(images[:1], prefix="", decoding=Decoding(max_new_tokens=4))[:1]
+    want = server_judge.generate(request)[0]
+    proxy.faults.append(fault)
+    got = judge.generate(request)[0]
+    assert proxy.seen[0] == fault and not proxy.faults
+    assert got.ok and got.text == want.text and judge.counters["retries"] == 1
+    assert judge.counters["failed_requests"] == 0
+    assert judge.stats.unparseable_responses == (fault == "garbled")
+
+
+def test_a_fault_that_lasts_fails_the_request_never_a_score(proxied, images):
+    proxy, judge = proxied
+    request = ask(images[:1])[:1]
+    proxy.faults.extend(["unavailable"] * 3)  # every attempt of the first request
+    probs = judge.choice_probs(request, ["Yes", "No"])
+    answers = judge.generate(ask(images[:1], prefix="", decoding=Decoding(max_new_tokens=2))[:1])
+    assert probs == [{}] and judge.counters["failed_requests"] == 1 and judge.counters["retries"] == 2
+    assert answers[0].ok  # the next request, with no fault, is answered
+
+
+def test_an_option_the_answers_never_show_is_bounded_and_counted(proxied, images):
+    """The proxy removes " Yes" from every top_logprobs list and drops prompt_logprobs: widening
+    and direct scoring both fail, so the backend must return the answer truncated, Yes at its bound."""
+    proxy, judge = proxied
+
+    def hide_yes(_request, answer):
+        for choice in answer.get("choices") or []:
+            for position in ((choice.get("logprobs") or {}).get("content") or []):
+                position["top_logprobs"] = [t for t in position.get("top_logprobs") or []
+                                            if t["token"].strip() != "Yes"]
+        answer.pop("prompt_logprobs", None)
+        for choice in answer.get("choices") or []:
+            choice.pop("prompt_logprobs", None)
+        return answer
+
+    proxy.rewrite = hide_yes
+    probs = judge.choice_probs(ask(images[:1])[:1], ["Yes", "No"])[0]
+    assert probs.truncated and "Yes" in probs.bounds
+    assert 0 < probs["Yes"] < 1 and 0 < probs["No"] < 1  # never the 0.0 / 1.0 renormalising would give
+    assert judge.stats.truncated_options >= 1 and judge.manifest()["options_scored_directly"] == 0

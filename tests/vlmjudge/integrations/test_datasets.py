@@ -92,24 +92,24 @@ def test_map_function_hashes_stably_and_checks_its_input(toys, judge_kwargs):
         judge_map(["viescore2"], judge_kwargs)({"image": [None], "caption": ["a cat"]})
 
 
-def test_num_proc_workers_build_their_own_remote_judges(folder_dataset, vlm_dir, tmp_path):
-    """Each worker of num_proc=2 builds an OpenAI-compatible client to a loopback `vlmjudge serve`;
+def test_num_proc_workers_build_their_own_remote_judges(folder_dataset, tmp_path, monkeypatch):
+    """Each worker of num_proc=2 builds an OpenAI-compatible client to a loopback stub server;
     the shared cache then lets an in-process map run without calls."""
     pytest.importorskip("openai")
-    from vlmjudge.serve import JudgeServer
+    from openai_stub import STUB_KEY_ENV, chat_stub
 
     ds = folder_dataset.select_columns(["image", "prompt"])
-    served = load_judge(vlm_dir, device="cpu", batch_size=18)
-    with JudgeServer(served, model_name="tiny", max_wait_s=0.01) as server:
-        remote = {"model": "tiny", "backend": "openai", "base_url": server.url + "/v1", "timeout_s": 60,
-                  "cache": str(tmp_path / "shared.sqlite")}
+    with chat_stub(monkeypatch) as (server, url):
+        remote = {"model": "tiny", "backend": "openai", "base_url": url, "timeout_s": 60,
+                  "api_key_env": STUB_KEY_ENV, "cache": str(tmp_path / "shared.sqlite")}
         fn = judge_map(["viescore2"], remote)
         out = ds.map(fn, batched=True, batch_size=2, num_proc=2, with_indices=True,
                      features=fn.features(ds.features))
-        assert served.stats.model_calls == 4  # the workers' requests reached the server
+        calls = len(server.bodies)
+        assert calls > 0  # the workers' requests reached the server
         assert fn.panel._scorers == {}  # nothing was built in this process
         again = ds.map(fn, batched=True, batch_size=4, with_indices=True, features=fn.features(ds.features),
                        load_from_cache_file=False)
-    assert fn.panel.model_calls() == 0 and served.stats.model_calls == 4
+    assert fn.panel.model_calls() == 0 and len(server.bodies) == calls
     assert again["viescore2_record"][:] == out["viescore2_record"][:]
     assert all(0 <= v <= 1 for v in out["viescore2_normalized"][:] if v is not None)

@@ -1,9 +1,9 @@
-"""Subprocess side of the resume test: an OpenAI-backend client killed (SIGKILL) mid-run."""
+"""Subprocess side of the resume test: an openai-backend client killed (SIGKILL) mid-run."""
 import os
 import signal
 import sys
 
-from serving_support import MODEL, make_requests
+from openai_stub import STUB_KEY_ENV, make_requests
 
 from vlmjudge.backends.openai import OpenAIJudge
 
@@ -24,6 +24,6 @@ class DyingClient(OpenAIJudge):
 
 if __name__ == "__main__":
     url, cache, die_at, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    client = DyingClient(MODEL, base_url=url, cache=cache, batch_size=3, concurrency=3, die_at=die_at,
-                         timeout_s=5.0, backoff_s=0.01)
+    client = DyingClient("stub-model", base_url=url, cache=cache, batch_size=3, concurrency=3, die_at=die_at,
+                         timeout_s=5.0, backoff_s=0.01, api_key_env=STUB_KEY_ENV)
     client.generate(make_requests(n))

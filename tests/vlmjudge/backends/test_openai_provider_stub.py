@@ -8,7 +8,7 @@ from email.policy import default as email_policy
 from http.server import BaseHTTPRequestHandler
 
 import pytest
-from serving_support import stub_client, stub_server
+from openai_stub import stub_client, stub_server
 
 from vlmjudge import Request
 from vlmjudge.backends.openai import OpenAIRequestError

@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 from PIL import Image
-from serving_support import stub_client, stub_server
+from openai_stub import stub_client, stub_server
 
 from vlmjudge import Request
 from vlmjudge.wire import ImageURLs, grouped_order, usage_counts

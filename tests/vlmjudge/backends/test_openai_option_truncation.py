@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 from PIL import Image
-from serving_support import stub_client, stub_server
+from openai_stub import stub_client, stub_server
 
 from vlmjudge import Request
 
@@ -104,3 +104,14 @@ def test_terravis_fails_a_truncated_decision_and_says_so(monkeypatch):
     assert record.status == "failed" and record.score is None and record.eligible is None
     assert any("truncated" in e for e in record.errors) and record.low_mass == ["eligibility"]
     assert tv.last_counts["truncated"] == 1 and judge.stats.truncated_options == 1
+
+
+def test_against_sglang_an_unlisted_option_is_bounded_without_asking_for_prompt_logprobs(monkeypatch):
+    """SGLang's chat API has no prompt_logprobs: with server="sglang" the backend does not ask for
+    them (a wasted request), widens k where allowed, and otherwise bounds the option."""
+    with stub_server(_Handler, monkeypatch, max_k=20, scores=True, asked=[]) as (server, url):
+        judge = stub_client(url, concurrency=1, server="sglang")
+        probs = judge.choice_probs(_ask(), ["Yes", "No"])[0]
+    assert not any("prompt_logprobs" in b for b in server.asked)
+    assert probs.truncated and 0 < probs["Yes"] < 1 and judge.manifest()["options_scored_directly"] == 0
+    assert judge.manifest()["server"] == "sglang"

@@ -1,0 +1,73 @@
+"""`vlmjudge serve` builds the engine's command (vLLM's OpenAI server, or SGLang's) with the settings
+the methods need, prints it, or becomes the engine; without the engine it says how to install it.
+A real start through this launcher: tests/vlmjudge/backends/test_vllm_openai_server.py."""
+import json
+import shlex
+
+import pytest
+
+from vlmjudge.cli import main as vlmjudge_main
+from vlmjudge.serve import cli as serve_cli
+from vlmjudge.serve.engine import ServeOptions, engine_argv, engine_env
+
+
+def _flag(argv, name):
+    return argv[argv.index(name) + 1]
+
+
+def test_the_vllm_command_carries_the_methods_settings():
+    argv = engine_argv(ServeOptions("org/judge", dtype="float32", served_model_name="judge",
+                                    extra=("--max-model-len", "4096")), "/env/python")
+    assert argv[:3] == ["/env/python", "-m", "vllm.entrypoints.openai.api_server"]  # not the `vllm` script
+    assert _flag(argv, "--model") == "org/judge" and _flag(argv, "--host") == "127.0.0.1"
+    assert "--enable-prefix-caching" in argv and _flag(argv, "--max-logprobs") == "-1"
+    assert json.loads(_flag(argv, "--structured-outputs-config")) == {"backend": "xgrammar",
+                                                                       "disable_any_whitespace": True}
+    assert _flag(argv, "--dtype") == "float32" and _flag(argv, "--served-model-name") == "judge"
+    assert argv[-2:] == ["--max-model-len", "4096"]  # the engine's own flags, last, as given
+
+
+def test_the_sglang_command_names_sglang_s_flags():
+    argv = engine_argv(ServeOptions("org/judge", engine="sglang", port=30000), "python")
+    assert argv[:3] == ["python", "-m", "sglang.launch_server"] and _flag(argv, "--model-path") == "org/judge"
+    assert _flag(argv, "--grammar-backend") == "xgrammar" and _flag(argv, "--port") == "30000"
+    assert "--constrained-json-disable-any-whitespace" in argv and "--enable-cache-report" in argv
+    assert "--max-logprobs" not in argv and "--model" not in argv
+
+
+def test_a_cpu_vllm_gets_its_environment_unless_the_user_set_it():
+    opts = ServeOptions("m")
+    assert engine_env(opts, {}, cpu=True) == {"VLLM_TARGET_DEVICE": "cpu", "VLLM_HOST_IP": "127.0.0.1",
+                                              "VLLM_CPU_KVCACHE_SPACE": "1"}
+    assert engine_env(opts, {"VLLM_CPU_KVCACHE_SPACE": "8"}, cpu=True).get("VLLM_CPU_KVCACHE_SPACE") is None
+    assert "VLLM_HOST_IP" not in engine_env(ServeOptions("m", host="0.0.0.0"), {}, cpu=True)
+    assert engine_env(opts, {}, cpu=False) == {} and engine_env(ServeOptions("m", engine="sglang"), {}, True) == {}
+
+
+def test_print_command_prints_a_shell_line_and_runs_nothing(capsys, monkeypatch):
+    monkeypatch.setattr(serve_cli, "cpu_only", lambda: True)
+    monkeypatch.delenv("VLLM_TARGET_DEVICE", raising=False)
+    monkeypatch.setattr(serve_cli.os, "execvpe", lambda *a: pytest.fail("--print-command ran the engine"))
+    assert vlmjudge_main(["serve", "--model", "my model", "--port", "8123", "--print-command",
+                          "--", "--max-model-len", "4096"]) == 0
+    words = shlex.split(capsys.readouterr().out)
+    assert words[0] == "VLLM_TARGET_DEVICE=cpu" and "my model" in words  # quoted, so it splits back
+    assert _flag(words, "--port") == "8123" and words[-2:] == ["--max-model-len", "4096"]
+
+
+def test_without_the_engine_it_exits_2_with_one_line(capsys, monkeypatch):
+    monkeypatch.setattr(serve_cli, "engine_installed", lambda engine: False)
+    monkeypatch.setattr(serve_cli.os, "execvpe", lambda *a: pytest.fail("ran an engine that is not there"))
+    assert serve_cli.main(["--model", "m"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "vlmjudge[vllm]" in err and "make_vllm_env.sh" in err
+
+
+def test_it_becomes_the_engine_with_execvpe(monkeypatch):
+    ran = {}
+    monkeypatch.setattr(serve_cli, "engine_installed", lambda engine: True)
+    monkeypatch.setattr(serve_cli, "cpu_only", lambda: False)
+    monkeypatch.setattr(serve_cli.os, "execvpe", lambda path, argv, env: ran.update(path=path, argv=argv, env=env))
+    serve_cli.main(["--model", "m", "--engine", "sglang"])
+    assert ran["path"] == ran["argv"][0] and ran["argv"][1:3] == ["-m", "sglang.launch_server"]
+    assert "PATH" in ran["env"]  # the caller's environment goes along

