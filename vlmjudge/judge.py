@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 from .digests import digests_held
 from .cache import ResponseCache, answer_problem, cache_key
 from .options import OptionProbs, as_option_probs
-from .requests import CANCEL_META_KEY, Answer, Request
+from .requests import Answer, Request
 
 log = logging.getLogger(__name__)
 
@@ -291,14 +291,13 @@ def _unique(requests: list[Request], todo: list[int],
             key_of: Callable[[Request], Any]) -> tuple[list[int], dict[int, list[int]]]:
     """The first of each group of identical requests (same `key_of`) among `todo`, and the
     later ones each stands for. Unseeded sampled requests stay apart (asking twice is
-    asking for two samples), and so do cancellable ones (one client's disconnect must not
-    cancel another's answer)."""
+    asking for two samples)."""
     first: dict[Any, int] = {}
     kept: list[int] = []
     copies: dict[int, list[int]] = {}
     for i in todo:
         r = requests[i]
-        if (r.decoding.temperature > 0 and r.decoding.seed is None) or CANCEL_META_KEY in r.meta:
+        if r.decoding.temperature > 0 and r.decoding.seed is None:
             kept.append(i)
             continue
         h = key_of(r)

@@ -13,10 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Sequence
 
 FinishReason = Literal["stop", "length", "error"]
-#: `Request.meta` key of a callable that returns True once nobody waits for the answer any
-#: more (set by a caller that stops waiting). A backend that decodes token by
-#: token closes such a request at its next token, with finish_reason "error" (never cached).
-CANCEL_META_KEY = "vlmjudge_cancel"
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from ...options import OptionProbs
-from ...requests import CANCEL_META_KEY, Answer, Request
+from ...requests import Answer, Request
 from .prefix import units as prefixes
 
 
@@ -131,7 +131,7 @@ class BatchForward:
         from .decoding.row_control import RowPlan
         d, c = request.decoding, request.constraint
         plan = RowPlan(max_new_tokens=d.max_new_tokens, temperature=d.temperature, top_p=d.top_p,
-                       seed=d.seed, stop=tuple(d.stop), cancelled=request.meta.get(CANCEL_META_KEY))
+                       seed=d.seed, stop=tuple(d.stop))
         if c is not None:
             if c.first_options:
                 plan.first_ids = self.option_ids(text, c.first_options)

@@ -22,8 +22,6 @@ from transformers import LogitsProcessor, StoppingCriteria
 
 #: Rows whose text ended on an EOS token, a stop string or the grammar's end are "stop".
 STOP, LENGTH = "stop", "length"
-#: A row cancelled by its caller (`RowPlan.cancelled`): empty text, never cached.
-CANCELLED = "error"
 
 
 @dataclass
@@ -37,7 +35,6 @@ class RowPlan:
     stop: tuple[str, ...] = ()
     matcher: Any = None                 # an xgrammar GrammarMatcher, or None
     first_ids: list[int] | None = None  # allowed ids at the first answer position
-    cancelled: Any = None               # a callable: True once nobody waits for this row
     closer: Any = None                  # a `forcing.RowCloser` (JSON-schema rows), or None
     generator: torch.Generator | None = field(default=None, repr=False)
 
@@ -137,9 +134,7 @@ class RowControl(LogitsProcessor):
                                        f"({self.tokenizer.convert_ids_to_tokens(token)!r}) it had allowed")
                 if plan.closer is not None:
                     plan.closer.advance(token)
-            if plan.cancelled is not None and plan.cancelled():
-                self._close(i, CANCELLED)
-            elif token in self.eos_ids:
+            if token in self.eos_ids:
                 self._close(i, STOP, eos=True)
             elif plan.stop and self._hit_stop(input_ids[i], plan.stop):
                 self._close(i, STOP)
@@ -164,9 +159,6 @@ class RowControl(LogitsProcessor):
         out = []
         for i, plan in enumerate(self.plans):
             n = self.n_tokens[i]
-            if self.reason[i] == CANCELLED:
-                out.append(("", CANCELLED, n))
-                continue
             ids = sequences[i, self.prompt_len:self.prompt_len + n].tolist()
             if self.ended_on_eos[i]:
                 ids = ids[:-1]
