@@ -29,15 +29,18 @@ NOTHING_SCORED = "No image was scored, so there is nothing to plot or rank."
 CSS = """
 :root { --ink: #1f2328; --muted: #57606a; --line: #d0d7de; --head: #f6f8fa; --accent: #0b5cad; }
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; color: var(--ink);
-       background: #ffffff; line-height: 1.45; }
+       background: #ffffff; line-height: 1.45; overflow-wrap: anywhere; }
 main { max-width: 1200px; margin: 0 auto; padding: 1.5em 2em 3em; }
 header.report { border-bottom: 3px solid var(--accent); margin-bottom: 1.2em; }
 h1 { font-size: 1.7em; margin: 0.2em 0; }
 h2 { font-size: 1.3em; margin-top: 1.6em; border-bottom: 1px solid var(--line); padding-bottom: 0.2em; }
 h3 { font-size: 1.1em; margin-top: 1.2em; }
 p.subtitle, p.source { color: var(--muted); margin: 0.2em 0 0.8em; }
-table { border-collapse: collapse; margin: 0.5em 0 1.2em; }
-th, td { border: 1px solid var(--line); padding: 0.3em 0.7em; text-align: left; font-size: 0.92em; }
+.table-box { max-width: 100%; overflow-x: auto; margin: 0.5em 0 1.2em; }
+table { border-collapse: collapse; max-width: 100%; }
+th, td { border: 1px solid var(--line); padding: 0.3em 0.7em; text-align: left; font-size: 0.92em;
+         vertical-align: top; overflow-wrap: anywhere; }
+pre, code { white-space: pre-wrap; overflow-wrap: anywhere; }
 th { background: var(--head); }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 table.summary th { background: #e8f0fa; }
@@ -48,9 +51,13 @@ p.empty { background: #fff8e1; border-left: 4px solid #d4a72c; padding: 0.6em 0.
 .lowres { display: inline-block; background: #fdecea; color: #8a1c12; border: 1px solid #e8a29a;
           border-radius: 3px; padding: 0 0.35em; font-size: 0.8em; font-weight: 600; }
 .card { display: flex; gap: 1em; border: 1px solid var(--line); padding: 0.8em; margin: 0.6em 0; }
-.card > img, .card > .missing { flex: 0 0 auto; align-self: flex-start; }
-.card img { max-width: 256px; max-height: 256px; border: 1px solid var(--line); }
-.missing { width: 256px; color: #a00; font-size: 0.85em; }
+.card > .thumb { flex: 0 0 auto; align-self: flex-start; }
+.card > div:last-child { min-width: 0; }
+.thumb { width: 110px; font-size: 0.8em; }
+.thumb img { display: block; max-width: 96px; max-height: 96px; border: 1px solid var(--line); }
+.thumb .filename { display: block; color: var(--muted); margin-top: 0.2em; }
+.thumb .nopic { display: flex; align-items: center; justify-content: center; width: 96px; height: 64px;
+                background: var(--head); border: 1px dashed var(--line); color: #a00; }
 .major { color: #b00; font-weight: bold; }
 .minor { color: #b60; }
 """
@@ -87,8 +94,9 @@ def _is_number(value: Any) -> bool:
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence[Any]], css_class: str = "", raw: bool = False) -> str:
-    """An HTML table; numbers right-aligned. With `raw`, cells that are text are inserted as HTML
-    (the caller escaped them, e.g. to add a low-resolution mark)."""
+    """An HTML table; numbers right-aligned, in a box that scrolls sideways by itself should the
+    table still be wider than the page. With `raw`, cells that are text are inserted as HTML (the
+    caller escaped them, e.g. to add a low-resolution mark or a thumbnail)."""
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
     lines = []
     for row in rows:
@@ -99,7 +107,8 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]], css_class: str =
             cells.append(f"<td{num}>{text}</td>")
         lines.append("<tr>" + "".join(cells) + "</tr>")
     cls = f' class="{escape(css_class)}"' if css_class else ""
-    return f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{''.join(lines)}</tbody></table>"
+    body = "".join(lines)
+    return f'<div class="table-box"><table{cls}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def summary_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
