@@ -18,6 +18,8 @@ import math
 import os
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+#: The longest line of a figure title, in characters (about the width of an 8-inch figure at 10 pt).
+TITLE_CHARS = 90
 #: Relative luminance above which a cell is light enough for black text.
 LIGHT_CELL = 0.45
 
@@ -31,6 +33,20 @@ def plain(text: object) -> str:
         cost \\$5 or \\$6
     """
     return str(text).replace("$", "\\$")
+
+
+def title_lines(text: object, width: int = TITLE_CHARS) -> str:
+    """A figure title as drawn: each line wrapped at `width` characters (a long model name is broken
+    if it must be, never cut off at the figure's edge), then `plain`.
+
+    Examples:
+        >>> title_lines("Scores: " + "m" * 30, width=20).splitlines()
+        ['Scores: mmmmmmmmmmmm', 'mmmmmmmmmmmmmmmmmm']
+    """
+    import textwrap
+
+    lines = [part for line in str(text).split("\n") for part in (textwrap.wrap(line, width) or [""])]
+    return "\n".join(plain(line) for line in lines)
 
 
 def series_label(text: object) -> str:
@@ -91,15 +107,21 @@ def heatmap(ax, grid, cmap: str = "Reds", vmax: float | None = None, label: Call
     return image
 
 
-def covering_range(values: Iterable[float | None], usual: tuple[float, float]) -> tuple[float, float]:
-    """The `usual` axis range widened just enough to hold every finite value, so none falls off.
+def covering_range(values: Iterable[float | None], usual: tuple[float, float],
+                   margin: float = 0.0) -> tuple[float, float]:
+    """The `usual` axis range widened to hold every finite value, so none falls off; a widened end
+    gets `margin` (a share of the span) beyond its value, so a marker there is drawn whole.
 
     Examples:
         >>> covering_range([12.5, -81.6, 99.0], (0.0, 100.0))
         (-81.6, 100.0)
+        >>> covering_range([-50.0], (0.0, 100.0), margin=0.1)
+        (-65.0, 100.0)
     """
     shown = [float(v) for v in values if v is not None and math.isfinite(float(v))]
-    return (min([usual[0], *shown]), max([usual[1], *shown]))
+    low, high = min([usual[0], *shown]), max([usual[1], *shown])
+    pad = margin * (high - low)
+    return (low - pad if low < usual[0] else low, high + pad if high > usual[1] else high)
 
 
 def range_note(values: Iterable[float | None], usual: tuple[float, float]) -> str:
@@ -156,7 +178,7 @@ def histogram(groups: Mapping[str, Sequence[float]], path: str | os.PathLike, xl
     ax.set_ylabel("images")
     ax.yaxis.set_major_locator(_integer_ticks())
     note = range_note(every, value_range) if value_range is not None else ""
-    ax.set_title(plain(f"{title}\n{note}" if note else title), fontsize=10)
+    ax.set_title(title_lines(f"{title}\n{note}" if note else title), fontsize=10)
     save_figure(fig, path)
     return note
 
