@@ -46,19 +46,18 @@ def _named_paths(value: Any) -> list[str]:
 
 
 def input_roots(manifest: Mapping[str, Any] | None, run: str | os.PathLike | None = None) -> list[Path]:
-    """The folders an item's relative name may start from: the manifest's inputs (a file's own folder,
-    and the folder holding several inputs), each also under the run's folder, then the run's folder."""
+    """The folders an item's relative name may start from: the folders (or a file's own folder) the
+    manifest names, each also under the run's folder, the deepest folder holding all of several
+    `inputs` (the input root ids are relative to), then the run's folder and the one above it."""
     named = [p for key in INPUT_KEYS for p in _named_paths((manifest or {}).get(key))]
     here = Path(run).resolve().parent if run is not None else None
     roots: list[Path] = []
     for raw in named:
         for path in (Path(raw), *([here / raw] if here is not None and not Path(raw).is_absolute() else [])):
-            roots.append(path if path.is_dir() else path.parent)
-    if len(named) > 1:
-        try:
-            roots.append(Path(os.path.commonpath([os.path.abspath(p) for p in named])))
-        except ValueError:  # paths on different drives share no folder
-            pass
+            roots.append((path if path.is_dir() else path.parent).resolve())
+    inputs = [os.path.abspath(p) for p in _named_paths((manifest or {}).get("inputs"))]
+    if len(inputs) > 1 and len({os.path.splitdrive(p)[0] for p in inputs}) == 1:  # one drive: one common folder
+        roots.append(Path(os.path.commonpath(inputs)))
     if here is not None:
         roots += [here, here.parent]
     return list(dict.fromkeys(roots))
