@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
