@@ -14,9 +14,11 @@ from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
+from vlmjudge.outputs import JsonlError, read_manifest
+from vlmjudge.reports.items import input_roots, item_cell, model_name
 from vlmjudge.reports.page import (
-    NOTHING_SCORED, ReportInputError, add_report_command, figures_section, fmt_number, low_res_mark, mean, page,
-    summary_table, worst_section, write_page,
+    NOTHING_SCORED, ReportInputError, add_report_command, figures_section, fmt_number, long_text, low_res_mark, mean,
+    page, summary_table, worst_section, write_page,
 )
 from vlmjudge.stats.interval import INTERVAL_HEADING, interval_text, mean_with_interval
 
@@ -65,23 +67,28 @@ def summarize_verdicts(verdicts: Sequence[Verdict]) -> dict[str, Any]:
             "n_low_resolution": sum(bool(v.provenance.get("resolution_note")) for v in verdicts)}
 
 
-def _name(v: Verdict, position: int) -> str:
-    return str(v.index if v.index is not None else v.image or position)
+def item_name(v: Verdict) -> str:
+    """The image a Verdict is about, as the report names it: its file (relative to the items table),
+    else the index it was given."""
+    return str(v.image or v.index)
 
 
-def _row(v: Verdict, position: int) -> list[str]:
-    return [escape(_name(v, position)) + low_res_mark(v.provenance.get("resolution_note")),
+def _row(v: Verdict, roots: Sequence[Path]) -> list[str]:
+    """One lowest-scored image: thumbnail and file name, prompt, scores, answers, decision, feedback."""
+    return [item_cell(item_name(v), roots) + low_res_mark(v.provenance.get("resolution_note")),
             escape(v.prompt or ""), fmt_number(v.overall_score),
             *(fmt_number(getattr(v.level_scores, k)) for k in ("level_1", "level_2", "level_3")),
             f"{v.counts.yes} / {v.counts.no} / {v.counts.unknown}", escape(v.decision or "undecided"),
-            escape(v.feedback or "")]
+            long_text(v.feedback or "")]
 
 
-def _lowest(verdicts: Sequence[Verdict], worst: int) -> str:
+def _lowest(verdicts: Sequence[Verdict], worst: int, roots: Sequence[Path]) -> str:
+    """The lowest-scored images, each with its thumbnail (images looked for under `roots`)."""
     scored = sorted((v for v in verdicts if v.overall_score is not None), key=lambda v: v.overall_score)
     header = ["image", "prompt", "overall", "level 1", "level 2", "level 3", "yes / no / unknown", "decision",
               "feedback"]
-    return worst_section(scored, worst, len(verdicts), header, _row, scored_as="an overall score")
+    return worst_section(scored, worst, len(verdicts), header, lambda v, _: _row(v, roots),
+                         scored_as="an overall score")
 
 
 def write_report(run: str | os.PathLike, out_dir: str | os.PathLike, worst: int = 20) -> list[Path]:
@@ -91,6 +98,10 @@ def write_report(run: str | os.PathLike, out_dir: str | os.PathLike, worst: int 
 
     details = details_path(run)
     verdicts = read_verdicts(details)
+    try:
+        manifest = read_manifest(details) or {}
+    except JsonlError as error:
+        raise ReportInputError(str(error)) from None
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary = summarize_verdicts(verdicts)
@@ -101,24 +112,25 @@ def write_report(run: str | os.PathLike, out_dir: str | os.PathLike, worst: int 
     figures: list[tuple[str, str]] = []
     if summary["n_scored"]:
         path = out / "score_histogram.png"
-        histogram({label: [v.overall_score for v in verdicts if v.overall_score is not None]}, path,
-                  "FAGER overall score", f"Overall scores ({summary['n_scored']} of {summary['n_images']} scored)",
-                  SCORE_RANGE)
-        figures.append((path.name, "Overall score histogram (0-100)"))
+        clipped = histogram({label: [v.overall_score for v in verdicts if v.overall_score is not None]}, path,
+                            "FAGER overall score",
+                            f"Overall scores ({summary['n_scored']} of {summary['n_images']} scored)", SCORE_RANGE)
+        figures.append((path.name, "Overall score histogram (0-100)" + (f": {clipped}" if clipped else "")))
         path = out / "decisions.png"
         bars(summary["decisions"], path, "images", "Decisions: keep, edit or regenerate")
         figures.append((path.name, "Decisions per image"))
         written += [out / "score_histogram.png", path]
     d, ci = summary["decisions"], summary["intervals"]
-    head = ["run", "images", "scored", *[f"mean {name} {INTERVAL_HEADING}" for name in ("overall", *LEVEL_NAMES)],
+    head = ["run", "judge model", "images", "scored",
+            *[f"mean {name} {INTERVAL_HEADING}" for name in ("overall", *LEVEL_NAMES)],
             "keep", "edit", "regenerate", "undecided", "parse failures", "low resolution"]
-    row = [label, summary["n_images"], summary["n_scored"],
+    row = [label, model_name(manifest), summary["n_images"], summary["n_scored"],
            *[interval_text(ci[key], fmt_number) for key in ("overall", *LEVELS)],
            d["keep"], d["edit"], d["regenerate"], d["undecided"], summary["parse_failures"],
            summary["n_low_resolution"]]
-    html = page("FAGER report", summary_table(head, [row]), [figures_section(figures, NOTHING_SCORED),
-                                                             _lowest(verdicts, worst)],
-                subtitle=f"from {details.name} in {label}")
+    lowest = _lowest(verdicts, worst, input_roots(manifest, details))
+    html = page("FAGER report", summary_table(head, [row]), [figures_section(figures, NOTHING_SCORED), lowest],
+                subtitle=f"from {details.name} in {label}, judged by {model_name(manifest)}")
     written.append(write_page(out, html))
     return written
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import csv
 import json
 import os
-from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
+from vlmjudge.reports.items import input_roots, item_cell, model_name
 from vlmjudge.reports.page import (
     NOTHING_SCORED, ReportInputError, add_report_command, figures_section, fmt_number, low_res_mark, low_res_note,
     mean, page, read_run, section, summary_table, table, worst_section, write_page,
@@ -43,12 +43,13 @@ def _csv_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def read_compare(path: str | os.PathLike) -> dict[str, Any]:
-    """A compare result as {"pairs", "unpaired_files"}: from its JSON, CSV or JSON-lines file."""
+    """A compare result as {"pairs", "unpaired_files", "manifest"}: from its JSON, CSV or JSON-lines
+    file (only JSON lines have a manifest beside them; the others get {})."""
     file = Path(path)
     if not file.is_file():
         raise ReportInputError(f"no such file: {file}")
     if file.suffix == ".csv":
-        return {"pairs": _csv_rows(file), "unpaired_files": {}}
+        return {"pairs": _csv_rows(file), "unpaired_files": {}, "manifest": {}}
     if file.suffix == ".json":
         try:
             data = json.loads(file.read_text(encoding="utf-8"))
@@ -56,10 +57,11 @@ def read_compare(path: str | os.PathLike) -> dict[str, Any]:
             raise ReportInputError(f"{file}: not JSON ({err.msg})") from None
         if not isinstance(data, dict) or not isinstance(data.get("pairs"), list):
             raise ReportInputError(f"{file}: expected the `regeneration compare --out` JSON, with a 'pairs' list")
-        return {"pairs": data["pairs"], "unpaired_files": data.get("unpaired_files") or {}}
+        return {"pairs": data["pairs"], "unpaired_files": data.get("unpaired_files") or {}, "manifest": {}}
     rows, manifest = read_run(file)  # compare --out, or the distributed runner's records
     unpaired = manifest.get("unpaired_files") if isinstance(manifest.get("unpaired_files"), dict) else {}
-    return {"pairs": [flat_pair(row, position) for position, row in enumerate(rows)], "unpaired_files": unpaired}
+    return {"pairs": [flat_pair(row, position) for position, row in enumerate(rows)], "unpaired_files": unpaired,
+            "manifest": manifest}
 
 
 def flat_pair(row: dict[str, Any], position: int) -> dict[str, Any]:
@@ -92,16 +94,31 @@ def _rank_key(pair: dict[str, Any]) -> float:
     return float(value) if value is not None else float("inf")
 
 
-def _lowest(pairs: Sequence[dict[str, Any]], worst: int) -> str:
+def item_name(pair: dict[str, Any]) -> str:
+    """The pair a row is about, as the report names it and finds its two images by."""
+    return str(pair.get("id"))
+
+
+def _lowest(pairs: Sequence[dict[str, Any]], worst: int, roots: dict[str, list[Path]]) -> str:
+    """The lowest-scored pairs, each with the thumbnails of its reference and its regeneration."""
     scored = sorted((p for p in pairs if p.get("score") is not None or p.get("clip") is not None), key=_rank_key)
-    header = ["pair", "score", "CLIP %", "DINO %", "MLLM content (1-5)", "MLLM perceptual (1-5)"]
-    return worst_section(scored, worst, len(pairs), header, _row, noun="pairs")
+    header = ["reference", "regeneration", "score", "CLIP %", "DINO %", "MLLM content (1-5)",
+              "MLLM perceptual (1-5)"]
+    return worst_section(scored, worst, len(pairs), header, lambda p, _: _row(p, roots), noun="pairs")
 
 
-def _row(p: dict[str, Any], position: int) -> list[str]:
-    return [escape(str(p.get("id"))) + low_res_mark(low_res_note(p)), fmt_number(p.get("score")),
-            fmt_number(p.get("clip")), fmt_number(p.get("dino")), fmt_number(p.get("mllm_content_rating")),
-            fmt_number(p.get("mllm_perceptual_rating"))]
+def _row(p: dict[str, Any], roots: dict[str, list[Path]]) -> list[str]:
+    """One lowest-scored pair: both images (the reference with the low-resolution mark), then its numbers."""
+    name = item_name(p)
+    return [item_cell(name, roots["refs"]) + low_res_mark(low_res_note(p)), item_cell(name, roots["gens"]),
+            fmt_number(p.get("score")), fmt_number(p.get("clip")), fmt_number(p.get("dino")),
+            fmt_number(p.get("mllm_content_rating")), fmt_number(p.get("mllm_perceptual_rating"))]
+
+
+def pair_roots(manifest: dict[str, Any], result: str | os.PathLike) -> dict[str, list[Path]]:
+    """Where each side's images are looked for: the folder compare read (`refs`, `gens` in the
+    manifest), then beside the result."""
+    return {side: input_roots({side: manifest.get(side)}, result) for side in ("refs", "gens")}
 
 
 def _unpaired(unpaired: dict[str, list[str]]) -> str:
@@ -111,8 +128,10 @@ def _unpaired(unpaired: dict[str, list[str]]) -> str:
     return section(f"{len(rows)} unpaired files (left out)", table(["folder", "file"], rows), "unpaired")
 
 
-def _plot_score_vs_content(pairs: Sequence[dict[str, Any]], path: Path) -> None:
-    from vlmjudge.reports.figures import new_figure, save_figure
+def _plot_score_vs_content(pairs: Sequence[dict[str, Any]], path: Path) -> str:
+    """Score against the MLLM content rating; the y axis covers every score, and the returned note
+    (also in the title) says when a score lies outside 0-100."""
+    from vlmjudge.reports.figures import covering_range, new_figure, range_note, save_figure
 
     points = [(p["mllm_content_rating"], p["score"]) for p in pairs
               if p.get("mllm_content_rating") is not None and p.get("score") is not None]
@@ -120,11 +139,15 @@ def _plot_score_vs_content(pairs: Sequence[dict[str, Any]], path: Path) -> None:
     ax = fig.subplots()
     ax.scatter([x for x, _ in points], [y for _, y in points], color="#4C72B0")
     ax.set_xlim(0.5, 5.5)
-    ax.set_ylim(*PERCENT_RANGE)
+    scores = [y for _, y in points]
+    ax.set_ylim(*covering_range(scores, PERCENT_RANGE, margin=0.04))
     ax.set_xlabel("MLLM content rating (1-5)")
     ax.set_ylabel("score (mean of CLIP % and DINO %)")
-    ax.set_title("Similarity score against the MLLM content rating", fontsize=10)
+    note = range_note(scores, PERCENT_RANGE)
+    title = "Similarity score against the MLLM content rating"
+    ax.set_title(f"{title}\n{note}" if note else title, fontsize=10)
     save_figure(fig, path)
+    return note
 
 
 def write_report(result: str | os.PathLike, out_dir: str | os.PathLike, worst: int = 20) -> list[Path]:
@@ -144,25 +167,27 @@ def write_report(result: str | os.PathLike, out_dir: str | os.PathLike, worst: i
     figures: list[tuple[str, str]] = []
     if summary["n_scored"]:
         path = out / "similarity_histogram.png"
-        histogram({k: [p[key] for p in pairs if p.get(key) is not None] for k, key in (("CLIP %", "clip"),
-                                                                                        ("DINO %", "dino"))},
-                  path, "similarity (%)", f"CLIP % and DINO % over {summary['n_scored']} pairs", PERCENT_RANGE,
-                  stacked=False)
-        figures.append((path.name, "CLIP % and DINO % per pair"))
+        clipped = histogram({k: [p[key] for p in pairs if p.get(key) is not None]
+                             for k, key in (("CLIP %", "clip"), ("DINO %", "dino"))},
+                            path, "similarity (%)", f"CLIP % and DINO % over {summary['n_scored']} pairs",
+                            PERCENT_RANGE, stacked=False)
+        figures.append((path.name, "CLIP % and DINO % per pair" + (f": {clipped}" if clipped else "")))
         written.append(path)
     if summary["mean_mllm_content"] is not None:
         path = out / "score_vs_mllm_content.png"
-        _plot_score_vs_content(pairs, path)
-        figures.append((path.name, "Similarity score against the MLLM content rating"))
+        clipped = _plot_score_vs_content(pairs, path)
+        figures.append((path.name, "Similarity score against the MLLM content rating"
+                        + (f": {clipped}" if clipped else "")))
         written.append(path)
-    head = ["result", "pairs", "scored", *[f"mean {name} {INTERVAL_HEADING}" for name in MEAN_COLUMNS.values()],
-            "unpaired files", "low resolution"]
-    row = [Path(result).name, summary["n_pairs"], summary["n_scored"],
+    head = ["result", "judge model", "pairs", "scored",
+            *[f"mean {name} {INTERVAL_HEADING}" for name in MEAN_COLUMNS.values()], "unpaired files", "low resolution"]
+    row = [Path(result).name, model_name(data["manifest"]), summary["n_pairs"], summary["n_scored"],
            *[interval_text(summary["intervals"][key], fmt_number) for key in MEAN_COLUMNS],
            summary["n_unpaired"], summary["n_low_resolution"]]
     html = page("Image Regeneration report", summary_table(head, [row]),
-                [figures_section(figures, NOTHING_SCORED.replace("image", "pair")), _lowest(pairs, worst),
-                 _unpaired(unpaired)], subtitle=f"from {Path(result).name}")
+                [figures_section(figures, NOTHING_SCORED.replace("image", "pair")),
+                 _lowest(pairs, worst, pair_roots(data["manifest"], result)), _unpaired(unpaired)],
+                subtitle=f"from {Path(result).name}, MLLM judge: {model_name(data['manifest'])}")
     written.append(write_page(out, html))
     return written
 

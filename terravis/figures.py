@@ -6,14 +6,19 @@ so writing a report never changes the caller's matplotlib backend or opens a win
 """
 from __future__ import annotations
 
+import math
 import os
 from typing import Any, Mapping, Sequence
 
-from vlmjudge.reports.figures import heatmap, new_figure, plain, save_figure, series_label
+from vlmjudge.reports.figures import (
+    covering_range, heatmap, new_figure, plain, range_note, save_figure, series_label, title_lines,
+)
 
 from .records import ImageRecord
 from .taxonomy import LEVELS, TAXONOMY
 
+#: TerraVis scores lie in 0-1: the histogram's usual x axis.
+SCORE_RANGE = (0.0, 1.0)
 LEVEL_COLORS = {"object": "#4C72B0", "interaction": "#DD8452", "scene": "#55A868"}
 
 
@@ -32,7 +37,7 @@ def plot_level_shares(reports: Sequence[Mapping[str, Any]], path: str | os.PathL
         ax.set_xlim(0, 1)
         ax.invert_yaxis()
         ax.set_xlabel("share of detected violations")
-        ax.set_title(plain(f"Violations by level: {rep['label']}"), fontsize=10)
+        ax.set_title(title_lines(f"Violations by level: {rep['label']}"), fontsize=10)
         ax.legend(loc="lower right", fontsize=8)
     save_figure(fig, path)
 
@@ -54,14 +59,18 @@ def plot_type_shares(reports: Sequence[Mapping[str, Any]], path: str | os.PathLi
         ax.set_yticks(range(len(labels)), labels, fontsize=8)
         ax.set_xticks(range(len(columns)), [plain(name) for name, _ in columns], rotation=30, ha="right",
                       fontsize=8)
-        ax.set_title(plain(f"Violations by type (% of each model's violations): {rep['label']}"), fontsize=10)
+        ax.set_title(title_lines(f"Violations by type (% of each model's violations): {rep['label']}", 70),
+                     fontsize=10)
         fig.colorbar(image, ax=ax, fraction=0.03, label="% of the model's violations")
     save_figure(fig, path)
 
 
 def plot_score_histogram(evaluators: Sequence[Any], models: Mapping[str, Mapping[str, str]],
                          path: str | os.PathLike, bins: int = 20) -> None:
-    """Stacked histograms of the scores of eligible images, per T2I model; N/A counted in the title."""
+    """Stacked histograms of the scores of eligible images, per T2I model; N/A counted in the title,
+    and the axis widened (the title says so) should a score lie outside 0-1."""
+    from matplotlib.ticker import MaxNLocator
+
     fig = new_figure(8, 3.2 * len(evaluators))
     axes = fig.subplots(len(evaluators), 1, squeeze=False)[:, 0]
     for ax, ev in zip(axes, evaluators):
@@ -71,14 +80,18 @@ def plot_score_histogram(evaluators: Sequence[Any], models: Mapping[str, Mapping
             if r.score is not None:
                 by_model.setdefault(models[ev.label][r.image_id], []).append(r.score)
         names = sorted(by_model)
+        scores = [v for m in names for v in by_model[m]]
+        span = covering_range(scores, SCORE_RANGE)
         if names:
-            ax.hist([by_model[m] for m in names], bins=bins, range=(0, 1), stacked=True,
-                    label=[series_label(m) for m in names])
+            ax.hist([[v for v in by_model[m] if math.isfinite(v)] for m in names], bins=bins, range=span,
+                    stacked=True, label=[series_label(m) for m in names])
             ax.legend(fontsize=8)
         n_na = sum(r.score is None for r in records)
-        ax.set_xlim(0, 1)
+        ax.set_xlim(*span)
         ax.set_xlabel("TerraVis score")
         ax.set_ylabel("images")
         counted = f"{len(records) - n_na} scored, {n_na} N/A or failed"
-        ax.set_title(plain(f"Scores: {ev.label} ({counted})"), fontsize=10)
+        note = range_note(scores, SCORE_RANGE)
+        ax.set_title(title_lines(f"Scores: {ev.label} ({counted})" + (f"\n{note}" if note else "")), fontsize=10)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of images
     save_figure(fig, path)

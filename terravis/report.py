@@ -111,8 +111,9 @@ def _keep_top_level_notes(path: str | os.PathLike, records: Sequence[ImageRecord
 
 
 def model_of(record: ImageRecord, group_by: GroupBy = "auto") -> str:
-    """The T2I model of an image: its `model` field, or its parent folder's name (under "auto",
-    `UNGROUPED` when it has neither)."""
+    """The T2I model of an image: its `model` field, or its folder's name. Under "auto" that is the
+    folder within the input root its id names (`UNGROUPED` when it has none, so images given straight
+    from one folder are not grouped under that folder's name); under "folder", the recorded path's."""
     if group_by in ("field", "auto") and record.meta.get("model") is not None:
         return str(record.meta["model"])
     if group_by == "field":
@@ -120,7 +121,7 @@ def model_of(record: ImageRecord, group_by: GroupBy = "auto") -> str:
                           "with --t2i-model)")
     if group_by not in ("auto", "folder"):
         raise ReportError(f"group_by must be auto, field or folder, got {group_by!r}")
-    path = record.meta.get("path") or record.image_id
+    path = record.image_id if group_by == "auto" else (record.meta.get("path") or record.image_id)
     parent = Path(str(path)).parent.name
     if not parent and group_by == "auto":  # e.g. `python -m vlmjudge.distributed` ids: one group
         return UNGROUPED
@@ -300,6 +301,7 @@ def write_report(paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike,
     """Write summary.json, ranking.csv, the figures and report.html (at the top of `out_dir`);
     returns the paths. A figure with nothing to show is left out and the page says why: the
     histogram needs a scored image, the violation shares a detected violation."""
+    from vlmjudge.reports.items import input_roots
     from vlmjudge.reports.page import NOTHING_SCORED, write_page
 
     from .figures import plot_level_shares, plot_score_histogram, plot_type_shares
@@ -326,7 +328,8 @@ def write_report(paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike,
     note = NOTHING_SCORED if not any_scored else "No violation was detected, so there are no violation shares to plot."
     worst_by_label = {ev.label: worst_records(ev.records, worst) for ev in evaluators}
     low_res = {ev.label: sum(bool(r.meta.get("resolution_note")) for r in ev.records) for ev in evaluators}
-    search = [Path(p).resolve().parent for p in paths]
+    search = list(dict.fromkeys(root for ev in evaluators for source in ev.sources
+                                for root in input_roots(ev.manifest, source)))
     html = write_page(out, render_html(data, {k: v.name for k, v in figures.items()}, worst_by_label, models,
                                        search, low_res, note))
     return [summary_json, ranking_csv, *figures.values(), html]

@@ -1,57 +1,35 @@
 """The report's HTML page: rankings, figures, analyses, and the worst images with their
-evidence. Thumbnails are embedded as base64, so the page is one self-contained file next
-to its PNG figures."""
+evidence. Thumbnails are embedded (`vlmjudge.reports.items`), so the page is one
+self-contained file next to its PNG figures."""
 from __future__ import annotations
 
-import base64
-import io
 from html import escape
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from vlmjudge.reports.items import item_cell
 from vlmjudge.reports.page import (
-    NOTHING_SCORED, empty_state, figures_section, fmt_cell, fmt_number, low_res_mark, page, summary_table, table,
+    NOTHING_SCORED, empty_state, figures_section, fmt_cell, fmt_number, long_text, low_res_mark, page, summary_table,
+    table,
 )
 from vlmjudge.stats.interval import INTERVAL_HEADING, interval_text
 
 from .records import ImageRecord
 
-THUMB_PX = 256
 #: The figures' captions, by the key `write_report` names them with.
 CAPTIONS = {"levels": "Violation shares by level (cf. Figure A1)",
             "types": "Violation shares by type (cf. Figure A2)", "histogram": "Score histogram"}
 
 
-def find_image(record: ImageRecord, search: Sequence[Path]) -> Path | None:
-    """The image file of a record: its recorded path, else that path or its id under a search folder."""
-    recorded = record.meta.get("path")
-    candidates = [Path(recorded)] if recorded else []
-    for root in search:
-        if recorded and not Path(recorded).is_absolute():
-            candidates.append(root / recorded)
-        candidates.append(root / record.image_id)
-    return next((p for p in candidates if p.is_file()), None)
-
-
-def thumbnail_uri(path: Path) -> str:
-    """A data: URI of a JPEG thumbnail of the image at `path`."""
-    from vlmjudge.images import to_pil
-
-    img = to_pil(path)
-    img.thumbnail((THUMB_PX, THUMB_PX))
-    buf = io.BytesIO()
-    img.save(buf, format="JPEG", quality=85)
-    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+def item_name(record: ImageRecord) -> str:
+    """The image a record is about, as the report names it (its path relative to the input root)."""
+    return record.image_id
 
 
 def image_card(record: ImageRecord, model: str, search: Sequence[Path]) -> str:
-    """One worst-image entry: thumbnail, score, and each violation with severity and evidence."""
-    path = find_image(record, search)
-    if path is None:
-        where = escape(str(record.meta.get("path") or record.image_id))
-        picture = f'<div class="missing">image not found: {where}</div>'
-    else:
-        picture = f'<img src="{thumbnail_uri(path)}" alt="{escape(record.image_id)}">'
+    """One worst-image entry: thumbnail and file name, score, and each violation with severity and
+    evidence; `model` is the T2I model (group) the image counts under."""
+    picture = item_cell(item_name(record), search, record.meta.get("path"))
     items = []
     for c in record.checks:
         if not c.detected:
@@ -59,14 +37,14 @@ def image_card(record: ImageRecord, model: str, search: Sequence[Path]) -> str:
         where = f" ({escape(c.aspect)})" if c.aspect else ""
         severity = c.severity or "unknown"
         items.append(f'<li><b>{escape(c.name)}</b> [{escape(c.level)}, <span class="{escape(severity)}">'
-                     f'{escape(severity)}</span>]{where}: {escape(c.evidence or "no evidence given")}</li>')
+                     f'{escape(severity)}</span>]{where}: {long_text(c.evidence or "no evidence given")}</li>')
     if record.rating is not None:
         items.append(f"<li>rating {record.rating} / 5 ({escape(record.variant)})</li>")
     body = "<ul>" + "".join(items) + "</ul>" if items else "<p>no violation listed</p>"
     mark = low_res_mark(record.meta.get("resolution_note"))
-    return (f'<div class="card">{picture}<div><h4>{escape(record.image_id)}{mark}</h4>'
-            f"<p>model <b>{escape(model)}</b> &middot; score <b>{fmt_number(record.score)}</b> &middot; "
-            f"{record.n_major} major, {record.n_minor} minor</p>{body}</div></div>")
+    return (f'<div class="card">{picture}<div><h4>score {fmt_number(record.score)}{mark}</h4>'
+            f"<p>T2I model <b>{escape(model)}</b> &middot; {record.n_major} major, {record.n_minor} minor</p>"
+            f"{body}</div></div>")
 
 
 def _human_section(h: Mapping[str, Any]) -> str:

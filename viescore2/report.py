@@ -15,9 +15,10 @@ from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
+from vlmjudge.reports.items import input_roots, item_cell, model_name
 from vlmjudge.reports.page import (
-    NOTHING_SCORED, ReportInputError, add_report_command, figures_section, fmt_number, low_res_mark, low_res_note,
-    mean, page, read_run, summary_table, worst_section, write_page,
+    NOTHING_SCORED, ReportInputError, add_report_command, figures_section, fmt_number, long_text, low_res_mark,
+    low_res_note, mean, page, read_run, summary_table, worst_section, write_page,
 )
 from vlmjudge.stats.interval import INTERVAL_HEADING, interval_text, mean_with_interval
 
@@ -26,8 +27,6 @@ from .parsing import parse_grid
 
 #: The score range of VIEScore2 (0-10), the histogram's x axis.
 SCORE_RANGE = (0.0, 10.0)
-#: How much of an explanation a table row shows.
-EXPLANATION_CHARS = 240
 
 
 def summarize_run(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -73,7 +72,7 @@ def cell_shares(records: Sequence[dict[str, Any]]) -> Any:
 
 def plot_cell_shares(shares: Any, path: str | os.PathLike, label: str) -> None:
     """A heatmap of `cell_shares`: rows and columns numbered as in the grid format."""
-    from vlmjudge.reports.figures import heatmap, new_figure, plain, save_figure
+    from vlmjudge.reports.figures import heatmap, new_figure, save_figure, title_lines
 
     n = shares.shape[0]
     fig = new_figure(7.5, 6.5)
@@ -82,23 +81,30 @@ def plot_cell_shares(shares: Any, path: str | os.PathLike, label: str) -> None:
                     fontsize=10 if n <= 8 else 6)
     ax.set_xticks(range(n), [str(c + 1) for c in range(n)], fontsize=7)
     ax.set_yticks(range(n), [f"r{r + 1}" for r in range(n)], fontsize=7)
-    ax.set_title(plain(f"Defect cells: % of images with a read grid flagging each cell ({label})"), fontsize=10)
+    ax.set_title(title_lines(f"Defect cells: % of images with a read grid flagging each cell ({label})", 75),
+                 fontsize=10)
     fig.colorbar(image, ax=ax, fraction=0.04, label="% of images")
     save_figure(fig, path)
 
 
-def _row(r: dict[str, Any], position: int) -> list[str]:
+def item_name(record: dict[str, Any]) -> str:
+    """The image a record is about, as the report names it (its path relative to the input root)."""
+    return str(record["id"])
+
+
+def _row(r: dict[str, Any], roots: Sequence[Path]) -> list[str]:
+    """One lowest-scored image: its thumbnail and name, prompt, scores, grid status and explanation."""
     scores = ", ".join(f"{k} {fmt_number(v)}" for k, v in (r.get("scores") or {}).items())
-    text = str(r.get("explanation") or "")
-    text = text if len(text) <= EXPLANATION_CHARS else text[:EXPLANATION_CHARS] + "…"
-    return [escape(str(r["id"])) + low_res_mark(low_res_note(r)), escape(str(r.get("prompt") or "")),
-            fmt_number(r["score"]), escape(scores), escape(str(r.get("grid_status") or "n/a")), escape(text)]
+    return [item_cell(item_name(r), roots, r.get("image")) + low_res_mark(low_res_note(r)),
+            escape(str(r.get("prompt") or "")), fmt_number(r["score"]), escape(scores),
+            escape(str(r.get("grid_status") or "n/a")), long_text(r.get("explanation") or "")]
 
 
-def _lowest(records: Sequence[dict[str, Any]], worst: int) -> str:
-    scored = sorted((r for r in records if r.get("score") is not None), key=lambda r: (r["score"], str(r["id"])))
+def _lowest(records: Sequence[dict[str, Any]], worst: int, roots: Sequence[Path]) -> str:
+    """The lowest-scored images, each with its thumbnail (images looked for under `roots`)."""
+    scored = sorted((r for r in records if r.get("score") is not None), key=lambda r: (r["score"], item_name(r)))
     return worst_section(scored, worst, len(records), ["image", "prompt", "score", "scores", "grid", "explanation"],
-                         _row)
+                         lambda r, _: _row(r, roots))
 
 
 def write_report(results: str | os.PathLike, out_dir: str | os.PathLike, worst: int = 20) -> list[Path]:
@@ -107,13 +113,13 @@ def write_report(results: str | os.PathLike, out_dir: str | os.PathLike, worst: 
     from vlmjudge.reports.figures import histogram
 
     records, manifest = read_run(results)
-    bad = [i for i, r in enumerate(records, 1) if "id" not in r]
+    bad = [i for i, r in enumerate(records, 1) if "id" not in r]  # (the one key `item_name` reads)
     if bad:
         raise ReportInputError(f"{results}: records {bad[:5]} have no 'id' (is this a viescore2 score output?)")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary = summarize_run(records)
-    label = str(manifest.get("model") or manifest.get("backend") or Path(results).stem)
+    label = model_name(manifest)
     summary_json = out / "summary.json"
     summary_json.write_text(json.dumps({"label": label, "manifest": manifest, "summary": summary}, indent=2) + "\n",
                             encoding="utf-8")
@@ -121,9 +127,11 @@ def write_report(results: str | os.PathLike, out_dir: str | os.PathLike, worst: 
     figures: list[tuple[str, str]] = []
     if summary["n_scored"]:
         path = out / "score_histogram.png"
-        histogram({label: [r["score"] for r in records if r.get("score") is not None]}, path, "VIEScore2 score",
-                  f"Scores: {label} ({summary['n_scored']} of {summary['n_images']} images scored)", SCORE_RANGE)
-        figures.append((path.name, "Score histogram (0-10)"))
+        clipped = histogram({label: [r["score"] for r in records if r.get("score") is not None]}, path,
+                            "VIEScore2 score",
+                            f"Scores: {label} ({summary['n_scored']} of {summary['n_images']} images scored)",
+                            SCORE_RANGE)
+        figures.append((path.name, "Score histogram (0-10)" + (f": {clipped}" if clipped else "")))
         written.append(path)
     shares = cell_shares(records)
     if shares is not None and shares.max() > 0:
@@ -133,16 +141,17 @@ def write_report(results: str | os.PathLike, out_dir: str | os.PathLike, worst: 
         written.append(path)
     note = NOTHING_SCORED if not summary["n_scored"] else "No grid flagged a defect cell, so there is no map to draw."
     keys = [k for k in summary["mean_by_key"] if k != "overall"]  # the overall score is "mean score"
-    head = ["run", "images", "scored", *[f"mean {k} {INTERVAL_HEADING}" for k in ("score", *keys)], "ok", "partial",
-            "failed", "grids with defects", "clean grids", "low resolution"]
+    head = ["run", "judge model", "images", "scored", *[f"mean {k} {INTERVAL_HEADING}" for k in ("score", *keys)],
+            "ok", "partial", "failed", "grids with defects", "clean grids", "low resolution"]
     intervals = summary["intervals"]
-    row = [label, summary["n_images"], summary["n_scored"], interval_text(intervals["score"], fmt_number),
+    row = [Path(results).name, label, summary["n_images"], summary["n_scored"],
+           interval_text(intervals["score"], fmt_number),
            *[interval_text(intervals[k], fmt_number) for k in keys], summary["status"].get("ok", 0),
            summary["status"].get("partial", 0), summary["status"].get("failed", 0) + summary["status"].get("error", 0),
            summary["grid_status"].get("ok", 0), summary["grid_status"].get("none", 0), summary["n_low_resolution"]]
     html = page("VIEScore2 report", summary_table(head, [row]),
-                [figures_section(figures, note), _lowest(records, worst)],
-                subtitle=f"from {Path(results).name}: {label}")
+                [figures_section(figures, note), _lowest(records, worst, input_roots(manifest, results))],
+                subtitle=f"from {Path(results).name}, judged by {label}")
     written.append(write_page(out, html))
     return written
 

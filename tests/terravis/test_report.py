@@ -51,7 +51,8 @@ def test_missing_image_is_reported_not_fatal(tmp_path):
                          violations=[("optical_effect", "minor", "No shadow.")])]
     run = write_run(tmp_path / "a.jsonl", records)
     assert main(["terravis", "report", str(run), "--out", str(tmp_path / "rep")]) == 0
-    assert "image not found" in (tmp_path / "rep" / "report.html").read_text()
+    page = (tmp_path / "rep" / "report.html").read_text()
+    assert "missing image" in page and "m1/x.png" in page
 
 
 def test_two_evaluators_give_ranking_agreement(tmp_path):

@@ -13,7 +13,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from .figures import new_figure, save_figure
+from .figures import new_figure, save_figure, title_lines
 from .page import empty_state, figures_section, fmt_cell, fmt_number, page, section, summary_table, table, write_page
 
 #: Column titles of the five statistics, in the order `vlmjudge.stats.agreement` computes them.
@@ -41,7 +41,7 @@ def scatter(run: dict[str, Any], axes: dict[str, str], path: str | os.PathLike) 
     ax.set_xlabel(axes["human"])
     ax.set_ylabel(axes["judge"])
     rho = run["statistics"]["spearman"]["value"]
-    ax.set_title(f"{run['name']}: Spearman rho {rho:.3f}, {run['matched']} items", fontsize=9)
+    ax.set_title(title_lines(f"{run['name']}: Spearman rho {rho:.3f}, {run['matched']} items", 60), fontsize=9)
     save_figure(fig, path)
 
 

@@ -18,7 +18,7 @@ from .page import empty_state, figure, fmt_number, page, section, summary_table,
 
 FOREST_NAME = "forest.png"
 BANNER_CSS = ("<style>.mixed { background: #fdecea; border-left: 4px solid #b00; padding: 0.6em 0.9em; "
-              "font-weight: 600; } .scroll { overflow-x: auto; }</style>")
+              "font-weight: 600; }</style>")
 
 
 def _interval(row: dict) -> str:
@@ -47,7 +47,7 @@ def _pairs_table(pairs: list[dict], tests: bool = True) -> str:
         rows.append([p["a"], p["b"], p["n"], p["diff"], _interval(p),
                      *([p.get("p_value"), p.get("p_holm")] if tests else []),
                      p["na_share_diff"], p["failed_share_diff"], p["n_unpaired"]])
-    return f'<div class="scroll">{table(header, rows)}</div>'
+    return table(header, rows)  # (a table wider than the page scrolls in its own box)
 
 
 def forest_plot(pairs: list[dict], path: str | os.PathLike, label: str, confidence: float) -> bool:
@@ -96,7 +96,7 @@ def _breakdown(result: dict) -> str:
                       for x in labels]
             diffs = [f"{fmt_number(p['diff'])} {_interval(p)}" if "diff" in p else "n/a" for p in entry["pairwise"]]
             rows.append([category, *values, *diffs])
-        parts.append(f"<h3>{escape(group)}</h3><div class='scroll'>{table(header, rows)}</div>")
+        parts.append(f"<h3>{escape(group)}</h3>{table(header, rows)}")
     return section("Breakdown by category", "".join(parts), "breakdown")
 
 

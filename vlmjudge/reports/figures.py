@@ -1,5 +1,6 @@
 """Figure helpers shared by the methods' reports: an Agg figure, legible heatmap cell labels, a
-histogram, and `plain`, which every label holding a user's name (a folder, a model) goes through.
+histogram whose axis shows every value (or says which it cannot), and `plain`, which every label
+holding a user's name (a folder, a model) goes through.
 
 Figures are drawn on matplotlib's Agg canvas directly (no pyplot), so writing a report never
 changes the caller's matplotlib backend or opens a window. A name is drawn as typed: a `$` in
@@ -13,9 +14,12 @@ Examples:
 """
 from __future__ import annotations
 
+import math
 import os
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
+#: The longest line of a figure title, in characters (about the width of an 8-inch figure at 10 pt).
+TITLE_CHARS = 90
 #: Relative luminance above which a cell is light enough for black text.
 LIGHT_CELL = 0.45
 
@@ -29,6 +33,20 @@ def plain(text: object) -> str:
         cost \\$5 or \\$6
     """
     return str(text).replace("$", "\\$")
+
+
+def title_lines(text: object, width: int = TITLE_CHARS) -> str:
+    """A figure title as drawn: each line wrapped at `width` characters (a long model name is broken
+    if it must be, never cut off at the figure's edge), then `plain`.
+
+    Examples:
+        >>> title_lines("Scores: " + "m" * 30, width=20).splitlines()
+        ['Scores: mmmmmmmmmmmm', 'mmmmmmmmmmmmmmmmmm']
+    """
+    import textwrap
+
+    lines = [part for line in str(text).split("\n") for part in (textwrap.wrap(line, width) or [""])]
+    return "\n".join(plain(line) for line in lines)
 
 
 def series_label(text: object) -> str:
@@ -89,26 +107,80 @@ def heatmap(ax, grid, cmap: str = "Reds", vmax: float | None = None, label: Call
     return image
 
 
+def covering_range(values: Iterable[float | None], usual: tuple[float, float],
+                   margin: float = 0.0) -> tuple[float, float]:
+    """The `usual` axis range widened to hold every finite value, so none falls off; a widened end
+    gets `margin` (a share of the span) beyond its value, so a marker there is drawn whole.
+
+    Examples:
+        >>> covering_range([12.5, -81.6, 99.0], (0.0, 100.0))
+        (-81.6, 100.0)
+        >>> covering_range([-50.0], (0.0, 100.0), margin=0.1)
+        (-65.0, 100.0)
+    """
+    shown = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    low, high = min([usual[0], *shown]), max([usual[1], *shown])
+    pad = margin * (high - low)
+    return (low - pad if low < usual[0] else low, high + pad if high > usual[1] else high)
+
+
+def range_note(values: Iterable[float | None], usual: tuple[float, float]) -> str:
+    """What a reader must know about the values an axis over `usual` would not show: how many lie
+    outside it (the axis is widened to show them, see `covering_range`) and how many are not
+    finite (never drawn); "" when every value is an ordinary one.
+
+    Examples:
+        >>> range_note([12.5, -81.6, float("nan")], (0.0, 100.0))
+        '1 value outside [0, 100] (lowest -81.6), axis widened to show it; 1 non-finite value not shown'
+        >>> range_note([3.0], (0.0, 10.0))
+        ''
+    """
+    kept = [float(v) for v in values if v is not None]
+    finite = [v for v in kept if math.isfinite(v)]
+    outside = [v for v in finite if not usual[0] <= v <= usual[1]]
+    notes = []
+    if outside:
+        ends = [f"lowest {min(outside):.3g}"] if min(outside) < usual[0] else []
+        ends += [f"highest {max(outside):.3g}"] if max(outside) > usual[1] else []
+        notes.append(f"{_count(len(outside), 'value')} outside [{usual[0]:g}, {usual[1]:g}] ({', '.join(ends)}), "
+                     f"axis widened to show {'it' if len(outside) == 1 else 'them'}")
+    if len(kept) > len(finite):
+        notes.append(f"{_count(len(kept) - len(finite), 'non-finite value')} not shown")
+    return "; ".join(notes)
+
+
+def _count(n: int, noun: str) -> str:
+    """"1 value", "3 values"."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def histogram(groups: Mapping[str, Sequence[float]], path: str | os.PathLike, xlabel: str, title: str,
               value_range: tuple[float, float] | None = None, bins: int = 20, stacked: bool = True,
-              **figure_kw: Any) -> None:
+              **figure_kw: Any) -> str:
     """Histograms of the values of each group, stacked or side by side (a legend when there are
-    several groups)."""
+    several groups). The x axis spans `value_range` widened to every finite value; the returned
+    `range_note` (also under the title) says when that happened or a value could not be drawn."""
     fig = new_figure(figure_kw.get("width", 8), figure_kw.get("height", 3.2))
     ax = fig.subplots()
-    names = [name for name in groups if len(groups[name])]
+    every = [v for values in groups.values() for v in values]
+    drawn = {name: [float(v) for v in values if v is not None and math.isfinite(float(v))]
+             for name, values in groups.items()}
+    names = [name for name in drawn if drawn[name]]
+    span = covering_range(every, value_range) if value_range is not None else None
     if names:
-        ax.hist([list(groups[n]) for n in names], bins=bins, range=value_range, stacked=stacked,
+        ax.hist([drawn[n] for n in names], bins=bins, range=span, stacked=stacked,
                 label=[series_label(n) for n in names])
         if len(names) > 1:
             ax.legend(fontsize=8)
-    if value_range is not None:
-        ax.set_xlim(*value_range)
+    if span is not None:
+        ax.set_xlim(*span)
     ax.set_xlabel(plain(xlabel))
     ax.set_ylabel("images")
     ax.yaxis.set_major_locator(_integer_ticks())
-    ax.set_title(plain(title), fontsize=10)
+    note = range_note(every, value_range) if value_range is not None else ""
+    ax.set_title(title_lines(f"{title}\n{note}" if note else title), fontsize=10)
     save_figure(fig, path)
+    return note
 
 
 def bars(counts: Mapping[str, float], path: str | os.PathLike, xlabel: str, title: str, color: str = "#4C72B0"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from html import escape
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
@@ -23,23 +24,34 @@ from typing import Any, Callable, Iterable, Sequence
 DIGITS = 3
 #: The report page's file name, at the top of a report's --out folder.
 PAGE_NAME = "report.html"
+#: A word this long (no space in it) may break anywhere in a table cell; shorter ones never split.
+LONG_WORD = 24
+LONG_RUN = re.compile(r"\S{%d,}" % LONG_WORD)
+TAG = re.compile(r"<[^>]*>")
+#: How much of a long model text (explanation, feedback, evidence) a report shows before its toggle.
+SHOWN_CHARS = 240
 #: What a report says when no image got a score: shown instead of empty figures and lists.
 NOTHING_SCORED = "No image was scored, so there is nothing to plot or rank."
 
 CSS = """
 :root { --ink: #1f2328; --muted: #57606a; --line: #d0d7de; --head: #f6f8fa; --accent: #0b5cad; }
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; color: var(--ink);
-       background: #ffffff; line-height: 1.45; }
+       background: #ffffff; line-height: 1.45; overflow-wrap: anywhere; }
 main { max-width: 1200px; margin: 0 auto; padding: 1.5em 2em 3em; }
 header.report { border-bottom: 3px solid var(--accent); margin-bottom: 1.2em; }
 h1 { font-size: 1.7em; margin: 0.2em 0; }
 h2 { font-size: 1.3em; margin-top: 1.6em; border-bottom: 1px solid var(--line); padding-bottom: 0.2em; }
 h3 { font-size: 1.1em; margin-top: 1.2em; }
 p.subtitle, p.source { color: var(--muted); margin: 0.2em 0 0.8em; }
-table { border-collapse: collapse; margin: 0.5em 0 1.2em; }
-th, td { border: 1px solid var(--line); padding: 0.3em 0.7em; text-align: left; font-size: 0.92em; }
+.table-box { max-width: 100%; overflow-x: auto; margin: 0.5em 0 1.2em; }
+table { border-collapse: collapse; max-width: 100%; }
+th, td { border: 1px solid var(--line); padding: 0.3em 0.7em; text-align: left; font-size: 0.92em;
+         vertical-align: top; overflow-wrap: break-word; }
+th.long, td.long, .thumb .filename { overflow-wrap: anywhere; }
+td.long { min-width: 10em; }
+pre, code { white-space: pre-wrap; overflow-wrap: anywhere; }
 th { background: var(--head); }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 table.summary th { background: #e8f0fa; }
 figure { margin: 1em 0 1.6em; }
 figure img { max-width: 100%; border: 1px solid var(--line); }
@@ -48,9 +60,16 @@ p.empty { background: #fff8e1; border-left: 4px solid #d4a72c; padding: 0.6em 0.
 .lowres { display: inline-block; background: #fdecea; color: #8a1c12; border: 1px solid #e8a29a;
           border-radius: 3px; padding: 0 0.35em; font-size: 0.8em; font-weight: 600; }
 .card { display: flex; gap: 1em; border: 1px solid var(--line); padding: 0.8em; margin: 0.6em 0; }
-.card > img, .card > .missing { flex: 0 0 auto; align-self: flex-start; }
-.card img { max-width: 256px; max-height: 256px; border: 1px solid var(--line); }
-.missing { width: 256px; color: #a00; font-size: 0.85em; }
+.card > .thumb { flex: 0 0 auto; align-self: flex-start; }
+.card > div:last-child { min-width: 0; }
+.thumb { width: 140px; font-size: 0.8em; }
+.thumb img { display: block; max-width: 96px; max-height: 96px; border: 1px solid var(--line); }
+.thumb .filename { display: block; color: var(--muted); margin-top: 0.2em; }
+.thumb .nopic { display: flex; align-items: center; justify-content: center; width: 96px; height: 64px;
+                background: var(--head); border: 1px dashed var(--line); color: #a00; }
+details.more summary { cursor: pointer; list-style: none; }
+details.more summary .toggle { color: var(--accent); white-space: nowrap; }
+details.more[open] summary .start { display: none; }
 .major { color: #b00; font-weight: bold; }
 .minor { color: #b60; }
 """
@@ -86,25 +105,52 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _cell_class(cell: Any, html: str) -> str:
+    """A cell's class attribute: "num" for numbers (kept on one line), "long" for text holding a word
+    of `LONG_WORD` characters or more (broken anywhere; other text breaks only between words, so
+    short words such as "none" or "score" never split)."""
+    if _is_number(cell):
+        return ' class="num"'
+    return ' class="long"' if LONG_RUN.search(TAG.sub(" ", html)) else ""
+
+
 def table(header: Sequence[str], rows: Iterable[Sequence[Any]], css_class: str = "", raw: bool = False) -> str:
-    """An HTML table; numbers right-aligned. With `raw`, cells that are text are inserted as HTML
-    (the caller escaped them, e.g. to add a low-resolution mark)."""
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    """An HTML table; numbers right-aligned, in a box that scrolls sideways by itself should the
+    table still be wider than the page. With `raw`, cells that are text are inserted as HTML (the
+    caller escaped them, e.g. to add a low-resolution mark or a thumbnail)."""
+    head = "".join(f"<th{_cell_class(h, escape(h))}>{escape(h)}</th>" for h in header)
     lines = []
     for row in rows:
         cells = []
         for cell in row:
-            num = ' class="num"' if _is_number(cell) else ""
             text = cell if raw and isinstance(cell, str) else fmt_cell(cell)
-            cells.append(f"<td{num}>{text}</td>")
+            cells.append(f"<td{_cell_class(cell, text)}>{text}</td>")
         lines.append("<tr>" + "".join(cells) + "</tr>")
     cls = f' class="{escape(css_class)}"' if css_class else ""
-    return f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{''.join(lines)}</tbody></table>"
+    body = "".join(lines)
+    return f'<div class="table-box"><table{cls}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def summary_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     """The summary: counts and means, one row per run (or evaluator), under the page title."""
     return f'<section id="summary"><h2>Summary</h2>{table(header, rows, "summary")}</section>'
+
+
+def long_text(text: Any, limit: int = SHOWN_CHARS) -> str:
+    """Model text as HTML, escaped: whole when short, else its first `limit` characters with a toggle
+    that shows the rest, so one verbose answer neither hides the table nor is cut off for good.
+
+    Examples:
+        >>> long_text("a <b> c")
+        'a &lt;b&gt; c'
+        >>> "show all 300 characters" in long_text("x" * 300)
+        True
+    """
+    text = str(text)
+    if len(text) <= limit:
+        return escape(text)
+    return (f'<details class="more"><summary><span class="start">{escape(text[:limit])}… </span>'
+            f'<span class="toggle">show all {len(text):,} characters</span></summary>{escape(text)}</details>')
 
 
 def empty_state(message: str) -> str:
