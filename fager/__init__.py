@@ -1,6 +1,6 @@
 """FAGER: factuality of text-to-image outputs against a verified, three-level factual rubric.
 
-The layout every method package shares (README.md): `core` (`Fager`: `build_qa`, `score`), `pack`
+The layout every method package shares (docs/layout.md): `core` (`Fager`: `build_qa`, `score`), `pack`
 (the agents' prompts), `scoring` (answer points and gating), `parsing`, `metric` (`FagerScore`,
 torchmetrics), `spec`, `cli` and `report`; `records` (`Verdict`) and `baselines` (VQAScore-style).
 Besides: the schemas of what the agents write, the QA-set store, the agents (`FagerAgents`),

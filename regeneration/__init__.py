@@ -1,7 +1,7 @@
 """Image Regeneration (ImageRepainter): evaluate a text-to-image model by how closely it can paint a
 reference image again, from prompts an MLLM writes and revises over rounds.
 
-The layout every method package shares (README.md): `core` (`RegenerationLoop`), `pack` (the
+The layout every method package shares (docs/layout.md): `core` (`RegenerationLoop`), `pack` (the
 prompt pack), `scoring` (similarity percent, ratings, selection), `parsing`, `metric`
 (`RegenerationSimilarity`, torchmetrics), `spec`, `cli` and `report`; `records` (`ItemResult`),
 `baselines` (direct and interrogator prompts) and `figures`. Besides: `similarity` (the CLIP and

@@ -1,7 +1,7 @@
 """TerraVis: world-grounded visual consistency of generated images, judged by a multimodal LLM.
 
 Eligibility, 18 independent violation checks, severity of each violation, then
-S = exp(-lam (N_major + alpha N_minor)). The layout every method package shares (README.md):
+S = exp(-lam (N_major + alpha N_minor)). The layout every method package shares (docs/layout.md):
 `core` (`TerraVis`, to score), `pack` (prompt packs), `scoring` (the formula), `parsing`,
 `metric` (`TerraVisScore`, torchmetrics), `spec`, `cli` and `report` (rankings, HTML); `records`
 (`ImageRecord`), `baselines` (TerraVis-H, GPTScore), `human` (human annotations) and `figures`;

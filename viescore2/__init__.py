@@ -1,6 +1,6 @@
 """VIEScore2: 0-10 scores plus a spatial defect grid, parsed, rewarded, evaluated and explained.
 
-The layout every method package shares (README.md): `core` (`VIEScore2` over any judge), `pack`
+The layout every method package shares (docs/layout.md): `core` (`VIEScore2` over any judge), `pack`
 (field configurations and instruction packs), `scoring` (the overall score and reward math),
 `parsing` (judge text to scores and grids), `metric` (`VIEScore2Score`, torchmetrics), `spec`,
 `cli` and `report`; `records` (`VIEScore2Record`), `human` (ground-truth grids from stored

@@ -2,8 +2,8 @@
 
 Keyed by the checkpoint config's `model_type`. Every row is exercised by the conformance
 suite (tests/vlmjudge/testing) on a tiny random checkpoint of the family built with its real
-config, model and processor classes (`python -m vlmjudge.testing <family> DIR`); the README's
-"Judges" table shows the same rows. An architecture missing here still loads, through the
+config, model and processor classes (`python -m vlmjudge.testing <family> DIR`); docs/judges.md's
+"Supported families" table shows the same rows. An architecture missing here still loads, through the
 generic path, with a warning; one in `REFUSED` gives wrong results and is refused at load.
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ class Family:
 
     @property
     def row(self) -> dict[str, str]:
-        """The README table's row: loads, shared prefix, vision cache, grammar, tested."""
+        """The docs/judges.md table's row: loads, shared prefix, vision cache, grammar, tested."""
         return {"family": self.name, "model_type": self.model_type, "loads": "yes",
                 "shared prefix": self.shared_prefix, "vision cache": "yes" if self.vision_cache == "yes" else "no",
                 "grammar": "yes", "tested": "yes"}
@@ -90,12 +90,12 @@ def family_of(config: Any) -> Family | None:
 
 
 def table() -> list[dict[str, str]]:
-    """The rows of the README's "Judges" table, in order."""
+    """The rows of the "Supported families" table (docs/judges.md), in order."""
     return [f.row for f in FAMILIES.values()]
 
 
 def markdown_table() -> str:
-    """The README's "Judges" table (a test keeps the README equal to it)."""
+    """The "Supported families" table of docs/judges.md (a test keeps the page equal to it)."""
     columns = ["family", "model_type", "loads", "shared prefix", "vision cache", "grammar", "tested"]
     lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
     lines += ["| " + " | ".join(row[c] for c in columns) + " |" for row in table()]

@@ -1,6 +1,6 @@
 """The replay's fidelity table: per method, cases replayed, exact matches, release bugs, deviations.
 
-Printed at the end of any run that replays golden cases (README's "Fidelity" section quotes it).
+Printed at the end of any run that replays golden cases (docs/fidelity.md quotes it).
 """
 from collections import Counter, defaultdict
 

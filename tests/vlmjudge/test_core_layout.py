@@ -1,4 +1,4 @@
-"""README's core layout table names every room of `vlmjudge/`, each with its role, and nothing
+"""The core layout table (docs/layout.md) names every room of `vlmjudge/`, each with its role, and nothing
 that is not there: a newcomer reads the table instead of drawing the import graph."""
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _layout_rows(readme: str) -> dict[str, str]:
-    """`path` -> `role` from the table of README's "Core layout" section."""
+    """`path` -> `role` from the table of the "Core layout" section of docs/layout.md."""
     section = re.search(r"^## Core layout\n(.*?)(?=^## )", readme, re.MULTILINE | re.DOTALL)
-    assert section, "README.md has no 'Core layout' section"
+    assert section, "docs/layout.md has no 'Core layout' section"
     rows = {}
     for line in section.group(1).splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -35,8 +35,8 @@ def test_the_table_reader_reads_a_table():
 
 
 def test_every_room_of_the_core_is_in_the_layout_table_with_a_role():
-    rows = _layout_rows((REPO / "README.md").read_text(encoding="utf-8"))
+    rows = _layout_rows((REPO / "docs" / "layout.md").read_text(encoding="utf-8"))
     missing, stale = sorted(_rooms() - set(rows)), sorted(set(rows) - _rooms())
-    assert not missing, f"add these to README's 'Core layout' table: {missing}"
-    assert not stale, f"README's 'Core layout' table names what vlmjudge/ no longer has: {stale}"
+    assert not missing, f"add these to docs/layout.md's 'Core layout' table: {missing}"
+    assert not stale, f"docs/layout.md's 'Core layout' table names what vlmjudge/ no longer has: {stale}"
     assert all(len(role.split()) >= 3 for role in rows.values()), "each row says its role in words"

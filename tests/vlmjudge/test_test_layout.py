@@ -10,8 +10,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 TESTS = REPO / "tests"
 # Top-level test folders that test no one package: the release replays, the wheel, the bench
-# package at the repo root (a tool, not part of the installed library), and vendored data.
-CROSS_CUTTING = ("golden", "packaging", "bench", "data")
+# package at the repo root (a tool, not part of the installed library), the documentation's
+# examples, and vendored data.
+CROSS_CUTTING = ("golden", "packaging", "bench", "data", "docs")
 
 
 def pytest_ini():

@@ -12,7 +12,7 @@ from PIL import Image
 from vlmjudge.integrations import Method
 
 HERE = Path(__file__).resolve().parent
-#: The text of README's "Use in training" section, kept here so its examples run as tests.
+#: The text of docs/training.md's "Use in training" section, kept here so its examples run as tests.
 USE_IN_TRAINING = (HERE / "use_in_training.md").read_text()
 
 
@@ -21,12 +21,12 @@ def python_blocks(markdown: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", markdown, flags=re.S)
 
 
-def readme_section(title: str, readme: str | None = None) -> str:
-    """The text of `## title` in `readme` (README.md by default), up to the next `## ` heading;
+def page_section(title: str, page: str | None = None) -> str:
+    """The text of `## title` in `page` (docs/training.md by default), up to the next `## ` heading;
     an AssertionError where there is no such section."""
-    readme = (HERE.parents[2] / "README.md").read_text() if readme is None else readme
-    found = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", readme, flags=re.S | re.M)
-    assert found, f"README.md has no '## {title}' section"
+    page = (HERE.parents[2] / "docs" / "training.md").read_text() if page is None else page
+    found = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", page, flags=re.S | re.M)
+    assert found, f"the page has no '## {title}' section"
     return found.group(1)
 
 

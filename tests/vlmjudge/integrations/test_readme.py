@@ -1,4 +1,4 @@
-"""The "Use in training" examples (use_in_training.md, the README section's text) run as written
+"""The "Use in training" examples (use_in_training.md, the text of docs/training.md's section) run as written
 against tiny models: model ids are swapped for tiny local checkpoints, and the objects the text
 calls "yours" (a model, loaders, a pipeline) are tiny stand-ins."""
 import csv

@@ -1,5 +1,5 @@
 """The family table: unknown architectures warn, known-wrong ones are refused, Llama 4's
-upstream bug is worked around, and README / `vlmjudge info` say what is supported."""
+upstream bug is worked around, and docs/judges.md / `vlmjudge info` say what is supported."""
 import warnings
 from pathlib import Path
 from types import SimpleNamespace
@@ -10,16 +10,16 @@ from vlmjudge.backends.hf.judge import TransformersJudge
 from vlmjudge.families import FAMILIES, UnsupportedArchitecture, family_of, markdown_table
 from vlmjudge.testing.tiny_families import FAMILIES as BUILT
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+JUDGES_PAGE = Path(__file__).resolve().parents[3] / "docs" / "judges.md"
 
 
 def test_every_built_family_is_in_the_table_and_back():
     assert set(BUILT) == set(FAMILIES)
 
 
-def test_readme_judges_table_is_the_family_table():
-    text = README.read_text(encoding="utf-8")
-    assert "## Judges" in text and markdown_table() in text
+def test_the_judges_page_table_is_the_family_table():
+    text = JUDGES_PAGE.read_text(encoding="utf-8")
+    assert "## Supported families" in text and markdown_table() in text
 
 
 def test_unknown_architecture_loads_generically_with_a_warning():

@@ -1,0 +1,91 @@
+"""Every ```bash, ```shell and ```python block of README.md and docs/ runs as written, offline.
+
+Each page runs in a fresh working folder, its blocks in order (shell blocks under
+`bash -euo pipefail`, each python block in its own interpreter), so a page's later blocks use the
+files its earlier blocks wrote, as a reader following the page would. `metrics/` is linked into
+the folder because the pages run from a clone's root and use its bundled example images.
+Two kinds of block run elsewhere: README's test command (CI runs it, `.ci/run`), and the
+training page's examples (`tests/vlmjudge/integrations/test_readme.py` runs them against tiny
+stand-ins for the Hub models and for the reader's own model and data loaders).
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+RUNNABLE = ("bash", "shell", "sh", "python")
+FENCE = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
+TEST_COMMAND = re.compile(r"<!-- test-command -->\n(.*?)<!-- /test-command -->", re.S)
+TRAINING_EXAMPLES = REPO / "tests" / "vlmjudge" / "integrations" / "use_in_training.md"
+
+
+def pages() -> list[Path]:
+    """README and every page of docs/, in a stable order."""
+    return [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+
+
+def fenced_blocks(text: str) -> list[tuple[str, str, int]]:
+    """(language, body, offset) of each fenced block of `text`, in order."""
+    return [(m.group(1), m.group(2), m.start()) for m in FENCE.finditer(text)]
+
+
+def run_elsewhere(text: str) -> list[str]:
+    """Bodies of the blocks on a page that another runner executes (see the module docstring)."""
+    skipped = [body for _, body, _ in fenced_blocks("".join(TEST_COMMAND.findall(text)))]
+    training = TRAINING_EXAMPLES.read_text(encoding="utf-8")
+    skipped += [body for lang, body, _ in fenced_blocks(training) if lang == "python"]
+    return skipped
+
+
+def runnable_blocks(page: Path) -> list[tuple[str, str]]:
+    """(language, body) of the blocks of `page` this test runs, in page order."""
+    text = page.read_text(encoding="utf-8")
+    elsewhere = run_elsewhere(text)
+    return [(lang, body) for lang, body, _ in fenced_blocks(text) if lang in RUNNABLE and body not in elsewhere]
+
+
+def test_fenced_blocks_reads_languages_and_bodies():
+    text = "x\n```bash\necho 1\n```\n\n```python title=\"a\"\nprint(2)\n```\n```text\nnot run\n```\n"
+    assert [(lang, body) for lang, body, _ in fenced_blocks(text)] == [
+        ("bash", "echo 1\n"), ("python", "print(2)\n"), ("text", "not run\n")]
+
+
+def test_only_the_test_command_block_of_the_readme_is_left_to_ci():
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    command = TEST_COMMAND.findall(text)
+    assert len(command) == 1 and "pytest" in command[0] and "mkdocs build --strict" in command[0]
+    readme_blocks = [body for lang, body, _ in fenced_blocks(text) if lang in RUNNABLE]
+    assert len(readme_blocks) == len(runnable_blocks(REPO / "README.md")) + 1
+
+
+def test_the_training_examples_are_the_ones_the_integration_tests_run():
+    page = [body for lang, body, _ in fenced_blocks((REPO / "docs" / "training.md").read_text()) if lang == "python"]
+    examples = [body for lang, body, _ in fenced_blocks(TRAINING_EXAMPLES.read_text()) if lang == "python"]
+    assert examples and page == examples
+
+
+def _environment() -> dict[str, str]:
+    """Offline, this interpreter's folder first on PATH (its `vlmjudge` script), this checkout importable."""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    pythonpath = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "PATH": path, "PYTHONPATH": pythonpath}
+
+
+PAGES_WITH_EXAMPLES = [p for p in pages() if runnable_blocks(p)]
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_EXAMPLES, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_the_page_examples_run_as_written(page, tmp_path):
+    (tmp_path / "metrics").symlink_to(REPO / "metrics", target_is_directory=True)
+    env = _environment()
+    for index, (lang, body) in enumerate(runnable_blocks(page)):
+        argv = [sys.executable, "-c", body] if lang == "python" else ["bash", "-euo", "pipefail", "-c", body]
+        proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, (f"{page.name} block {index} ({lang}) failed:\n{body}\n"
+                                      f"--- stdout\n{proc.stdout[-2000:]}\n--- stderr\n{proc.stderr[-3000:]}")
