@@ -134,8 +134,13 @@ def table(measures: Sequence[Measure], columns: Sequence[tuple[str, Callable[[Me
             ("seconds", lambda m: f"{m.seconds:.1f}"), ("prefill tokens", lambda m: m.prefill_tokens),
             ("images encoded", lambda m: m.images_encoded), ("generated", lambda m: m.generated_tokens),
             ("peak MiB", lambda m: f"{m.peak_bytes / 2**20:.0f}"), *columns]
-    rows = [[str(name) for name, _ in cols]] + [[str(get(m)) for _, get in cols] for m in measures]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(cols))]
+    return grid([name for name, _ in cols], [[str(get(m)) for _, get in cols] for m in measures])
+
+
+def grid(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Left-aligned columns, two spaces apart, the header first."""
+    rows = [list(header)] + [list(r) for r in rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
 
 

@@ -69,7 +69,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         "untimed pass (default: all; 0: none)")
     p.add_argument("--kv-cache-mb", type=float, default=None,
                    help="budget of the judges' prefix KV store in MiB (default: the backend's; 0: off)")
+    p.add_argument("--backends", default=None,
+                   help="instead of the paths above, TerraVis on each of these backends side by side, comma-"
+                        "separated from transformers, vllm, vllm-serve (bench.side_by_side; --model is then "
+                        "'tiny', 'random:<config>' of bench.random_vlm, or a checkpoint)")
     args = p.parse_args(argv)
+    if args.backends is not None:
+        from .backends import parse_backends
+        try:
+            parse_backends(args.backends)
+        except ValueError as exc:
+            p.error(str(exc))
     if args.images < 1 or args.size < 32:
         p.error("--images must be >= 1 and --size >= 32")
     if args.flops_images is not None and args.flops_images < 0:
@@ -319,6 +329,9 @@ def force_positive_rate(model: Any, processor: Any, images: Sequence[Any], rate:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.backends is not None:
+        from .side_by_side import main as side_by_side
+        return side_by_side(args)
     images = bench_images(args.images, args.size)
     header = [f"pack: the default prompts, eligibility answered {'/'.join(ELIGIBILITY_OPTIONS)} "
               f"(forced to {ELIGIBILITY_OPTIONS[0]}: every image runs every stage)"]

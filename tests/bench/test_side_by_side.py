@@ -1,0 +1,59 @@
+"""`bench.terravis --backends`: the list is parsed, a backend that cannot run is reported as skipped,
+and the table's ratios and the records' comparison say what was measured. No vLLM engine starts:
+vllm is hidden from the finder, so this holds in either environment."""
+import importlib.util
+import io
+
+import pytest
+
+from bench import bench_images
+from bench.backends import parse_backends
+from bench.side_by_side import Row, backend_table, build_checkpoint, compare_records, run_backends
+from bench.terravis import parse_args
+
+
+def test_backend_list_is_ordered_deduplicated_and_checked():
+    assert parse_backends(" vllm-serve,transformers ,vllm-serve") == ["vllm-serve", "transformers"]
+    with pytest.raises(ValueError, match="tensorrt"):
+        parse_backends("transformers,tensorrt")
+    with pytest.raises(SystemExit):
+        parse_args(["--backends", "transformers,tensorrt"])
+    assert parse_args([]).backends is None  # without the flag, the paths benchmark runs as before
+
+
+def test_ratios_are_against_the_first_backend():
+    rows = [Row("slow", 8.0, 4, 1000, 400, 50), Row("fast", 2.0, 4, 1000, 900, 50)]
+    lines = backend_table(rows).splitlines()
+    assert "images/s vs slow" in lines[0] and "prefill vs slow" in lines[0]
+    slow, fast = (line.split() for line in lines[1:])
+    assert slow[-2:] == ["1.00x", "1.00x"]
+    assert fast[-2:] == ["4.00x", "0.17x"]  # 4x the images/s; 100 prefill tokens against 600
+    assert fast[5:7] == ["900", "0.900"]  # cache hit tokens, hit rate
+
+
+def test_unavailable_backend_is_skipped_and_the_rest_is_measured(monkeypatch, tmp_path):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a))
+    images = bench_images(2, 64, seed=3)
+    checkpoint, what = build_checkpoint("tiny", images, 0.3, "cpu", "float32")
+    out = io.StringIO()
+    rows = run_backends(["transformers", "vllm", "vllm-serve"], checkpoint, images, dtype="float32",
+                        device="cpu", header=[what], out=out)
+    text = out.getvalue()
+    assert list(rows) == ["transformers"]
+    row = rows["transformers"]
+    assert row.images == 2 and row.seconds > 0 and row.prompt_tokens > row.prefill_tokens > 0
+    assert "skipped vllm: vllm needs the vllm package" in text
+    assert "skipped vllm-serve: vllm-serve needs the vllm package" in text
+    assert "eligible 2 of 2" in text  # the eligibility weight set in the checkpoint holds
+
+
+def test_records_compare_floats_within_the_tolerance():
+    from terravis.records import CheckRecord, ImageRecord
+
+    def record(prob):
+        return ImageRecord("a", score=0.5, eligible=True, checks=[CheckRecord("optical_effect", detected=True, prob=prob)])
+
+    assert compare_records([record(0.7)], [record(0.70000001)]) == "equal"
+    assert compare_records([record(0.7)], [record(0.701)]).startswith("differ on image 0: probs")
+    assert compare_records([record(0.7)], []).startswith("differ: 1 records for 0")
