@@ -2,10 +2,11 @@
 methods offline (`python -m vlmjudge.testing demo DIR`).
 
 A plain random tiny judge answers every long question alike, so TerraVis would call every image
-N/A. This checkpoint bakes small logit leans on the option tokens into ordinary weights (it stays
-a plain checkpoint for `from_pretrained`); docs/demo-judge.md describes the leans and what they
-make the methods do. They are fitted on probe questions and images made here, never on a
-method's prompts: the numbers show the plumbing, not a judgement.
+N/A. This checkpoint bakes small logit leans on the option and digit tokens into ordinary weights
+(it stays a plain checkpoint for `from_pretrained`): they follow the question's length, answer
+labels and three colour statistics of the photo (`demo_vision`); docs/demo-judge.md describes
+them. They are fitted on probe questions and images made here, in units of the tune photos'
+spread, never on a method's prompts: the numbers show the plumbing, not a judgement.
 """
 from __future__ import annotations
 
@@ -31,8 +32,6 @@ IMAGE_LEANS = {"yes": (IMAGE_SPREAD, (0.8, 0.45, 0.4)), "json_yes": (2.5, (-0.5,
 JSON_YES = 0.0
 #: Centre of the score digits at the tune centre, and how sharply they fall off around it (nats).
 DIGIT_CENTRE, DIGIT_CURVE = 5.0, 1.0
-#: Lean (nats) towards whole corpus words of three or more letters: generated text reads as words.
-WORD_LEAN = 3.0
 #: Margin of "Minor" over "Major" after an answer label (nats).
 MINOR_LEAN = 2.0
 #: How far (nats) "Yes" is held down away from an answer label.
@@ -64,8 +63,7 @@ def build_demo_judge(path: str | os.PathLike, seed: int = 0) -> str:
 
 
 def _option_ids(tok) -> dict[str, list[int]]:
-    """Token ids of each option word (bare and after a space), of the score digits and of the
-    whole words the word lean favours."""
+    """Token ids of each option word (bare and after a space) and of the score digits."""
     def forms(word: str) -> list[int]:
         return sorted({tok.encode(f, add_special_tokens=False)[0] for f in (word, " " + word)})
     pairs = [(tok.encode(f + y, add_special_tokens=False)[0], tok.encode(f + n, add_special_tokens=False)[0])
@@ -74,19 +72,8 @@ def _option_ids(tok) -> dict[str, list[int]]:
     return {"yes": [y for y, _ in pairs[:2]], "pairs": pairs, "json_yes": [y for y, _ in pairs[2:]],
             "no": forms("no"), "unknown": forms("unknown"), "major": forms("Major"), "minor": forms("Minor"),
             "digits": [tok.convert_tokens_to_ids(str(d)) for d in range(10)],
-            "words": [i for i, text in enumerate(vocab) if _is_corpus_word(text)],
             "label": [i for i, text in enumerate(vocab) if _is_label_end(text)],
             "quote": [i for i, text in enumerate(vocab) if '"' in text]}
-
-
-def _is_corpus_word(text: str) -> bool:
-    """A token that is a whole word of the tiny tokenizer's prose, after a space, of three
-    or more letters, and no option word: the words generated text should be made of."""
-    word = text[1:]
-    words = {w.strip("?.:,").lower() for sentence in _PROSE for w in sentence.split()}
-    options = {w.lower() for w in (*YES_WORDS, *NO_WORDS, "true", "false", "null", "unknown")}
-    return (text.startswith(" ") and word.isalpha() and len(word) >= 3 and word.lower() in words
-            and word.lower() not in options)
 
 
 def _is_label_end(text: str) -> bool:
@@ -214,7 +201,6 @@ def _calibrate(model, processor, ids: dict[str, list[int]]) -> None:
     head[ids["unknown"], HELD_DIM] = -YES_QUIET / 2 / held  # "unknown" trails "no"
     head[ids["minor"], LABEL_DIM] = MINOR_LEAN / float(h2[:, LABEL_DIM].mean())
     head[ids["quote"], HELD_DIM] = QUOTE_LEAN / held
-    head[ids["words"], HELD_DIM] += WORD_LEAN / held
     per_z = _image_slopes(h1, probes[n1])
     for lean in ("yes", "json_yes", "minor"):
         nats, direction = IMAGE_LEANS[lean]
