@@ -2,15 +2,17 @@
 methods offline (`python -m vlmjudge.testing demo DIR`).
 
 A plain random tiny judge answers every long question alike, so TerraVis would call every image
-N/A. This checkpoint bakes small logit leans on the option tokens into ordinary weights (it stays
-a plain checkpoint for `from_pretrained`); docs/demo-judge.md describes the leans and what they
-make the methods do. They are fitted on probe questions and images made here, never on a
-method's prompts: the numbers show the plumbing, not a judgement.
+N/A. This checkpoint bakes small logit leans on the option and digit tokens into ordinary weights
+(it stays a plain checkpoint for `from_pretrained`): they follow the question's length, answer
+labels and three colour statistics of the photo (`demo_vision`); docs/demo-judge.md describes
+them. They are fitted on probe questions and images made here, in units of the tune photos'
+spread, never on a method's prompts: the numbers show the plumbing, not a judgement.
 """
 from __future__ import annotations
 
 import os
 
+from .demo_vision import IMAGE_DIMS, VIS_DIM, install_image_path, patch_statistics
 from .tiny_vlm import _PROSE, NO_WORDS, YES_WORDS, build_tiny_vlm
 
 #: Residual dimensions the biases use: the constant every text token holds (as in
@@ -19,8 +21,17 @@ from .tiny_vlm import _PROSE, NO_WORDS, YES_WORDS, build_tiny_vlm
 HELD_DIM, MARKER_DIM, LENGTH_DIM, LABEL_DIM = 0, 1, 2, 3
 #: (question tokens, target Yes margin in nats) the length lean is fitted to.
 LENGTH_TARGETS = ((1000, 1.8), (750, -1.4))
-#: Spread of the Yes margin from image to image (nats, standard deviation over probe images).
-IMAGE_SPREAD = 0.6
+#: Spread of the Yes margin after a label from photo to photo (nats, one tune standard deviation).
+IMAGE_SPREAD = 2.0
+#: Image leans: (nats per tune standard deviation, direction over the three statistics of
+#: `demo_vision`). "Yes" after a label; lower-case "yes" in JSON answers; "Minor" over "Major";
+#: the centre of the score digits.
+IMAGE_LEANS = {"yes": (IMAGE_SPREAD, (0.8, 0.45, 0.4)), "json_yes": (2.5, (-0.5, 0.8, 0.35)),
+               "minor": (2.0, (0.0, 0.6, -0.8)), "digit": (2.0, (0.7, -0.7, 0.15))}
+#: Margin of lower-case "yes" over "no" away from a label, at the tune centre (JSON answers).
+JSON_YES = 0.0
+#: Centre of the score digits at the tune centre, and how sharply they fall off around it (nats).
+DIGIT_CENTRE, DIGIT_CURVE = 5.0, 1.0
 #: Margin of "Minor" over "Major" after an answer label (nats).
 MINOR_LEAN = 2.0
 #: How far (nats) "Yes" is held down away from an answer label.
@@ -42,6 +53,7 @@ def build_demo_judge(path: str | os.PathLike, seed: int = 0) -> str:
     tok = processor.tokenizer
     ids = _option_ids(tok)
     with torch.no_grad():
+        install_image_path(model)
         _install_label_dim(model, ids["label"])
         _install_length_head(model, tok.convert_tokens_to_ids("<|im_start|>"))
         _equalize_token_norms(_text_model(model).embed_tokens.weight)
@@ -51,15 +63,17 @@ def build_demo_judge(path: str | os.PathLike, seed: int = 0) -> str:
 
 
 def _option_ids(tok) -> dict[str, list[int]]:
-    """Token ids of each option word, bare and after a space."""
+    """Token ids of each option word (bare and after a space) and of the score digits."""
     def forms(word: str) -> list[int]:
         return sorted({tok.encode(f, add_special_tokens=False)[0] for f in (word, " " + word)})
     pairs = [(tok.encode(f + y, add_special_tokens=False)[0], tok.encode(f + n, add_special_tokens=False)[0])
              for y, n in zip(YES_WORDS, NO_WORDS) for f in ("", " ")]
-    return {"yes": [y for y, _ in pairs], "no": [n for _, n in pairs], "pairs": pairs,
-            "major": forms("Major"), "minor": forms("Minor"),
-            "label": [i for i in range(len(tok)) if _is_label_end(tok.decode([i]))],
-            "quote": [i for i in range(len(tok)) if '"' in tok.decode([i])]}
+    vocab = [tok.decode([i]) for i in range(len(tok))]
+    return {"yes": [y for y, _ in pairs[:2]], "pairs": pairs, "json_yes": [y for y, _ in pairs[2:]],
+            "no": forms("no"), "unknown": forms("unknown"), "major": forms("Major"), "minor": forms("Minor"),
+            "digits": [tok.convert_tokens_to_ids(str(d)) for d in range(10)],
+            "label": [i for i, text in enumerate(vocab) if _is_label_end(text)],
+            "quote": [i for i, text in enumerate(vocab) if '"' in text]}
 
 
 def _is_label_end(text: str) -> bool:
@@ -114,7 +128,7 @@ def _equalize_token_norms(embeddings) -> None:
     """Scale each token's embedding (all but the designed dimensions) to one common norm: the
     first layer normalises every position, so the length head then reads the same value from
     every ordinary text token, whatever the words."""
-    designed = [HELD_DIM, MARKER_DIM, LENGTH_DIM, LABEL_DIM]
+    designed = [HELD_DIM, MARKER_DIM, LENGTH_DIM, LABEL_DIM, VIS_DIM, *IMAGE_DIMS]
     others = [i for i in range(embeddings.shape[1]) if i not in designed]
     want = embeddings.pow(2).sum(1).mean()
     fixed = embeddings[:, designed].pow(2).sum(1)
@@ -158,41 +172,55 @@ def _probe_images() -> list:
 
 
 def _calibrate(model, processor, ids: dict[str, list[int]]) -> None:
-    """Fit the LM head's reads of LABEL_DIM and LENGTH_DIM (and the visual marker's scale) so
-    the Yes margin after a label meets LENGTH_TARGETS on average and spreads by IMAGE_SPREAD
-    over images; then set the Minor, quiet-Yes and quote leans."""
+    """Fit the LM head's reads of LABEL_DIM and LENGTH_DIM so the Yes margin after a label
+    meets LENGTH_TARGETS on average, and its reads of IMAGE_DIMS so each image lean moves by
+    its nats per tune standard deviation; then set the constant leans."""
     import torch
     head = model.lm_head.weight
-    merger = model.model.visual.merger.linear_fc2
     images = _probe_images()
     probes = {n: _probe_inputs(processor, n, images) for n, _ in LENGTH_TARGETS}
     for y, n in ids["pairs"]:  # each Yes form reads as its No form: only the designed leans tell them apart
         head[y] = head[n]
-    for m in ids["minor"]:
-        head[m] = head[ids["major"][0]]
+    for rows, like in ((ids["minor"], ids["major"][0]), (ids["unknown"], ids["no"][0]),
+                       (ids["digits"], ids["digits"][0])):
+        head[rows] = head[like].clone()
     (n1, t1), (n2, t2) = LENGTH_TARGETS
-    middle = _probe_inputs(processor, (n1 + n2) // 2, images)
-    for _ in range(4):  # scaling the visual marker moves the fit: refit until the spread holds
-        _center_length_channel(model, middle)
-        h1, h2 = _states(model, probes[n1]), _states(model, probes[n2])
-        # margin = a * h[LABEL] + b * h[LENGTH]: two targets, two unknowns
-        system = torch.tensor([[h1[:, LABEL_DIM].mean(), h1[:, LENGTH_DIM].mean()],
-                               [h2[:, LABEL_DIM].mean(), h2[:, LENGTH_DIM].mean()]], dtype=torch.float64)
-        a, b = torch.linalg.solve(system, torch.tensor([t1, t2], dtype=torch.float64)).tolist()
-        spread = float((h1[:, LENGTH_DIM] * b).std())
-        if abs(spread - IMAGE_SPREAD) < 0.25 * IMAGE_SPREAD:
-            break
-        merger.weight[MARKER_DIM] *= IMAGE_SPREAD / max(spread, 1e-2)
-        merger.bias[MARKER_DIM] *= IMAGE_SPREAD / max(spread, 1e-2)
-    # away from a label, "Yes" is held down by YES_QUIET, so long free text does not fill with it
-    label_per_held = float(h1[:, LABEL_DIM].mean() / h1[:, HELD_DIM].mean())
-    quiet = YES_QUIET / float(h1[:, HELD_DIM].mean())
+    _center_length_channel(model, _probe_inputs(processor, (n1 + n2) // 2, images))
+    h1, h2 = _states(model, probes[n1]), _states(model, probes[n2])
+    # margin = a * h[LABEL] + b * h[LENGTH]: two targets, two unknowns
+    system = torch.tensor([[h1[:, LABEL_DIM].mean(), h1[:, LENGTH_DIM].mean()],
+                           [h2[:, LABEL_DIM].mean(), h2[:, LENGTH_DIM].mean()]], dtype=torch.float64)
+    a, b = torch.linalg.solve(system, torch.tensor([t1, t2], dtype=torch.float64)).tolist()
+    held = float(h1[:, HELD_DIM].mean())
+    label_per_held = float(h1[:, LABEL_DIM].mean()) / held
+    quiet = YES_QUIET / held  # away from a label, "Yes" is held down: long free text does not fill with it
     head[ids["yes"], HELD_DIM] = -quiet
     head[ids["yes"], LABEL_DIM] = a + quiet / label_per_held
     head[ids["yes"], LENGTH_DIM] = b
-    h = _states(model, probes[n2])  # the Minor lean: a constant read of the label dimension
-    head[ids["minor"], LABEL_DIM] = MINOR_LEAN / h[:, LABEL_DIM].mean()
-    head[ids["quote"], HELD_DIM] = QUOTE_LEAN / h[:, HELD_DIM].mean()
+    head[ids["json_yes"], HELD_DIM] = JSON_YES / held
+    head[ids["unknown"], HELD_DIM] = -YES_QUIET / 2 / held  # "unknown" trails "no"
+    head[ids["minor"], LABEL_DIM] = MINOR_LEAN / float(h2[:, LABEL_DIM].mean())
+    head[ids["quote"], HELD_DIM] = QUOTE_LEAN / held
+    per_z = _image_slopes(h1, probes[n1])
+    for lean in ("yes", "json_yes", "minor"):
+        nats, direction = IMAGE_LEANS[lean]
+        head[ids[lean], IMAGE_DIMS[0]:IMAGE_DIMS[-1] + 1] = nats * torch.tensor(direction) / per_z
+    nats, direction = IMAGE_LEANS["digit"]  # logit of d: -curve * (d - centre - nats * u.z)^2, up to a constant
+    for d, row in enumerate(ids["digits"]):
+        head[row, HELD_DIM] = -DIGIT_CURVE * (d - DIGIT_CENTRE) ** 2 / held
+        head[row, IMAGE_DIMS[0]:IMAGE_DIMS[-1] + 1] = 2 * DIGIT_CURVE * d * nats * torch.tensor(direction) / per_z
+
+
+def _image_slopes(states, inputs: list):
+    """How far each image dimension of the last state moves per tune standard deviation of its
+    statistic (a least-squares slope over the probe images)."""
+    import torch
+    from .demo_vision import TUNE_CENTRE, TUNE_SCALE
+    z = torch.tensor([patch_statistics(x["pixel_values"]) for x in inputs], dtype=torch.float64)
+    z = (z - torch.tensor(TUNE_CENTRE, dtype=torch.float64)) / torch.tensor(TUNE_SCALE, dtype=torch.float64)
+    h = states[:, list(IMAGE_DIMS)].double()
+    zc, hc = z - z.mean(0), h - h.mean(0)
+    return ((zc * hc).sum(0) / (zc * zc).sum(0)).float()
 
 
 def _center_length_channel(model, inputs: list) -> None:

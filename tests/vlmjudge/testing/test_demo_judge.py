@@ -1,0 +1,73 @@
+"""The demo judge gives a spread of outcomes on ordinary photos it was not tuned on (the
+heldout/ photos of tests/data/photos, all one size), and its tune constants are those of the
+tune/ photos."""
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from vlmjudge import load_judge
+from vlmjudge.testing.demo import build_demo_judge
+from vlmjudge.testing.demo_vision import TUNE_CENTRE, TUNE_SCALE, tune_constants
+
+PHOTOS = Path(__file__).resolve().parents[2] / "data" / "photos"
+
+
+def photos(folder: str) -> list[Image.Image]:
+    return [Image.open(p).convert("RGB") for p in sorted((PHOTOS / folder).glob("*.jpg"))]
+
+
+@pytest.fixture(scope="module")
+def heldout() -> list[Image.Image]:
+    images = photos("heldout")
+    assert len(images) >= 10 and len({im.size for im in images}) == 1  # one size: length cannot tell them apart
+    return images
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    return build_demo_judge(tmp_path_factory.mktemp("demo") / "judge")
+
+
+@pytest.fixture(scope="module")
+def judge(demo):
+    return load_judge(demo, device="cpu", batch_size=32)
+
+
+def test_tune_constants_are_those_of_the_tune_photos(demo):
+    from transformers import AutoProcessor
+    centre, scale = tune_constants(photos("tune"), AutoProcessor.from_pretrained(demo))
+    assert centre == pytest.approx(TUNE_CENTRE, abs=0.011) and scale == pytest.approx(TUNE_SCALE, abs=0.011)
+
+
+def test_heldout_photos_are_not_tune_photos():
+    tune = {p.read_bytes() for p in (PHOTOS / "tune").glob("*.jpg")}
+    assert not tune & {p.read_bytes() for p in (PHOTOS / "heldout").glob("*.jpg")}
+    assert not {p.stem for p in (PHOTOS / "tune").glob("*.jpg")} & {p.stem for p in (PHOTOS / "heldout").glob("*.jpg")}
+
+
+def test_terravis_scores_most_heldout_photos_with_a_spread(judge, heldout):
+    from terravis import TerraVis
+    records = TerraVis(judge).score(heldout)
+    scores = [r.score for r in records if r.score is not None]
+    assert len(scores) > len(records) / 2, [r.score for r in records]
+    assert len({round(s, 6) for s in scores}) >= 2, scores
+    assert sum(r.n_major + r.n_minor for r in records if r.score is not None) >= 1
+
+
+def test_viescore2_scores_and_grids_differ_across_heldout_photos(judge, heldout):
+    from viescore2 import VIEScore2
+    records = VIEScore2(judge, fields="pq_sc+split").score(heldout, ["a red fox in the snow"] * len(heldout))
+    assert all(r.status == "ok" for r in records), [r.text for r in records if r.status != "ok"]
+    assert len({tuple(sorted(r.scores.items())) for r in records}) >= 2
+    grids = {r.text.split("artifact:", 1)[1] for r in records}
+    assert len(grids) >= 2, grids
+
+
+def test_fager_reaches_more_than_one_decision_on_heldout_photos(judge, heldout):
+    from fager import Fager
+    fager = Fager(judge)
+    qa_sets = fager.build_qa(["a red fox in the snow"])
+    verdicts = fager.score(heldout, ["a red fox in the snow"] * len(heldout), qa_sets=qa_sets)
+    decisions = [v.decision for v in verdicts]
+    assert set(decisions) <= {"keep", "edit", "regenerate"} and len(set(decisions)) >= 2, decisions
