@@ -53,10 +53,10 @@ def summarize_verdicts(verdicts: Sequence[Verdict]) -> dict[str, Any]:
     """Counts and means: images, scored, mean overall and per level (each also with its 95% interval
     and n under `intervals`), decisions, answers, failures."""
     decisions = {str(d) if d else "undecided": sum(v.decision == d for v in verdicts) for d in DECISIONS}
-    return {"n_images": len(verdicts), "n_scored": sum(v.overall_score is not None for v in verdicts),
-            "mean_overall": mean(v.overall_score for v in verdicts),
+    return {"n_images": len(verdicts), "n_scored": sum(v.score is not None for v in verdicts),
+            "mean_overall": mean(v.score for v in verdicts),
             "mean_level": {level: mean(getattr(v.level_scores, level) for v in verdicts) for level in LEVELS},
-            "intervals": {"overall": mean_with_interval(v.overall_score for v in verdicts),
+            "intervals": {"overall": mean_with_interval(v.score for v in verdicts),
                           **{level: mean_with_interval(getattr(v.level_scores, level) for v in verdicts)
                              for level in LEVELS}},
             "decisions": decisions, "answers": {k: sum(getattr(v.counts, k) for v in verdicts)
@@ -66,19 +66,19 @@ def summarize_verdicts(verdicts: Sequence[Verdict]) -> dict[str, Any]:
 
 
 def _name(v: Verdict, position: int) -> str:
-    return str(v.index if v.index is not None else v.image or position)
+    return str(v.id if v.id is not None else v.image or position)
 
 
 def _row(v: Verdict, position: int) -> list[str]:
     return [escape(_name(v, position)) + low_res_mark(v.provenance.get("resolution_note")),
-            escape(v.prompt or ""), fmt_number(v.overall_score),
+            escape(v.prompt or ""), fmt_number(v.score),
             *(fmt_number(getattr(v.level_scores, k)) for k in ("level_1", "level_2", "level_3")),
             f"{v.counts.yes} / {v.counts.no} / {v.counts.unknown}", escape(v.decision or "undecided"),
             escape(v.feedback or "")]
 
 
 def _lowest(verdicts: Sequence[Verdict], worst: int) -> str:
-    scored = sorted((v for v in verdicts if v.overall_score is not None), key=lambda v: v.overall_score)
+    scored = sorted((v for v in verdicts if v.score is not None), key=lambda v: v.score)
     header = ["image", "prompt", "overall", "level 1", "level 2", "level 3", "yes / no / unknown", "decision",
               "feedback"]
     return worst_section(scored, worst, len(verdicts), header, _row, scored_as="an overall score")
@@ -101,7 +101,7 @@ def write_report(run: str | os.PathLike, out_dir: str | os.PathLike, worst: int 
     figures: list[tuple[str, str]] = []
     if summary["n_scored"]:
         path = out / "score_histogram.png"
-        histogram({label: [v.overall_score for v in verdicts if v.overall_score is not None]}, path,
+        histogram({label: [v.score for v in verdicts if v.score is not None]}, path,
                   "FAGER overall score", f"Overall scores ({summary['n_scored']} of {summary['n_images']} scored)",
                   SCORE_RANGE)
         figures.append((path.name, "Overall score histogram (0-100)"))

@@ -38,7 +38,7 @@ def scored(tmp_path_factory, tiny_model, pack_file, images, reference):
     root = images["modelA/white.png"].parents[1]
     out = tmp_path_factory.mktemp("run") / "results.jsonl"
     argv = ["terravis", "score", str(root), "--model", tiny_model, "--device", "cpu", "--pack", str(pack_file),
-            "--out", str(out), "--no-progress"]
+            "--out", str(out), "--quiet"]
     runs = []
     for _ in range(2):
         buf = io.StringIO()

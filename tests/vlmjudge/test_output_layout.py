@@ -47,7 +47,7 @@ def cli_argv(method, inputs, out):
     root, model = inputs["root"], inputs["model"]
     judge = ["--model", model, "--device", "cpu", "--out", str(out)]
     if method == "terravis":
-        return ["terravis", "score", str(root / "imgs"), *judge, "--no-progress"]
+        return ["terravis", "score", str(root / "imgs"), *judge, "--quiet"]
     if method == "viescore2":
         prompts = root / "prompts.txt"
         prompts.write_text("a cat\na cat\n")
