@@ -99,7 +99,7 @@ def test_fagerscore_logs_the_pipeline_mean_in_a_lightning_validation_loop(abo_fi
 
     images = [torch.rand(3, 16, 16) for _ in range(5)]
     rows = list(zip(images, abo_five["prompts"], abo_five["ids"]))
-    expected = [v.overall_score for v in Fager(keyed_replay(abo_five["answers"])).score(
+    expected = [v.score for v in Fager(keyed_replay(abo_five["answers"])).score(
         images, abo_five["prompts"], qa_sets=abo_five["qa"], ids=abo_five["ids"])]
 
     class Module(L.LightningModule):

@@ -101,7 +101,7 @@ def test_viescore2_scores_and_grids_parse(demo_judge):
     from viescore2 import VIEScore2
     records = VIEScore2(demo_judge, fields="pq_sc+split").score(ordinary_images(3), ["a red fox in the snow"] * 3)
     for record in records:
-        assert record.status == "ok", record.text
+        assert record.read_status == "ok" and record.status == "scored", record.text
         assert set(record.scores) == {"pq", "sc"} and all(0 <= v <= 10 for v in record.scores.values())
         assert record.localization is not None and record.grid_status != "unparseable"
 
@@ -139,7 +139,7 @@ def test_the_run_block_gives_a_report_with_scored_images(tmp_path):
         proc = subprocess.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
         assert proc.returncode == 0, (command, proc.stdout[-1500:], proc.stderr[-2500:])
     lines = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
-    records = [r for r in lines if "image_id" in r]  # the first line is the run's manifest
+    records = [r for r in lines if "id" in r]  # the first line is the run's manifest
     scored = [r for r in records if r["score"] is not None]
     assert len(records) == 10 and len(scored) >= 5
     html = (tmp_path / "terravis-report" / "report.html").read_text()

@@ -147,7 +147,7 @@ def test_gathered_scores_save_in_the_output_layout(tmp_path):
     from vlmjudge.distributed import DistributedScores
     from vlmjudge.outputs import read_run
 
-    scores = DistributedScores([{"image_id": "a/cat.png", "score": 1.0}], [(0, 1)], [{"model_calls": 3}],
+    scores = DistributedScores([{"id": "a/cat.png", "score": 1.0}], [(0, 1)], [{"model_calls": 3}],
                                {"method": "terravis", "model": "m"})
     manifest_file = scores.save(tmp_path / "out" / "records.jsonl", input="imgs")
     assert manifest_file == tmp_path / "out" / "records.manifest.json"
