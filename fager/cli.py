@@ -343,7 +343,7 @@ class _FagerScore(ScoreCommand):
         unanswered = [Failure(i, str(images[i]), reason) for i, v in zip(kept, verdicts)
                       if (reason := _no_result(v)) is not None]
         print_summary([{"status": v.status, "score": v.score} for v in verdicts], [details, summary, manifest],
-                      "{:.2f}")
+                      "{:.2f}", skipped=len(screened.failures))
         if any(v.score is not None for v in verdicts):
             print("levels: " + ", ".join(f"{name} {interval_text(mean_with_interval(values))}"
                                          for name, values in _level_values(verdicts).items()))

@@ -28,6 +28,7 @@ from vlmjudge.cli.scoring import Outcome, ScoreCommand, run_scoring
 from vlmjudge.cli.progress import add_quiet_flag, progress_bar, quiet_judge
 from vlmjudge.cli.summary import print_summary
 from vlmjudge.outputs import write_manifest, write_records
+from vlmjudge.stats.interval import interval_text, mean_with_interval
 
 from .benchmark import load_prompts, load_references, run_benchmark
 from .config import DEFAULT_ASPECTS, INTERROGATOR_RUNS, PROMPT_MODES, LoopConfig
@@ -250,6 +251,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                                         "references": str(args.references), "generator": args.generator,
                                         **config.to_json()})
     print_summary(rows, [records, manifest], "{:.2f}")
+    scored = [r for r in results if r.status == "scored"]
+    if scored:
+        print(f"CLIP {interval_text(mean_with_interval(r.clip for r in scored))} "
+              f"DINO {interval_text(mean_with_interval(r.dino for r in scored))}")
     return 0 if any(r.status == "scored" for r in results) else 1
 
 
@@ -364,8 +369,7 @@ class _CompareScore(ScoreCommand):
             for start in range(0, len(kept), COMPARE_CHUNK):
                 chunk = kept[start:start + COMPARE_CHUNK]
                 records += scorer.score_batch({"reference": [str(p[1]) for p in chunk],
-                                               "generated": [str(p[2]) for p in chunk],
-                                               "id": [p[1].name for p in chunk]})
+                                               "generated": [str(p[2]) for p in chunk]})
                 bar.update(len(chunk))
         return scorer, records
 
@@ -395,5 +399,6 @@ class _CompareScore(ScoreCommand):
             print(json.dumps(result, indent=2))
         else:
             print("\n".join(plain_lines(rows, summary, judged=judged)))
-        print_summary(rows, written, "{:.2f}", file=sys.stderr if args.json else None)
+        print_summary(rows, written, "{:.2f}", skipped=len(screened.failures),
+                      file=sys.stderr if args.json else None)
         return Outcome(len(rows) - len(unanswered), unanswered)

@@ -347,7 +347,8 @@ class _VIEScore2Score(ScoreCommand):
         written = [out, manifest_path]
         if args.overlays:
             written.append(_draw_overlays(Path(args.overlays), records))
-        print_summary([{"status": r.status, "score": r.overall} for r in records], written, "{:.4f}")
+        print_summary([{"status": r.status, "score": r.overall} for r in records], written, "{:.4f}",
+                      skipped=len(screened.failures))
         extra = {**{f"mean_{key}": interval_text(mean_with_interval(values), "{:.4f}".format)
                     for key, values in _sub_scores(records).items()},
                  "parse_failures": counts.get("parse_failures", 0)}

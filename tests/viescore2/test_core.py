@@ -52,11 +52,11 @@ def test_records_from_scripted_answers_in_one_batched_call():
     assert a.grid_status == "ok" and a.category_status == {"artifact": "ok", "misalign": "none"}
     assert "Visual artifacts in 2 cells" in a.explanation and "geometric mean" in a.explanation
     assert b.status == "failed" and b.score is None and not b.valid and b.missing == ["pq", "sc", "grid"]
-    assert c.status == "error" and c.finish_reason == "error" and c.score is None
-    assert d.status == "partial" and d.missing == ["grid"] and d.overall == pytest.approx(5.0)
+    assert c.status == "failed" and c.read_status == "error" and c.finish_reason == "error" and c.score is None
+    assert d.status == "scored" and d.read_status == "partial" and d.missing == ["grid"] and d.overall == pytest.approx(5.0)
     assert d.category_status == {"artifact": "failed", "misalign": "failed"}
-    assert result.counts == {"images": 4, "finish_stop": 3, "finish_error": 1, "status_ok": 1, "status_failed": 1,
-                             "status_error": 1, "status_partial": 1, "parse_failures": 7, "scored": 2}
+    assert result.counts == {"images": 4, "finish_stop": 3, "finish_error": 1, "status_scored": 2, "status_failed": 2,
+                             "parse_failures": 7, "scored": 2}
     m = result.manifest
     assert m["method"] == "viescore2" and m["backend"] == "replay" and m["fields"] == "pq_sc+split"
     assert m["constraint"] == "ebnf" and len(m["grammar_sha256"]) == 64 and m["pack_version"] == "viescore2-default-2"
@@ -75,7 +75,7 @@ def test_reading_rules():
     assert one["read_status"] == "ok" and one["localization"] == Grid(frozenset({(1, 1), (2, 2)}), n=16)
     # two sections requested, one grid given: the categories are unknown
     two = read("score: 5/10\nr1: 1", "overall+split")
-    assert two["status"] == "partial" and two["localization"] is None and two["missing"] == ["grid"]
+    assert two["read_status"] == "partial" and two["localization"] is None and two["missing"] == ["grid"]
     # marks kept only when requested
     assert read("r1: 1!,2", "grid+marks")["localization"].marks == {(1, 1)}
     assert read("r1: 1!,2", "grid")["localization"].marks == frozenset()
@@ -85,7 +85,7 @@ def test_reading_rules():
     assert "cut off at the token limit" in cut["explanation"] and "could not be read" in cut["explanation"]
     # none is a successful clean grid; grid-only configurations have no score
     clean = read("none", "grid")
-    assert clean["status"] == "ok" and clean["grid_status"] == "none" and clean["localization"].is_empty
+    assert clean["read_status"] == "ok" and clean["grid_status"] == "none" and clean["localization"].is_empty
     # indices outside 1..N are ignored by the tolerant parser
     assert read("r1: 1,9", "grid", n=8)["localization"].cells == {(1, 1)}
 

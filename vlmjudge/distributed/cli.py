@@ -170,7 +170,7 @@ def _run(args: argparse.Namespace) -> int:
         manifest = write_manifest(args.output, run_manifest(spec, args, result, judge_kwargs, n,
                                                             len(screened.failures)))
         RUN.saved = len(records)
-        print_summary(records, [args.output, manifest])
+        print_summary(records, [args.output, manifest], skipped=len(screened.failures))
         if args.stats:
             with open(args.stats, "w", encoding="utf-8") as fh:
                 json.dump({"method": spec.name, "n": len(records), "skipped": len(screened.failures),

@@ -19,7 +19,7 @@ from vlmjudge.record_schema import RECORD_KEYS, STATUSES, RecordSchemaError
 
 #: Answers "Yes", but never about the 40 x 40 image: each method must record that item as failed.
 FLAKY = "cli_bad_inputs_judge:FailsOnSmallJudge"
-SUMMARY = re.compile(r"scored (\d+), not applicable (\d+), failed (\d+) of (\d+) · mean .+ · wrote (.+)")
+SUMMARY = re.compile(r"scored (\d+), not applicable (\d+), failed (\d+) of (\d+)(?: \(\d+ skipped as bad input\))? · mean .+ · wrote (.+)")
 
 
 def run(argv: list[str]) -> tuple[int, str, str]:

@@ -1,5 +1,6 @@
 """The pieces every scale-out path shares: contiguous shards, global ids, method lookup, the
 CLI's inputs, process ranks, and the Ray actor called directly on numpy batches."""
+import dataclasses
 import itertools
 import json
 from pathlib import Path
@@ -57,7 +58,8 @@ def test_global_ids_only_for_methods_that_take_ids():
     terravis = get_method("terravis")
     assert with_global_ids(terravis, {"image": ["a", "b"]}, start=4) == {"image": ["a", "b"], "id": ["4", "5"]}
     assert with_global_ids(terravis, {"image": ["a"], "id": ["mine"]}, start=4)["id"] == ["mine"]
-    assert with_global_ids(TOY_SPEC, {"image": ["a"]}, start=4) == {"image": ["a"]}
+    no_ids = dataclasses.replace(TOY_SPEC, optional_inputs=())
+    assert with_global_ids(no_ids, {"image": ["a"]}, start=4) == {"image": ["a"]}
 
 
 def test_resolve_method_by_name_import_path_or_spec():
@@ -147,7 +149,7 @@ def test_gathered_scores_save_in_the_output_layout(tmp_path):
     from vlmjudge.distributed import DistributedScores
     from vlmjudge.outputs import read_run
 
-    scores = DistributedScores([{"id": "a/cat.png", "score": 1.0}], [(0, 1)], [{"model_calls": 3}],
+    scores = DistributedScores([{"id": "a/cat.png", "status": "scored", "score": 1.0}], [(0, 1)], [{"model_calls": 3}],
                                {"method": "terravis", "model": "m"})
     manifest_file = scores.save(tmp_path / "out" / "records.jsonl", input="imgs")
     assert manifest_file == tmp_path / "out" / "records.manifest.json"
