@@ -60,7 +60,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--references", required=True, type=Path, help="folder of reference images")
     run.add_argument("--generator", required=True, help="diffusers folder / Hub id, or module:callable")
     _loop_flags(run)
-    describe(run, "--out", "the run folder; rerunning the same command resumes it (required)")
+    describe(run, "--out", "the run folder, with records.jsonl (one record per reference) and its manifest "
+                           "records.manifest.json; rerunning the same command resumes it (required)")
     run.set_defaults(func=cmd_run)
 
     bench = commands.add_parser("benchmark", help="several models over one reference folder: table, grids, plots",
@@ -73,7 +74,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     bench.add_argument("--direct-judging", action="store_true",
                        help="baseline: rate images generated from the original prompts against them directly")
     _loop_flags(bench)
-    describe(bench, "--out", "the benchmark folder: one run folder per model, the table, grids and plots (required)")
+    describe(bench, "--out", "the benchmark folder: one run folder per model (models/NAME, each with its "
+                             "records.jsonl), the table, grids and plots (required)")
     bench.set_defaults(func=cmd_benchmark)
 
     compare = commands.add_parser("compare", help="CLIP %% and DINO %% (and MLLM ratings) of two image folders",

@@ -109,7 +109,7 @@ def test_plain_output_has_every_metric_and_ratings_keep_their_names(folders, enc
     assert shown["summary"]["mllm_content"] == pytest.approx(0.75)
     with open(pairs_csv, newline="") as fh:
         header = next(csv.reader(fh))
-    assert header[:4] == ["id", "score", "clip", "dino"] and "mllm_content_rating" in header
+    assert header[:5] == ["id", "status", "score", "clip", "dino"] and "mllm_content_rating" in header
 
 
 def test_rerun_with_a_cache_says_it_is_resuming(folders, encoder_dirs, tmp_path, capsys):
