@@ -135,6 +135,7 @@ class Verdict(StrictModel):
 
     @model_validator(mode="after")
     def _status_matches_score(self) -> "Verdict":
+        """The shared rule (`vlmjudge.record_schema`): a verdict has a score exactly when it is scored."""
         if (self.status == "scored") != (self.score is not None):
             raise ValueError(f"status {self.status!r} with score {self.score!r}: only a scored verdict has a score")
         return self
