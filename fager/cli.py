@@ -24,6 +24,8 @@ from vlmjudge.cli.intake import Failure, Screened
 from vlmjudge.cli.preflight import require_file
 from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl
 from vlmjudge.cli.scoring import Outcome, ScoreCommand, run_scoring
+from vlmjudge.cli.progress import add_quiet_flag, progress_bar, quiet_judge
+from vlmjudge.cli.summary import print_summary
 from vlmjudge.outputs import write_manifest
 from vlmjudge.stats.interval import interval_text, mean_with_interval
 
@@ -35,6 +37,9 @@ from .replay import (
     write_verdicts,
 )
 from .scoring import GatingPolicy
+
+#: `fager score` scores this many items between progress-bar updates (each batch still fills the judge's calls).
+PROGRESS_ITEMS = 16
 
 _INPUT_ERRORS = (ReplayFormatError, QAFormatError, AnswerParseError, OSError, ValueError)
 
@@ -55,7 +60,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     _add_policy_flags(abtest)
     abtest.set_defaults(func=run_abtest)
 
-    rescore_cmd = commands.add_parser("rescore", help="re-score a details.jsonl from its per-question answers",
+    rescore_cmd = commands.add_parser("rescore", help="re-score a details.jsonl from its per-question answers "
+                                                      "(writes a summary.csv to --out or standard output)",
                                       description="Recompute level and overall scores and decisions from the "
                                                   "recorded answers and write a summary.csv.")
     rescore_cmd.add_argument("details", type=Path, help="a details.jsonl from a FAGER run")
@@ -133,7 +139,7 @@ def run_rescore(args: argparse.Namespace) -> int:
         return 0
     differing = [(old, new) for old, new in zip(recorded, rescored) if summary_row(old) != summary_row(new)]
     for old, new in differing:
-        print(f"differs: index {old.index}: recorded {summary_row(old)[2:11]} re-scored {summary_row(new)[2:11]}",
+        print(f"differs: index {old.id}: recorded {summary_row(old)[2:11]} re-scored {summary_row(new)[2:11]}",
               file=sys.stderr)
     print(f"check: {len(recorded) - len(differing)}/{len(recorded)} records reproduced", file=sys.stderr)
     return 1 if differing else 0
@@ -142,7 +148,8 @@ def run_rescore(args: argparse.Namespace) -> int:
 # ---- commands that run the agents ---------------------------------------------------------------
 
 def _configure_model_commands(commands: argparse._SubParsersAction) -> None:
-    rubric = commands.add_parser("rubric", help="build QA sets for prompts with the agents (writes QA.csv)",
+    rubric = commands.add_parser("rubric", help="build QA sets for prompts with the agents (writes --out, "
+                                                "default QA.csv)",
                                  description="Fact proposal, reference-guided extraction, verification and QA "
                                              "generation for every prompt; QA sets are stored and reused.",
                                  formatter_class=DefaultsHelpFormatter)
@@ -152,7 +159,8 @@ def _configure_model_commands(commands: argparse._SubParsersAction) -> None:
     describe(rubric, "--out", "the QA.csv to write (default: QA.csv in the current folder)")
     rubric.set_defaults(func=run_rubric)
 
-    score = commands.add_parser("score", help="score images against QA sets (writes details.jsonl, summary.csv)",
+    score = commands.add_parser("score", help="score images against QA sets (writes the --out records, their "
+                                              "summary.csv, manifest and answer cache)",
                                 description="Level 1 first, levels 2-3 where the gate passes, feedback where the "
                                             "decision needs it. Images are checked before the model loads; a "
                                             "verdict of an image under the recommended 64 px carries "
@@ -172,11 +180,15 @@ def _configure_model_commands(commands: argparse._SubParsersAction) -> None:
                                "details.jsonl -> details.cache.sqlite)")
     add_no_cache_flag(score)
     add_on_error_flag(score)
+    add_quiet_flag(score)
     score.set_defaults(func=run_score)
 
-    refine = commands.add_parser("refine", help="keep / edit / regenerate images and re-evaluate",
+    refine = commands.add_parser("refine", help="keep / edit / regenerate images and re-evaluate (writes "
+                                                "round folders and report.json/report.md into --out)",
                                  description="Refinement rounds over the generators; saved images are reused "
-                                             "when a run is repeated.", formatter_class=DefaultsHelpFormatter)
+                                             "when a run is repeated. Into --out go round_0/, round_1/, ... "
+                                             "(verdicts.jsonl, summary.csv, images/, manifest.jsonl) and "
+                                             "report.json and report.md.", formatter_class=DefaultsHelpFormatter)
     refine.add_argument("items", type=Path, help="CSV with index, prompt and image columns")
     refine.add_argument("--qa", type=Path, default=None, help="QA.csv to score against (default: build or reuse)")
     refine.add_argument("--generator", default=None,
@@ -300,40 +312,46 @@ class _FagerScore(ScoreCommand):
         """A rerun: the earlier run's answered items are in the cache (checked before the model loads)."""
         if not cache_has_answers(self.args.cache):
             return None
-        return done_in_jsonl(self.out, {self.ids[i] for i in screened.kept}, "index",
+        return done_in_jsonl(self.out, {self.ids[i] for i in screened.kept}, "id",
                              lambda v: "qa_error" not in (v.get("provenance") or {})
                              and (v.get("counts") or {}).get("total", 0) > 0)
 
     def score(self, screened: Screened) -> list:
-        """Build or read the QA sets and score the kept items: their Verdicts."""
+        """Build or read the QA sets and score the kept items, a few at a time under the progress bar:
+        their Verdicts."""
         args, kept = self.args, screened.kept
         qa_sets = read_qa_csv(args.qa) if args.qa else None
         self.fager = _pipeline(args, _policy(args))
-        return self.fager.score([self.images[i] for i in kept], [self.prompts[i] for i in kept], qa_sets=qa_sets,
-                                ids=[self.ids[i] for i in kept])
+        quiet_judge(self.fager.judge)
+        quiet_judge(self.fager.text_judge)
+        verdicts: list = []
+        with progress_bar(len(kept), "fager", args, unit="img") as bar:
+            for start in range(0, len(kept), PROGRESS_ITEMS):
+                chunk = kept[start:start + PROGRESS_ITEMS]
+                verdicts += self.fager.score([self.images[i] for i in chunk], [self.prompts[i] for i in chunk],
+                                             qa_sets=qa_sets, ids=[self.ids[i] for i in chunk])
+                bar.update(len(chunk))
+        return verdicts
 
     def summarize(self, screened: Screened, verdicts: list) -> Outcome:
-        """Write the Verdicts, summary.csv and the manifest; print the counts and each mean (overall,
-        per level) with its 95% interval and n."""
+        """Write the Verdicts, summary.csv and the manifest; print the shared summary, then each level's
+        mean with its 95% interval and n, and the parse failures."""
         args, details, images, kept = self.args, self.out, self.images, screened.kept
         verdicts = [_with_note(v, screened.notes.get(i)) for i, v in zip(kept, verdicts)]
         details.parent.mkdir(parents=True, exist_ok=True)
         write_verdicts(verdicts, details)
-        summary_path(details).write_text(format_summary(verdicts), encoding="utf-8", newline="")
-        write_manifest(details, _manifest(args, self.fager, len(images), len(screened.failures)))
+        summary = summary_path(details)
+        summary.write_text(format_summary(verdicts), encoding="utf-8", newline="")
+        manifest = write_manifest(details, _manifest(args, self.fager, len(images), len(screened.failures)))
         RUN.saved = len(verdicts)
-        scores = [v.overall_score for v in verdicts if v.overall_score is not None]
-        mean = interval_text(mean_with_interval(scores)) if scores else "n/a"
-        failures = sum(v.counts.failed for v in verdicts)
         unanswered = [Failure(i, str(images[i]), reason) for i, v in zip(kept, verdicts)
                       if (reason := _no_result(v)) is not None]
-        skipped = f", {len(screened.failures)} skipped as bad input" if screened.failures else ""
-        skipped += f", {len(unanswered)} failed to run" if unanswered else ""
-        print(f"scored {len(scores)}/{len(verdicts)} images, mean {mean}, {failures} parse failures{skipped} -> "
-              f"{details}", file=sys.stderr)
-        if scores:
+        print_summary([{"status": v.status, "score": v.score} for v in verdicts], [details, summary, manifest],
+                      "{:.2f}", skipped=len(screened.failures))
+        if any(v.score is not None for v in verdicts):
             print("levels: " + ", ".join(f"{name} {interval_text(mean_with_interval(values))}"
-                                         for name, values in _level_values(verdicts).items()), file=sys.stderr)
+                                         for name, values in _level_values(verdicts).items()))
+        print(f"parse failures: {sum(v.counts.failed for v in verdicts)}")
         return Outcome(len(verdicts) - len(unanswered), unanswered)
 
 
@@ -371,7 +389,9 @@ def _manifest(args: argparse.Namespace, fager: Any, n_items: int, n_skipped: int
             "qa": None if args.qa is None else str(args.qa), "pack": args.pack,
             "policy": {"regenerate_threshold": args.regenerate_threshold, "keep_threshold": args.keep_threshold,
                        "inclusive": not args.exclusive},
-            "n_items": n_items, "n_skipped": n_skipped, "cache": args.cache}
+            "chunk_size": fager.chunk_size, "references": None if args.references is None else str(args.references),
+            "max_references": args.max_references, "store": None if args.store is None else str(args.store),
+            "text_model": args.text_model, "n_items": n_items, "n_skipped": n_skipped, "cache": args.cache}
 
 
 def _with_note(verdict, note: str | None):
@@ -405,7 +425,10 @@ def run_refine(args: argparse.Namespace) -> int:
     except _INPUT_ERRORS as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(report.markdown().splitlines()[2], file=sys.stderr)
+    out = Path(args.out or "fager_refine")
+    print_summary([{"status": "scored" if item.final_score is not None else "failed", "score": item.final_score}
+                   for item in report.items], [out / "report.json", out / "report.md"], "{:.2f}")
+    print(report.markdown().splitlines()[2])
     return 0
 
 

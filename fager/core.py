@@ -101,7 +101,7 @@ class Fager:
         >>> [verdict] = Fager(judge, feedback=False).score([Image.new("RGB", (64, 64))], ["a red cup"], [qa],
         ...                                                ids=["cup"])
         >>> scores = verdict.level_scores
-        >>> scores.level_1, scores.level_2, round(verdict.overall_score, 2), verdict.decision
+        >>> scores.level_1, scores.level_2, round(verdict.score, 2), verdict.decision
         (100.0, 0.0, 66.67, 'edit')
     """
 

@@ -27,11 +27,8 @@ def rate_label(label: Mapping[str, Any]) -> float:
 
 
 def record_id(record: Mapping[str, Any]) -> str | None:
-    """A FAGER verdict names its image by `index` (the items file's), else by `image`."""
-    for key in ("index", "image"):
-        if record.get(key) is not None:
-            return str(record[key])
-    return None
+    """A FAGER verdict names its image by `id` (the items file's index; the shared record layout)."""
+    return None if record.get("id") is None else str(record["id"])
 
 
 def pair_sources(row: Mapping[str, Any]) -> tuple[str, str]:

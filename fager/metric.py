@@ -131,7 +131,7 @@ class FagerScore(JudgeMetric):
         verdicts = self.fager.score(pils, prompts, qa_sets=qa_sets if qa_sets is not None else self._qa_sets,
                                     ids=ids)
         self.last_verdicts = verdicts
-        values = [v.overall_score for v in verdicts if v.overall_score is not None]
+        values = [v.score for v in verdicts if v.score is not None]
         self.score_sum += torch.tensor(sum(values), dtype=torch.float64, device=self.score_sum.device)
         self.scored += len(values)
         self.unscored += len(verdicts) - len(values)

@@ -115,15 +115,16 @@ class Verdict(StrictModel):
         ...               source_fact="a cup")
         >>> verdict = score_answers([item], ["yes"], prompt="a red cup")
         >>> again = Verdict.model_validate_json(verdict.model_dump_json())
-        >>> verdict.overall_score, verdict.decision, again.model_dump() == verdict.model_dump()
-        (100.0, 'keep', True)
+        >>> verdict.status, verdict.score, verdict.decision, again.model_dump() == verdict.model_dump()
+        ('scored', 100.0, 'keep', True)
     """
 
+    id: str | None = None  # the item's id: the CSV's index, or the id the caller gave
+    status: Literal["scored", "failed"]  # the shared status (vlmjudge.record_schema): failed has no score
+    score: float | None  # the overall score, 0-100
     prompt: str | None = None
-    index: str | None = None
     image: str | None = None
     level_scores: LevelScores
-    overall_score: float | None
     counts: AnswerCounts
     decision: Decision | None  # None: the gate could not be decided (see scoring.decide)
     feedback: str | None = None  # regeneration constraint or edit instruction; None for keep
@@ -131,3 +132,16 @@ class Verdict(StrictModel):
     questions: list[QuestionResult] = Field(default_factory=list)
     parse_failures: list[ParseFailure] = Field(default_factory=list)
     provenance: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _status_matches_score(self) -> "Verdict":
+        """The shared rule (`vlmjudge.record_schema`): a verdict has a score exactly when it is scored."""
+        if (self.status == "scored") != (self.score is not None):
+            raise ValueError(f"status {self.status!r} with score {self.score!r}: only a scored verdict has a score")
+        return self
+
+
+def status_of(score: float | None) -> Literal["scored", "failed"]:
+    """A verdict's shared status: scored with an overall score, else failed (no question was scored;
+    the verdict's parse_failures, or provenance.qa_error, say why)."""
+    return "scored" if score is not None else "failed"

@@ -172,10 +172,10 @@ def refine(fager: Fager, images: Sequence[Any], prompts: Sequence[str], *, out_d
                 images[n] = new_images[n]
         for n, plan in enumerate(plans):
             steps[n].append(RoundStep(
-                round=r, decision_before=verdicts[n].decision, score_before=verdicts[n].overall_score,
+                round=r, decision_before=verdicts[n].decision, score_before=verdicts[n].score,
                 action=plan["action"], status=plan["status"], text=plan["text"], seed=plan["seed"],
                 image_file=f"round_{r}/images/{names[n]}.png" if n in new_images else None,
-                decision_after=after[n].decision, score_after=after[n].overall_score))
+                decision_after=after[n].decision, score_after=after[n].score))
         _write_round(folder, after)
         verdicts = after
         history.append(after)
@@ -257,15 +257,15 @@ def _file_names(ids: list[str]) -> list[str]:
 
 
 def _mean(verdicts: list[Verdict]) -> tuple[float | None, int]:
-    scores = [v.overall_score for v in verdicts if v.overall_score is not None]
+    scores = [v.score for v in verdicts if v.score is not None]
     return (sum(scores) / len(scores) if scores else None), len(scores)
 
 
 def _report(history: list[list[Verdict]], steps: list[list[RoundStep]], ids: list[str], prompts: list[str],
             rounds: int, generated: int, reused: int) -> RefineReport:
     (before, n_before), (after, n_after) = _mean(history[0]), _mean(history[-1])
-    items = [ItemReport(id=ids[n], prompt=prompts[n], initial_score=history[0][n].overall_score,
-                        initial_decision=history[0][n].decision, final_score=history[-1][n].overall_score,
+    items = [ItemReport(id=ids[n], prompt=prompts[n], initial_score=history[0][n].score,
+                        initial_decision=history[0][n].decision, final_score=history[-1][n].score,
                         final_decision=history[-1][n].decision, steps=steps[n]) for n in range(len(ids))]
     decisions = [dict(Counter(v.decision or "undecided" for v in verdicts)) for verdicts in history]
     return RefineReport(rounds=rounds, images=len(ids), mean_before=before, mean_after=after,

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from vlmjudge.outputs import JsonlError, iter_jsonl
+from vlmjudge.outputs import JsonlError, iter_jsonl, write_records
 
-from .records import AnswerCounts, Gating, LevelScores, ParseFailure, QuestionResult, Verdict
+from .records import AnswerCounts, Gating, LevelScores, ParseFailure, QuestionResult, Verdict, status_of
 from .schema import ANSWERS, LEVELS, Category, Decision, Importance, Level, QuestionAnswer
 from .scoring import DEFAULT_POLICY, GatingPolicy, score_answers
 
@@ -111,10 +111,9 @@ def _details_verdict(record: dict, where: str) -> Verdict:
 
 
 def write_verdicts(verdicts: Iterable[Verdict], path: str | os.PathLike) -> None:
-    """Write Verdicts as JSON lines, the project's own details.jsonl (read back by read_details)."""
-    with open(path, "w", encoding="utf-8", newline="\n") as handle:
-        for verdict in verdicts:
-            handle.write(verdict.model_dump_json() + "\n")
+    """Write Verdicts as JSON lines in the shared record layout (id, status, score first), the project's
+    own details.jsonl (read back by read_details)."""
+    write_records(path, (verdict.model_dump(mode="json") for verdict in verdicts))
 
 
 def record_to_verdict(record: dict) -> Verdict:
@@ -142,9 +141,9 @@ def record_to_verdict(record: dict) -> Verdict:
         raise ValueError(f"answer_counts lacks {sorted(missing)}")
     step = released.next_step
     return Verdict(
-        prompt=released.original_prompt, index=str(released.index), image=released.image_id,
+        id=str(released.index), status=status_of(released.scores.overall_score),
+        score=released.scores.overall_score, prompt=released.original_prompt, image=released.image_id,
         level_scores=LevelScores(**released.scores.level_scores),
-        overall_score=released.scores.overall_score,
         counts=AnswerCounts(yes=counts["yes"], no=counts["no"], unknown=counts["unknown"], total=counts["total"],
                             failed=len(failures)),
         decision=released.gating.decision,
@@ -170,13 +169,13 @@ def verdict_to_record(verdict: Verdict) -> dict:
     counts = verdict.counts
     feedback = verdict.feedback if verdict.decision in ("regenerate", "edit") else None
     return {
-        "index": verdict.index, "image_id": verdict.image, "original_prompt": verdict.prompt,
+        "index": verdict.id, "image_id": verdict.image, "original_prompt": verdict.prompt,
         "gating": {"evaluated_levels": list(verdict.gating.evaluated_levels),
                    "skipped_levels": list(verdict.gating.skipped_levels),
                    "level_1_score": _rounded(verdict.gating.level_1_score), "decision": verdict.decision,
                    "regenerate_threshold": verdict.gating.regenerate_threshold,
                    "keep_threshold": verdict.gating.keep_threshold},
-        "scores": {"overall_score": _rounded(verdict.overall_score), "level_scores": level_scores},
+        "scores": {"overall_score": _rounded(verdict.score), "level_scores": level_scores},
         "answer_counts": {"yes": counts.yes, "no": counts.no, "unknown": counts.unknown, "total": counts.total},
         "per_question": [{"position": q.position, "level": q.level, "category": q.category,
                           "importance": q.importance, "question": q.question, "answer": q.answer,
@@ -206,7 +205,7 @@ def rescore(verdict: Verdict, policy: GatingPolicy = DEFAULT_POLICY) -> Verdict:
             answers[position] = QuestionAnswer(answer=question.answer, rationale=question.rationale)
         elif question.status == "failed":
             answers[position] = question.raw
-    result = score_answers(items, answers, policy, prompt=verdict.prompt, index=verdict.index,
+    result = score_answers(items, answers, policy, prompt=verdict.prompt, index=verdict.id,
                            image=verdict.image, feedback=verdict.feedback,
                            provenance={**verdict.provenance, "rescored": "fager.scoring"})
     if result.decision != verdict.decision:
@@ -221,7 +220,7 @@ def rescore_details(path: str | os.PathLike, policy: GatingPolicy = DEFAULT_POLI
 
 def verdict_key(verdict: Verdict) -> str:
     """The key that pairs verdicts across runs: the dataset index, else the image name."""
-    key = verdict.index if verdict.index is not None else verdict.image
+    key = verdict.id if verdict.id is not None else verdict.image
     if key is None:
         raise ValueError("verdict has neither an index nor an image to pair it by")
     return key
@@ -237,9 +236,9 @@ def summary_row(verdict: Verdict) -> list[str]:
     """One summary.csv row: scores rounded to 2 decimals, empty for a level without a score."""
     counts = verdict.counts
     return [
-        verdict.image or "", verdict.index or "", verdict.decision or "",
+        verdict.image or "", verdict.id or "", verdict.decision or "",
         *(_cell(getattr(verdict.level_scores, level)) for level in LEVELS),
-        _cell(verdict.overall_score),
+        _cell(verdict.score),
         str(counts.total), str(counts.yes), str(counts.no), str(counts.unknown),
         (verdict.feedback or "") if verdict.decision == "regenerate" else "",
         (verdict.feedback or "") if verdict.decision == "edit" else "",
@@ -303,7 +302,7 @@ def details_scores(path: str | os.PathLike, policy: GatingPolicy = DEFAULT_POLIC
         key = verdict_key(verdict)
         if key in scores:
             raise ReplayFormatError(f"{path}: duplicate index {key!r}")
-        scores[key] = verdict.overall_score
+        scores[key] = verdict.score
     return scores
 
 

@@ -55,10 +55,10 @@ def summarize_verdicts(verdicts: Sequence[Verdict]) -> dict[str, Any]:
     """Counts and means: images, scored, mean overall and per level (each also with its 95% interval
     and n under `intervals`), decisions, answers, failures."""
     decisions = {str(d) if d else "undecided": sum(v.decision == d for v in verdicts) for d in DECISIONS}
-    return {"n_images": len(verdicts), "n_scored": sum(v.overall_score is not None for v in verdicts),
-            "mean_overall": mean(v.overall_score for v in verdicts),
+    return {"n_images": len(verdicts), "n_scored": sum(v.score is not None for v in verdicts),
+            "mean_overall": mean(v.score for v in verdicts),
             "mean_level": {level: mean(getattr(v.level_scores, level) for v in verdicts) for level in LEVELS},
-            "intervals": {"overall": mean_with_interval(v.overall_score for v in verdicts),
+            "intervals": {"overall": mean_with_interval(v.score for v in verdicts),
                           **{level: mean_with_interval(getattr(v.level_scores, level) for v in verdicts)
                              for level in LEVELS}},
             "decisions": decisions, "answers": {k: sum(getattr(v.counts, k) for v in verdicts)
@@ -68,15 +68,15 @@ def summarize_verdicts(verdicts: Sequence[Verdict]) -> dict[str, Any]:
 
 
 def item_name(v: Verdict) -> str:
-    """The image a Verdict is about, as the report names it: its file (relative to the items table),
-    else the index it was given."""
-    return str(v.image or v.index)
+    """The image a Verdict is about, as the report names it: its id (the items table's index or
+    the image's path), else its file."""
+    return str(v.id if v.id is not None else v.image)
 
 
 def _row(v: Verdict, roots: Sequence[Path]) -> list[str]:
     """One lowest-scored image: thumbnail and file name, prompt, scores, answers, decision, feedback."""
     return [item_cell(item_name(v), roots) + low_res_mark(v.provenance.get("resolution_note")),
-            escape(v.prompt or ""), fmt_number(v.overall_score),
+            escape(v.prompt or ""), fmt_number(v.score),
             *(fmt_number(getattr(v.level_scores, k)) for k in ("level_1", "level_2", "level_3")),
             f"{v.counts.yes} / {v.counts.no} / {v.counts.unknown}", escape(v.decision or "undecided"),
             long_text(v.feedback or "")]
@@ -84,7 +84,7 @@ def _row(v: Verdict, roots: Sequence[Path]) -> list[str]:
 
 def _lowest(verdicts: Sequence[Verdict], worst: int, roots: Sequence[Path]) -> str:
     """The lowest-scored images, each with its thumbnail (images looked for under `roots`)."""
-    scored = sorted((v for v in verdicts if v.overall_score is not None), key=lambda v: v.overall_score)
+    scored = sorted((v for v in verdicts if v.score is not None), key=lambda v: v.score)
     header = ["image", "prompt", "overall", "level 1", "level 2", "level 3", "yes / no / unknown", "decision",
               "feedback"]
     return worst_section(scored, worst, len(verdicts), header, lambda v, _: _row(v, roots),
@@ -112,7 +112,7 @@ def write_report(run: str | os.PathLike, out_dir: str | os.PathLike, worst: int 
     figures: list[tuple[str, str]] = []
     if summary["n_scored"]:
         path = out / "score_histogram.png"
-        clipped = histogram({label: [v.overall_score for v in verdicts if v.overall_score is not None]}, path,
+        clipped = histogram({label: [v.score for v in verdicts if v.score is not None]}, path,
                             "FAGER overall score",
                             f"Overall scores ({summary['n_scored']} of {summary['n_images']} scored)", SCORE_RANGE)
         figures.append((path.name, "Overall score histogram (0-100)" + (f": {clipped}" if clipped else "")))

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from .parsing import AnswerParseError, normalize_answer, parse_answer
-from .records import AnswerCounts, Gating, LevelScores, ParseFailure, QuestionResult, Verdict
+from .records import AnswerCounts, Gating, LevelScores, ParseFailure, QuestionResult, Verdict, status_of
 from .schema import LEVELS, Decision, QAItem, QuestionAnswer
 
 #: Recorded in every verdict's provenance; bumped whenever a default changes what a verdict says.
@@ -193,7 +193,7 @@ def score_answers(
         >>> items = [item("Is there a cat?", "level_1"), item("Is there a sofa?", "level_1"),
         ...          item("Is the cat black?", "level_2"), item("Is the sofa red?", "level_2")]
         >>> verdict = score_answers(items, ["yes", "No, the room is empty.", "yes", "yes"])
-        >>> verdict.level_scores.level_1, verdict.level_scores.level_2, verdict.overall_score
+        >>> verdict.level_scores.level_1, verdict.level_scores.level_2, verdict.score
         (50.0, 100.0, 75.0)
         >>> verdict.decision
         'edit'
@@ -202,7 +202,7 @@ def score_answers(
         answer is a counted parse failure, left out of the means:
 
         >>> verdict = score_answers(items, ["no", "???", "yes", "yes"])
-        >>> verdict.decision, verdict.overall_score, verdict.gating.skipped_levels
+        >>> verdict.decision, verdict.score, verdict.gating.skipped_levels
         ('regenerate', 0.0, ['level_2'])
         >>> verdict.counts.failed, verdict.parse_failures[0].position
         (1, 1)
@@ -248,9 +248,8 @@ def score_answers(
     counts = AnswerCounts(yes=all_scored.count("yes"), no=all_scored.count("no"),
                           unknown=all_scored.count("unknown"), total=len(all_scored), failed=len(failures))
     return Verdict(
-        prompt=prompt, index=index, image=image,
+        id=index, status=status_of(overall), score=overall, prompt=prompt, image=image,
         level_scores=LevelScores(**{lv: mean_score(a) for lv, a in scored_by_level.items()}),
-        overall_score=overall,
         counts=counts,
         decision=decision,
         feedback=feedback if decision in ("edit", "regenerate") else None,

@@ -29,8 +29,8 @@ class FagerRecord:
 
     def __init__(self, verdict: Verdict) -> None:
         self.verdict = verdict
-        self.score = verdict.overall_score
-        self.valid = verdict.overall_score is not None
+        self.score = verdict.score
+        self.valid = verdict.score is not None
 
     def to_json(self) -> dict[str, Any]:
         return self.verdict.model_dump(mode="json")
@@ -100,14 +100,14 @@ def render(record: FagerRecord) -> dict[str, Any]:
     """Score text and a markdown account: level scores, decision, feedback, every question."""
     v = record.verdict
     fmt = (lambda s: "-" if s is None else f"{s:.2f}")
-    if v.overall_score is None:
+    if v.score is None:
         reason = v.provenance.get("qa_error") or ("no question could be answered" if v.counts.failed
                                                   else "no questions")
         score_text = "n/a"
         lines = [f"**FAGER**: no score ({reason})."]
     else:
-        score_text = f"{v.overall_score:.2f} ({v.decision or 'undecided'})"
-        lines = [f"**FAGER score** {v.overall_score:.2f} / 100, decision **{v.decision or 'undecided'}**", ""]
+        score_text = f"{v.score:.2f} ({v.decision or 'undecided'})"
+        lines = [f"**FAGER score** {v.score:.2f} / 100, decision **{v.decision or 'undecided'}**", ""]
     ls = v.level_scores
     lines += ["", f"Level 1: {fmt(ls.level_1)} · Level 2: {fmt(ls.level_2)} · Level 3: {fmt(ls.level_3)}"
               + (f" (skipped: {', '.join(v.gating.skipped_levels)})" if v.gating.skipped_levels else "")]

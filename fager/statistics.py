@@ -21,7 +21,7 @@ LEVELS = ("level_1", "level_2", "level_3")
 
 def overall_row(record: Mapping) -> Any:
     """The overall score; NaN when it is missing because answers failed, else None when missing."""
-    score = record.get("overall_score")
+    score = record.get("score")
     if score is not None:
         return [float(score)]
     return math.nan if (record.get("counts") or {}).get("failed") else None
@@ -64,11 +64,11 @@ class ABAccuracy:
 
 
 STATISTICS: dict[str, Statistic] = {
-    "overall": Statistic("mean overall score", overall_row, ColumnMean(0), id_key="index",
+    "overall": Statistic("mean overall score", overall_row, ColumnMean(0), id_key="id",
                          description="mean overall score (0-100) over scored images"),
     **{f"mean_{level}": Statistic(f"mean {level.replace('_', ' ')} score", LevelRow(level), ColumnMean(0),
-                                  id_key="index", group="level") for level in LEVELS},
-    **{f"ab_accuracy_{tie}": Statistic(f"A/B accuracy (ties {tie})", margin_row, ABAccuracy(tie), id_key="index",
+                                  id_key="id", group="level") for level in LEVELS},
+    **{f"ab_accuracy_{tie}": Statistic(f"A/B accuracy (ties {tie})", margin_row, ABAccuracy(tie), id_key="id",
                                        description="share of prompts where the factual image scored higher")
        for tie in TIE_MODES},
 }

@@ -88,7 +88,7 @@ def _mean(values: list[float | None]) -> float | None:
 
 def summarize(name: str, results: list[ItemResult], direct: list[float | None] | None = None) -> dict[str, Any]:
     """One table row: means over scored items (failed items are counted, not averaged in)."""
-    ok = [r for r in results if r.status == "ok"]
+    ok = [r for r in results if r.status == "scored"]
     return {"model": name, "items": len(results), "scored": len(ok),
             "clip": _mean([r.clip for r in ok]), "dino": _mean([r.dino for r in ok]),
             "mllm_content": _mean([(r.mllm or {}).get("content_norm") for r in ok]),
@@ -200,8 +200,8 @@ def run_benchmark(references: Mapping[str, Any], generators: Mapping[str, Any], 
     for item, ref in refs.items():
         row = [ref]
         for name in names:
-            r = next(x for x in results[name] if x.item == item)
-            row.append(RunFolder.load_image(out / "models" / name / r.image) if r.status == "ok" else None)
+            r = next(x for x in results[name] if x.id == item)
+            row.append(RunFolder.load_image(out / "models" / name / r.image) if r.status == "scored" else None)
         rows.append(row)
     image_grid(rows, ["reference", *names], list(refs), cell=grid_cell).save(files["grid"])
     progress = {name: [row for row in rounds_rows if row["model"] == name] for name in names}

@@ -26,7 +26,10 @@ from vlmjudge.cli.help import EXIT_EPILOG, DefaultsHelpFormatter, describe
 from vlmjudge.cli.intake import Failure, Screened
 from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl
 from vlmjudge.cli.scoring import Outcome, ScoreCommand, run_scoring
-from vlmjudge.outputs import write_jsonl, write_manifest
+from vlmjudge.cli.progress import add_quiet_flag, progress_bar, quiet_judge
+from vlmjudge.cli.summary import print_summary
+from vlmjudge.outputs import write_manifest, write_records
+from vlmjudge.stats.interval import interval_text, mean_with_interval
 
 from .benchmark import load_prompts, load_references, run_benchmark
 from .config import DEFAULT_ASPECTS, INTERROGATOR_RUNS, PROMPT_MODES, LoopConfig
@@ -41,6 +44,12 @@ from .similarity import (
 )
 
 
+#: `regeneration compare` scores this many pairs between progress-bar updates.
+COMPARE_CHUNK = 32
+#: The records file a run folder gets: one ItemResult per reference, in the shared layout.
+RUN_RECORDS = "records.jsonl"
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the regeneration subcommands to `vlmjudge regeneration` (entry point `vlmjudge.commands`)."""
     commands = parser.add_subparsers(dest="regeneration_command", required=True)
@@ -52,7 +61,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--references", required=True, type=Path, help="folder of reference images")
     run.add_argument("--generator", required=True, help="diffusers folder / Hub id, or module:callable")
     _loop_flags(run)
-    describe(run, "--out", "the run folder; rerunning the same command resumes it (required)")
+    describe(run, "--out", "the run folder, with records.jsonl (one record per reference) and its manifest "
+                           "records.manifest.json; rerunning the same command resumes it (required)")
     run.set_defaults(func=cmd_run)
 
     bench = commands.add_parser("benchmark", help="several models over one reference folder: table, grids, plots",
@@ -65,7 +75,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     bench.add_argument("--direct-judging", action="store_true",
                        help="baseline: rate images generated from the original prompts against them directly")
     _loop_flags(bench)
-    describe(bench, "--out", "the benchmark folder: one run folder per model, the table, grids and plots (required)")
+    describe(bench, "--out", "the benchmark folder: one run folder per model (models/NAME, each with its "
+                             "records.jsonl), the table, grids and plots (required)")
     bench.set_defaults(func=cmd_benchmark)
 
     compare = commands.add_parser("compare", help="CLIP %% and DINO %% (and MLLM ratings) of two image folders",
@@ -99,6 +110,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                                  "checkpoint folder, a server's model name, or a replay JSONL (default: none, "
                                  "CLIP and DINO only)")
     add_on_error_flag(compare)
+    add_quiet_flag(compare)
     compare.set_defaults(func=cmd_compare)
 
     from .report import configure_report  # the report of a compare run
@@ -227,16 +239,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for r in results:
-        if r.status == "ok":
-            print(f"{r.item}\tCLIP {r.clip:.2f}\tDINO {r.dino:.2f}\tround {r.round}\t{r.prompt}")
+        if r.status == "scored":
+            print(f"{r.id}\tCLIP {r.clip:.2f}\tDINO {r.dino:.2f}\tround {r.round}\t{r.prompt}")
         else:
-            print(f"{r.item}\tfailed: {r.reason}")
-    ok = [r for r in results if r.status == "ok"]
-    if ok:
-        print(f"mean over {len(ok)}/{len(results)}: CLIP {sum(r.clip for r in ok) / len(ok):.2f} "
-              f"DINO {sum(r.dino for r in ok) / len(ok):.2f}")
-    print(f"run folder: {out}")
-    return 0 if ok else 1
+            print(f"{r.id}\tfailed: {r.reason}")
+    rows = [r.to_json() for r in results]
+    records = out / RUN_RECORDS
+    write_records(records, rows)
+    manifest = write_manifest(records, {"method": "regeneration", "command": "regeneration run",
+                                        "references": str(args.references), "generator": args.generator,
+                                        **config.to_json()})
+    print_summary(rows, [records, manifest], "{:.2f}")
+    scored = [r for r in results if r.status == "scored"]
+    if scored:
+        print(f"CLIP {interval_text(mean_with_interval(r.clip for r in scored))} "
+              f"DINO {interval_text(mean_with_interval(r.dino for r in scored))}")
+    return 0 if any(r.status == "scored" for r in results) else 1
 
 
 def cmd_benchmark(args: argparse.Namespace) -> int:
@@ -259,6 +277,12 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
                            similarity=_similarity(args), text_judge=_text_judge(args), config=config, pack=args.pack,
                            original_prompts=prompts, direct_judging=args.direct_judging)
     print(Path(result.files["table"]).read_text(encoding="utf-8"), end="")
+    for name, results in result.results.items():
+        rows = [r.to_json() for r in results]
+        records = out / "models" / name / RUN_RECORDS
+        write_records(records, rows)
+        print(f"{name}: ", end="")
+        print_summary(rows, [records], "{:.2f}")
     for kind, path in result.files.items():
         print(f"{kind}: {path}")
     return 0
@@ -329,40 +353,51 @@ class _CompareScore(ScoreCommand):
         args = self.args
         if self.judge is None or not cache_has_answers(args.cache):
             return None
-        stems = [self.pairing.pairs[i][0] for i in screened.kept]
+        names = [self.pairing.pairs[i][1].name for i in screened.kept]
         both = lambda r: r.get("mllm_content") is not None and r.get("mllm_perceptual") is not None  # noqa: E731
-        return done_in_jsonl(args.out, stems, "id", both) if args.out else rated_earlier(args.csv, stems)
+        return done_in_jsonl(args.out, names, "id", both) if args.out else rated_earlier(args.csv, names)
 
     def score(self, screened: Screened) -> tuple[Any, list]:
         """CLIP, DINO (and the MLLM's ratings) of every kept pair: the scorer and its records."""
         from .spec import RegenerationScorer
 
         kept = [self.pairing.pairs[i] for i in screened.kept]
-        scorer = RegenerationScorer(self.judge, similarity=_similarity(self.args))
-        return scorer, scorer.score_batch({"reference": [str(p[1]) for p in kept],
-                                           "generated": [str(p[2]) for p in kept]})
+        scorer = RegenerationScorer(quiet_judge(self.judge), similarity=_similarity(self.args))
+        records: list = []
+        with progress_bar(len(kept), "compare", self.args, unit="pair") as bar:
+            for start in range(0, len(kept), COMPARE_CHUNK):
+                chunk = kept[start:start + COMPARE_CHUNK]
+                records += scorer.score_batch({"reference": [str(p[1]) for p in chunk],
+                                               "generated": [str(p[2]) for p in chunk]})
+                bar.update(len(chunk))
+        return scorer, records
 
     def summarize(self, screened: Screened, scored: tuple[Any, list]) -> Outcome:
-        """Write the rows (CSV, JSON lines with the manifest) and print them."""
+        """Write the rows (CSV, JSON lines with the manifest), print them and the shared summary (on
+        standard error with --json, whose standard output is the one JSON object)."""
         from .compare import pair_row, plain_lines, result_json, summarize, write_csv
 
         args, pairs, judged = self.args, self.pairing.pairs, self.judge is not None
         scorer, records = scored
-        rows = [pair_row(pairs[index][0], rec, screened.notes.get(index))
+        rows = [pair_row(pairs[index][1].name, rec, screened.notes.get(index))
                 for index, rec in zip(screened.kept, records)]
         unanswered = [Failure(index, str(pairs[index][2]), "the judge gave no answer for either MLLM rating")
                       for index, rec in zip(screened.kept, records) if _judge_failed(rec)]
         summary = summarize(rows, records, self.pairing, skipped=len(screened.failures), judged=judged)
         result = result_json(summary, rows, self.pairing)
+        written: list[Any] = []
         if args.csv:
             write_csv(args.csv, rows)
             RUN.saved = len(rows)
+            written.append(args.csv)
         if args.out:
-            write_jsonl(args.out, rows)
-            write_manifest(args.out, _compare_manifest(args, scorer, self.judge, result))
+            write_records(args.out, rows)
+            written += [args.out, write_manifest(args.out, _compare_manifest(args, scorer, self.judge, result))]
             RUN.saved = len(rows)
         if args.json:
             print(json.dumps(result, indent=2))
         else:
             print("\n".join(plain_lines(rows, summary, judged=judged)))
+        print_summary(rows, written, "{:.2f}", skipped=len(screened.failures),
+                      file=sys.stderr if args.json else None)
         return Outcome(len(rows) - len(unanswered), unanswered)

@@ -72,10 +72,11 @@ def pair_folders(refs: Path, gens: Path) -> Pairing:
                    generated_only=[g[s] for s in sorted(set(g) - set(r))])
 
 
-def pair_row(stem: str, record: Any, resolution_note: str | None = None) -> dict[str, Any]:
-    """One pair's row: similarity, then the MLLM ratings raw (1-5) and on 0..1 (None without a judge)."""
+def pair_row(name: str, record: Any, resolution_note: str | None = None) -> dict[str, Any]:
+    """One pair's row in the shared layout: its id (the reference's file name), status and score, then
+    CLIP and DINO and the MLLM ratings raw (1-5) and on 0..1 (None without a judge)."""
     m = record.mllm
-    row = {"id": stem, **{k: getattr(record, k) for k in SIMILARITY_COLUMNS},
+    row = {"id": name, "status": record.status, **{k: getattr(record, k) for k in SIMILARITY_COLUMNS},
            "mllm_content_rating": m.content if m else None, "mllm_perceptual_rating": m.perceptual if m else None,
            "mllm_content": m.content_norm if m else None, "mllm_perceptual": m.perceptual_norm if m else None}
     return with_resolution_note(row, resolution_note)

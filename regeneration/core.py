@@ -28,7 +28,7 @@ from .parsing import ParseFailure
 from .records import ItemResult
 from .runfolder import RunFolder, check_item_id
 from .schema import Feedback, PromptList, prompt_list_schema
-from .scoring import final_pick, select
+from .scoring import combined_score, final_pick, select
 from .similarity import SimilarityScorer
 
 log = logging.getLogger(__name__)
@@ -293,7 +293,7 @@ class RegenerationLoop:
             if saved is not None and saved.get("rounds") and len(saved["rounds"]) == self.config.effective_rounds:
                 results[i] = ItemResult.from_json(saved)
             elif i not in alive:
-                results[i] = ItemResult(i, "failed", parse_failures=self._failures(i),
+                results[i] = ItemResult(i, "failed", None, parse_failures=self._failures(i),
                                         reason="no initial prompt (the understanding stage failed)")
             else:
                 pending.append(i)
@@ -308,12 +308,13 @@ class RegenerationLoop:
         for i in pending:
             (t, best), progress = chosen[i], self._progress(i)
             m = judged.get(i)
-            results[i] = ItemResult(i, "ok", prompt=best["prompt"], image=best["image"], round=t,
+            results[i] = ItemResult(i, "scored", combined_score(best["clip"], best["dino"]), prompt=best["prompt"],
+                                    image=best["image"], round=t,
                                     index=best["index"], clip=best["clip"], dino=best["dino"],
                                     combined=best["combined"], mllm=m.to_json() if m else None, rounds=progress,
                                     parse_failures=self._failures(i) + (len(m.failures) if m else 0))
             RunFolder.write_json(self.folder.item(i) / "result.json", results[i].to_json())
-            self.folder.log("result", item=i, **{k: v for k, v in results[i].to_json().items() if k != "item"})
+            self.folder.log("result", item=i, **{k: v for k, v in results[i].to_json().items() if k != "id"})
         return [results[i] for i in refs]
 
     def _choose(self, item: str) -> tuple[int, dict[str, Any]]:

@@ -1,7 +1,7 @@
 """Regeneration's human protocol: people rate how similar each regenerated image is to its
 reference, 1 to 5, and the combined CLIP/DINO score is checked against those ratings.
 
-A label line carries `rating`; its `id` is the pair's file stem, as `regeneration compare`
+A label line carries `rating`; its `id` is the pair's reference file name, as `regeneration compare`
 names its rows. When the rows also carry the MLLM's 1-5 content rating, its rank agreement with
 people is reported beside the score's, so the two can be told apart.
 """

@@ -37,8 +37,9 @@ def _has_judge(judge: Any) -> bool:
 
 @dataclass
 class PairRecord:
-    """One (reference, generated) pair: CLIP %, DINO %, the combined score, optional MLLM ratings."""
+    """One (reference, generated) pair: its id, CLIP %, DINO %, the combined score, optional MLLM ratings."""
 
+    id: str
     clip: float | None
     dino: float | None
     score: float | None
@@ -47,8 +48,14 @@ class PairRecord:
     errors: list[str] = field(default_factory=list)
     encoders: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def status(self) -> str:
+        """The shared status (`vlmjudge.record_schema`): scored, or failed (`errors` say why)."""
+        return "scored" if self.score is not None else "failed"
+
     def to_json(self) -> dict[str, Any]:
-        return {"score": self.score, "valid": self.valid, "clip": self.clip, "dino": self.dino,
+        """The record in the shared layout: id, status, score, then the pair's own fields."""
+        return {"id": self.id, "status": self.status, "score": self.score, "valid": self.valid, "clip": self.clip, "dino": self.dino,
                 "mllm": self.mllm.to_json() if self.mllm else None, "errors": list(self.errors),
                 "encoders": self.encoders}
 
@@ -104,8 +111,9 @@ class RegenerationScorer:
         ratings = (judge_pairs(self.judge, refs, gens, items=batch.get("id"), pack=self.pack) if self.mllm
                    else [None] * len(gens))
         made_by = self.similarity.manifest()
-        return [PairRecord(clip=s["clip"], dino=s["dino"], score=combined_score(s["clip"], s["dino"]), valid=True,
-                           mllm=m, encoders=made_by) for s, m in zip(sims, ratings)]
+        ids = [str(i) for i in batch["id"]] if "id" in batch else [str(i) for i in range(len(gens))]
+        return [PairRecord(id=i, clip=s["clip"], dino=s["dino"], score=combined_score(s["clip"], s["dino"]), valid=True,
+                           mllm=m, encoders=made_by) for i, s, m in zip(ids, sims, ratings)]
 
 
 def build(judge: Any, **config: Any) -> RegenerationScorer:

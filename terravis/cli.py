@@ -25,8 +25,9 @@ from vlmjudge.cli.preflight import require_file
 from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl, earlier_manifest, same_answers
 from vlmjudge.cli.scoring import Outcome, ScoreCommand, partial_output, run_scoring
 from vlmjudge.images import ImageInputError, to_pil
-from vlmjudge.outputs import json_text, write_manifest
-from vlmjudge.stats.interval import interval_text, mean_with_interval
+from vlmjudge.cli.progress import add_quiet_flag, progress_bar, quiet_judge
+from vlmjudge.cli.summary import print_summary
+from vlmjudge.outputs import record_text, write_manifest
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -39,8 +40,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                                 epilog=EXIT_EPILOG, formatter_class=DefaultsHelpFormatter)
     score.add_argument("inputs", nargs="+", metavar="IMAGES_OR_DIR", help="image files or folders (recursive)")
     add_judge_flags(score)
-    describe(score, "--out", "(required) the results JSONL to write, one record per image; the manifest goes "
-                             "beside it, results.jsonl -> results.manifest.json")
+    describe(score, "--out", "the results JSONL to write, one record per image; the manifest goes "
+                             "beside it, results.jsonl -> results.manifest.json", required=True)
     describe(score, "--cache", "SQLite file of the judge's answers; a rerun resumes from it (default: beside "
                                "--out, results.jsonl -> results.cache.sqlite; --no-cache for none)")
     add_no_cache_flag(score)
@@ -64,7 +65,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                             "(default: none; reports then group by folder)")
     score.add_argument("--chunk-size", type=int, default=16,
                        help="images per stage-batched judge run; records are written as each chunk finishes")
-    score.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_quiet_flag(score)
     add_on_error_flag(score)
     score.set_defaults(func=run_score)
 
@@ -106,9 +107,6 @@ ANSWER_KEYS = ("method_version", "variant", "backend", "model", "revision", "dty
 def run_score(args: argparse.Namespace) -> int:
     """Check every image, then score the readable ones, writing records as chunks finish; print
     counts and model calls; the exit status says whether every image got a record (--help)."""
-    if not args.out:
-        print("error: --out results.jsonl is required", file=sys.stderr)
-        return 2
     if args.chunk_size < 1:
         print("error: --chunk-size must be >= 1", file=sys.stderr)
         return 2
@@ -131,33 +129,32 @@ class _TerraVisScore(ScoreCommand):
 
         args = self.args
         self.out.parent.mkdir(parents=True, exist_ok=True)
-        self.judge = judge_from_args(args)
-        self.judge.progress = False
+        self.judge = quiet_judge(judge_from_args(args))
         self.tv = TerraVis(self.judge, variant=args.variant, lam=args.lam, alpha=args.alpha, pack=args.pack,
                            decision=args.decision)
         self.manifest = {**self.tv.manifest(), "command": "terravis score", "n_images": len(screened.kept),
-                         "n_skipped": len(screened.failures), "inputs": list(args.inputs), "cache": args.cache}
+                         "n_skipped": len(screened.failures), "inputs": list(args.inputs), "cache": args.cache,
+                         "chunk_size": args.chunk_size, "t2i_model": args.t2i_model}
 
     def done_before(self, screened: Screened) -> int | None:
         """A rerun of the same questions: the earlier output's finished records are in the cache."""
         if not (cache_has_answers(self.args.cache) and same_answers(earlier_manifest(self.out), self.manifest,
                                                                     ANSWER_KEYS)):
             return None
-        return done_in_jsonl(self.out, {self.images[i][0] for i in screened.kept}, "image_id",
+        return done_in_jsonl(self.out, {self.images[i][0] for i in screened.kept}, "id",
                              lambda r: r.get("status") in ("scored", "not_applicable"))
 
     def partial_manifest(self) -> dict[str, Any]:
         """The run's manifest, as written beside the records an interrupted run keeps."""
         return self.manifest
 
-    def score(self, screened: Screened) -> tuple[dict[str, int], list[float], list[Failure]]:
-        """Score chunk by chunk into the records file: the status counts, the scores, the images
+    def score(self, screened: Screened) -> tuple[list[dict[str, Any]], list[Failure]]:
+        """Score chunk by chunk into the records file: each record's status and score, and the images
         without a result."""
         args, images = self.args, self.images
         failures: list[Failure] = []
-        statuses: dict[str, int] = {"scored": 0, "not_applicable": 0, "failed": 0}
-        scores: list[float] = []
-        bar = _bar(len(screened.kept), not args.no_progress)
+        written: list[dict[str, Any]] = []
+        bar = progress_bar(len(screened.kept), "terravis", args, unit="img")
         try:
             with partial_output(self.out) as fh:
                 for start in range(0, len(screened.kept), args.chunk_size):
@@ -172,37 +169,29 @@ class _TerraVisScore(ScoreCommand):
                     meta = [_meta(images[i][1], args.t2i_model, screened.notes.get(i)) for i in chunk]
                     records = self.tv.score(pils, ids=[images[i][0] for i in chunk], meta=meta) if chunk else []
                     for index, record in zip(chunk, records):
-                        fh.write(json_text(record.to_json(), f"{self.out} record {record.image_id}") + "\n")
+                        fh.write(record_text(record.to_json(), f"{self.out} record {record.image_id}") + "\n")
                         RUN.saved += 1
-                        statuses[record.status] += 1
-                        if record.score is not None:
-                            scores.append(record.score)
+                        written.append({"status": record.status, "score": record.score})
                         if record.status == "failed":  # no answer from the judge: this image has no result
                             reason = "; ".join(record.errors) or "the judge gave no answer"
                             failures.append(Failure(index, str(images[index][1]), reason))
                     fh.flush()
-                    if bar is not None:
-                        bar.update(len(chunk))
+                    bar.update(len(chunk))
         finally:
-            if bar is not None:
-                bar.close()
-        return statuses, scores, failures
+            bar.close()
+        return written, failures
 
-    def summarize(self, screened: Screened, scored: tuple[dict[str, int], list[float], list[Failure]]) -> Outcome:
-        """Write the manifest; print the counts, the mean score with its 95% interval and n, and the
-        model calls."""
-        statuses, scores, failures = scored
+    def summarize(self, screened: Screened, scored: tuple[list[dict[str, Any]], list[Failure]]) -> Outcome:
+        """Write the manifest; print the shared summary (counts, mean score with its 95% interval, the
+        files) and the model calls."""
+        written, failures = scored
         manifest_file = write_manifest(self.out, self.manifest)
-        mean = interval_text(mean_with_interval(scores), "{:.4f}".format) if scores else "n/a (no eligible image)"
         n_bad = len(screened.failures) + sum(failure.bad_input for failure in failures)
-        skipped = f", {n_bad} skipped as bad input" if n_bad else ""
-        print(f"scored {sum(statuses.values())} images: {statuses['scored']} scored, {statuses['not_applicable']} "
-              f"N/A, {statuses['failed']} failed{skipped}; mean score {mean}")
-        print(f"wrote {self.out} and {manifest_file}")
+        print_summary(written, [self.out, manifest_file], "{:.4f}", skipped=n_bad)
         stats = self.judge.stats
         print(f"model calls: {stats.model_calls} (answers from an earlier run: {stats.resumed_from_cache}, "
               f"reused within this run: {stats.reused_within_run})")
-        return Outcome(statuses["scored"] + statuses["not_applicable"], failures)
+        return Outcome(sum(r["status"] != "failed" for r in written), failures)
 
 
 def _meta(path: Path, t2i_model: str | None, resolution_note: str | None = None) -> dict[str, Any]:
@@ -212,13 +201,6 @@ def _meta(path: Path, t2i_model: str | None, resolution_note: str | None = None)
     if resolution_note is not None:
         meta["resolution_note"] = resolution_note
     return meta
-
-
-def _bar(total: int, show: bool):
-    if not show:
-        return None
-    from tqdm.auto import tqdm
-    return tqdm(total=total, desc="terravis", unit="img")
 
 
 # -- report --------------------------------------------------------------------------------

@@ -169,8 +169,8 @@ def compare_details(rows, records) -> dict[str, Any]:
 
 
 def record_id(record: Mapping[str, Any]) -> str | None:
-    """A TerraVis record names its image by `image_id`."""
-    return record.get("image_id")
+    """A TerraVis record names its image by `id` (the shared record layout)."""
+    return record.get("id")
 
 
 #: How TerraVis's human labels are read and matched to its records (`MethodSpec.human`).

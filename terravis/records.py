@@ -78,6 +78,7 @@ class CheckRecord:
 class ImageRecord:
     """Everything TerraVis decided about one image, and its score (None unless scored).
 
+    `image_id` is saved as the record's `id` (the shared schema, `vlmjudge.record_schema`).
     `status` is "scored", "not_applicable" (judged ineligible, or eligibility unreadable
     after retries) or "failed" (a judge response was empty or failed: the image is N/A,
     never "no violation"). `rating` is the 1-5 rating of the holistic and GPTScore variants.
@@ -155,13 +156,14 @@ class ImageRecord:
         """A plain dict (json.dumps-able); `probs=False` leaves out the probabilities (and the
         decisions flagged by theirs), which a generation-only run does not have."""
         out = asdict(self)
+        out = {"id": out.pop("image_id"), "status": out.pop("status"), "score": out.pop("score"), **out}
         out["checks"] = [c.to_json(probs) for c in self.checks]
         out["valid"] = self.valid
         return _without_probs(out, probs, "eligibility_prob", "rating_probs", "low_mass")
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "ImageRecord":
-        kwargs = _known_fields(cls, data)
+        kwargs = {**_known_fields(cls, data), "image_id": str(data["id"])}
         kwargs["checks"] = [CheckRecord.from_json(c) for c in data.get("checks", [])]
         return cls(**kwargs)
 
@@ -180,9 +182,9 @@ def save_records(path: str | os.PathLike, records: Iterable[ImageRecord],
         >>> sorted(os.listdir(os.path.dirname(path)))
         ['results.jsonl', 'results.manifest.json']
     """
-    from vlmjudge.outputs import manifest_path, write_jsonl, write_manifest
+    from vlmjudge.outputs import manifest_path, write_manifest, write_records
 
-    write_jsonl(path, (record.to_json() for record in records))
+    write_records(path, (record.to_json() for record in records))
     if manifest is not None:
         write_manifest(path, manifest)
     else:  # a manifest left by an earlier run would describe other records
@@ -207,7 +209,7 @@ def load_records(path: str | os.PathLike) -> tuple[list[ImageRecord], dict[str, 
     for lineno, row in iter_jsonl(path):
         if is_manifest_line(row):
             continue
-        if "image_id" not in row:
+        if "id" not in row or "checks" not in row:
             raise ValueError(f"{path}:{lineno}: neither a manifest nor a TerraVis record")
         records.append(ImageRecord.from_json(row))
     return records, read_manifest(path)

@@ -102,8 +102,8 @@ def _keep_top_level_notes(path: str | os.PathLike, records: Sequence[ImageRecord
     small image) into the record's meta, where `terravis score` puts it (in memory only)."""
     from vlmjudge.outputs import iter_jsonl
 
-    notes = [(str(row["image_id"]), str(row["resolution_note"])) for _, row in iter_jsonl(path)
-             if "image_id" in row and row.get("resolution_note")]
+    notes = [(str(row["id"]), str(row["resolution_note"])) for _, row in iter_jsonl(path)
+             if "id" in row and row.get("resolution_note")]
     by_id = dict(notes)
     for record in records:
         if record.image_id in by_id and not record.meta.get("resolution_note"):

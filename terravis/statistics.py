@@ -52,13 +52,13 @@ def style_of(record: Mapping) -> Any:
 
 
 STATISTICS: dict[str, Statistic] = {
-    "mean_score": Statistic("mean score", score_row, ColumnMean(0), id_key="image_id", split=style_of,
+    "mean_score": Statistic("mean score", score_row, ColumnMean(0), id_key="id", split=style_of,
                             description="mean S over scored images (N/A and failed left out)"),
     **{f"level_share_{level}": Statistic(f"share of violations at level {level}", level_counts,
-                                         ColumnShare(k), id_key="image_id", higher_is_better=None,
+                                         ColumnShare(k), id_key="id", higher_is_better=None,
                                          group="violation level")
        for k, level in enumerate(LEVELS)},
     **{f"type_share_{t}": Statistic(f"share of violations of type {t}", type_counts, ColumnShare(k),
-                                    id_key="image_id", higher_is_better=None, group="violation type")
+                                    id_key="id", higher_is_better=None, group="violation type")
        for k, t in enumerate(TYPE_IDS)},
 }

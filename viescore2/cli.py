@@ -22,7 +22,9 @@ from vlmjudge.cli.help import EXIT_EPILOG, RawDefaultsHelpFormatter, describe
 from vlmjudge.cli.intake import IMAGE_SUFFIXES, Failure, Screened, image_items
 from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl, earlier_manifest, same_answers
 from vlmjudge.cli.scoring import Outcome, ScoreCommand, partial_output, run_scoring
-from vlmjudge.outputs import iter_jsonl, json_text, with_resolution_note, write_manifest
+from vlmjudge.cli.progress import add_quiet_flag, progress_bar, quiet_judge
+from vlmjudge.cli.summary import print_summary
+from vlmjudge.outputs import iter_jsonl, record_text, with_resolution_note, write_manifest
 from vlmjudge.stats.interval import interval_text, mean_with_interval
 
 from .evaluation import Reference, evaluate_suite, grid_iou
@@ -185,9 +187,10 @@ file of {"id": ..., "prompt": ..., "conditioning": [paths]} objects matched by i
 the id without its suffix as earlier releases named images (conditioning paths are relative
 to the JSONL file; optional).
 
---out results.jsonl gets the records (id, prompt, status, score, scores, grid or artifact and
-misalign, explanation, raw text, finish reason; and resolution_note for an image under the
-recommended 64 px, which is scored all the same); results.manifest.json beside it records the
+--out results.jsonl gets the records (id, status, score, error, then prompt, read_status,
+scores, grid or artifact and misalign, explanation, raw text, finish reason; and
+resolution_note for an image under the recommended 64 px, which is scored all the same; see
+docs/outputs.md); results.manifest.json beside it records the
 judge, configuration, instructions, grammar and decoding, and the judge's answers are cached in
 results.cache.sqlite beside it (--cache FILE elsewhere, --no-cache for none), so a rerun
 resumes. --overlays DIR writes <id without suffix>.png with the predicted cells drawn on each
@@ -268,9 +271,6 @@ ANSWER_KEYS = ("backend", "model", "revision", "dtype", "fields", "grid_size", "
 
 def _cmd_score(args: argparse.Namespace) -> int:
     """Judge the images into the records file, then print the summary (and draw the overlays)."""
-    if not args.out:
-        print("vlmjudge viescore2 score: --out results.jsonl is required", file=sys.stderr)
-        return 2
     return run_scoring(_VIEScore2Score(args, Path(args.out)))
 
 
@@ -293,7 +293,7 @@ class _VIEScore2Score(ScoreCommand):
         from .core import VIEScore2
 
         args = self.args
-        self.scorer = VIEScore2(judge_from_args(args), fields=args.fields, grid_size=args.grid_size, pack=self.pack,
+        self.scorer = VIEScore2(quiet_judge(judge_from_args(args)), fields=args.fields, grid_size=args.grid_size, pack=self.pack,
                                 constrain=not args.no_grammar)
 
     def done_before(self, screened: Screened) -> int | None:
@@ -302,7 +302,7 @@ class _VIEScore2Score(ScoreCommand):
                                                                     self.scorer.manifest(), ANSWER_KEYS)):
             return None
         return done_in_jsonl(self.out, {self.ids[i] for i in screened.kept}, "id",
-                             lambda r: r.get("status") != "error")
+                             lambda r: r.get("read_status") != "error")
 
     def partial_manifest(self) -> dict[str, Any]:
         """The judge's and method's manifest, as written beside the records an interrupted run keeps."""
@@ -315,7 +315,8 @@ class _VIEScore2Score(ScoreCommand):
         out.parent.mkdir(parents=True, exist_ok=True)
         failures, records, counts, manifest = [], [], Counter(), {}
         step = max(args.batch_size, 1) * SCORE_CHUNK_BATCHES
-        with partial_output(out) as fh:
+        bar = progress_bar(len(screened.kept), "viescore2", args, unit="img")
+        with bar, partial_output(out) as fh:
             for start in range(0, len(screened.kept), step):
                 chunk = screened.kept[start:start + step]
                 result = self.scorer.run([str(files[i]) for i in chunk], [self.prompts[i] for i in chunk],
@@ -325,35 +326,34 @@ class _VIEScore2Score(ScoreCommand):
                 manifest = result.manifest
                 for index, record in zip(chunk, result.records):
                     line = with_resolution_note(record.to_json(), screened.notes.get(index))
-                    fh.write(json_text(line, f"{out} record {self.ids[index]}") + "\n")
+                    fh.write(record_text(line, f"{out} record {self.ids[index]}") + "\n")
                     RUN.saved += 1
-                    if record.status == "error":  # the judge gave no answer: no result for this image
+                    if record.read_status == "error":  # the judge gave no answer: no result for this image
                         failures.append(Failure(index, str(files[index]), "the judge gave no answer (finish "
                                                                           f"reason {record.finish_reason})"))
                 fh.flush()
+                bar.update(len(chunk))
                 records += result.records
         return records, counts, manifest, failures
 
     def summarize(self, screened: Screened, scored: tuple[list, Counter, dict, list[Failure]]) -> Outcome:
-        """Write the manifest, print the summary table (each mean, overall and PQ/SC where asked
-        for, with its 95% interval and n) and draw the overlays."""
+        """Write the manifest and draw the overlays; print the shared summary, then the PQ and SC
+        means (where asked for, each with its 95% interval and n) and the parse failures."""
         args, out = self.args, self.out
         records, counts, manifest, failures = scored
         manifest_path = write_manifest(out, {**manifest, "command": "viescore2 score", "counts": dict(counts),
-                                             "skipped": len(screened.failures), "cache": args.cache})
-        scores = [r.overall for r in records if r.overall is not None]
-        summary = {"images": len(records), "scored": len(scores),
-                   "mean_score": interval_text(mean_with_interval(scores), "{:.4f}".format) if scores else None,
-                   **{f"mean_{key}": interval_text(mean_with_interval(values), "{:.4f}".format)
-                      for key, values in _sub_scores(records).items()},
-                   "parse_failures": counts.get("parse_failures", 0),
-                   "not_ok": sum(r.status != "ok" for r in records), "skipped": len(screened.failures),
-                   "failed_to_run": len(failures)}
-        print(format_table(summary))
-        print(f"wrote {out} and {manifest_path}")
+                                             "skipped": len(screened.failures), "cache": args.cache,
+                                             "batch_size": args.batch_size, "constrain": not args.no_grammar})
+        written = [out, manifest_path]
         if args.overlays:
-            _draw_overlays(Path(args.overlays), records)
-        return Outcome(sum(r.status != "error" for r in records), failures)
+            written.append(_draw_overlays(Path(args.overlays), records))
+        print_summary([{"status": r.status, "score": r.overall} for r in records], written, "{:.4f}",
+                      skipped=len(screened.failures))
+        extra = {**{f"mean_{key}": interval_text(mean_with_interval(values), "{:.4f}".format)
+                    for key, values in _sub_scores(records).items()},
+                 "parse_failures": counts.get("parse_failures", 0)}
+        print(format_table(extra))
+        return Outcome(sum(r.read_status != "error" for r in records), failures)
 
 
 def _sub_scores(records: list) -> dict[str, list[float]]:
@@ -362,8 +362,9 @@ def _sub_scores(records: list) -> dict[str, list[float]]:
     return {key: found for key, found in values.items() if found}
 
 
-def _draw_overlays(folder: Path, records: list) -> None:
-    """The predicted cells drawn on each image whose grid was read, one PNG per image in `folder`."""
+def _draw_overlays(folder: Path, records: list) -> Path:
+    """The predicted cells drawn on each image whose grid was read, one PNG per image in `folder`
+    (returned, for the summary's list of what was written)."""
     from .figures import save_overlay
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -372,7 +373,7 @@ def _draw_overlays(folder: Path, records: list) -> None:
         target = overlay_path(folder, record.id)
         target.parent.mkdir(parents=True, exist_ok=True)
         save_overlay(target, record.image, record.localization)
-    print(f"wrote {len(drawn)} overlays to {folder}")
+    return folder
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -393,11 +394,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sc.add_argument("--overlays", default=None,
                     help="folder for PNG overlays of the predicted cells (default: no overlays)")
     add_judge_flags(sc)
-    describe(sc, "--out", "the results JSONL to write; the manifest goes beside it (required)")
+    describe(sc, "--out", "the results JSONL to write; the manifest goes beside it", required=True)
     describe(sc, "--cache", "SQLite file of the judge's answers; a rerun resumes from it (default: beside --out, "
                             "results.jsonl -> results.cache.sqlite)")
     add_no_cache_flag(sc)
     add_on_error_flag(sc)
+    add_quiet_flag(sc)
     sc.set_defaults(func=_cmd_score)
     ev = sub.add_parser("evaluate", help="metrics of saved judge outputs against ground-truth grids and scores",
                         description=EVALUATE_HELP, formatter_class=RawDefaultsHelpFormatter)

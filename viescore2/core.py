@@ -30,7 +30,7 @@ from .grid import CATEGORIES, DEFAULT_N, CategoryGrids, Grid, GridStatus, Locali
 from .output_grammar import GridBounds, output_constraint, token_budget
 from .pack import Fields, FieldsLike, PackLike, load_pack
 from .parsing import parse_output
-from .records import Status, VIEScore2Record
+from .records import ReadStatus, VIEScore2Record
 
 
 def _status_of(grid: Grid | None) -> GridStatus:
@@ -47,7 +47,7 @@ def read_answer(answer: Answer, fields: FieldsLike, n: int = DEFAULT_N) -> dict[
     fields = Fields.parse(fields)
     requested = [*fields.score_keys, *(["grid"] if fields.grid != "none" else [])]
     if not answer.ok:
-        return {"status": "error", "scores": {}, "localization": None, "missing": requested,
+        return {"read_status": "error", "scores": {}, "localization": None, "missing": requested,
                 "grid_status": GridStatus.FAILED.value if fields.grid != "none" else None, "category_status": {},
                 "explanation": "The judge gave no answer for this image; it is not scored."}
     parsed = parse_output(answer.text, n=n)
@@ -76,7 +76,7 @@ def read_answer(answer: Answer, fields: FieldsLike, n: int = DEFAULT_N) -> dict[
                 category_status = {name: GridStatus.FAILED.value for name in CATEGORIES}
         if loc is None:
             missing.append("grid")
-    status: Status = "ok" if not missing else "failed" if len(missing) == len(requested) else "partial"
+    read_status: ReadStatus = "ok" if not missing else "failed" if len(missing) == len(requested) else "partial"
     view = ParsedOutput(scores, loc, _status_of(loc.union() if isinstance(loc, CategoryGrids) else loc),
                         {k: GridStatus(v) for k, v in category_status.items()})
     notes = []
@@ -84,11 +84,11 @@ def read_answer(answer: Answer, fields: FieldsLike, n: int = DEFAULT_N) -> dict[
         notes.append("The defect grid could not be read.")
     if answer.finish_reason == "length":
         notes.append("The answer was cut off at the token limit.")
-    if status == "failed":
+    if read_status == "failed":
         text = f"The answer could not be read: none of the requested fields ({', '.join(requested)}) was found."
     else:
         text = explain(view, n=n)
-    return {"status": status, "scores": scores, "localization": loc, "missing": missing, "grid_status": grid_status,
+    return {"read_status": read_status, "scores": scores, "localization": loc, "missing": missing, "grid_status": grid_status,
             "category_status": category_status, "explanation": "\n".join([text, *notes]) if notes else text}
 
 
@@ -170,7 +170,7 @@ class VIEScore2:
         >>> cat, dog = VIEScore2(judge, grid_size=4).score([Image.new("RGB", (64, 64))] * 2, ["a cat", "a dog"],
         ...                                                ids=["cat", "dog"])
         >>> cat.score, cat.scores, cat.grid.lines(), cat.status
-        (6.0, {'pq': 9.0, 'sc': 4.0}, ['r2: 3,4'], 'ok')
+        (6.0, {'pq': 9.0, 'sc': 4.0}, ['r2: 3,4'], 'scored')
         >>> dog.score, dog.status, dog.parse_failures
         (None, 'failed', 3)
     """

@@ -144,7 +144,7 @@ class VIEScore2Score(JudgeMetric):
         self.score_sum += total(scored)
         self.n_images += len(records)
         self.n_scored += len(scored)
-        self.n_failed += sum(r.status in ("failed", "error") for r in records)
+        self.n_failed += sum(r.read_status in ("failed", "error") for r in records)
         self.parse_failures += sum(r.parse_failures for r in records)
         self.defect_cells += sum(len(r.grid) for r in records if r.grid is not None)
         self.scores.append(torch.tensor([math.nan if r.overall is None else r.overall for r in records],

@@ -13,16 +13,21 @@ from .grid import CategoryGrids, Grid, Localization
 from .parsing import parse_grid
 from .scoring import overall_score
 
-Status = Literal["ok", "partial", "failed", "error"]
+#: The requested fields an overall score is made of: one of them unread is a failed record.
+_SCORE_FIELDS = frozenset({"score", "pq", "sc"})
+
+ReadStatus = Literal["ok", "partial", "failed", "error"]
 
 
 @dataclass
 class VIEScore2Record:
     """One judged image: the fields read from the judge's answer, how reading went, and an explanation.
 
-    ``status`` is "ok" (every requested field read), "partial", "failed" (nothing read) or
+    ``read_status`` is "ok" (every requested field read), "partial", "failed" (nothing read) or
     "error" (the judge gave no answer). ``missing`` names the requested fields not read
     ("score", "pq", "sc", "grid"); a grid cut off by the token limit counts as not read.
+    ``status`` is the shared one (`vlmjudge.record_schema`): scored with an overall score,
+    not_applicable when no score was asked for, else failed, ``error`` saying why.
     """
 
     id: str
@@ -31,7 +36,7 @@ class VIEScore2Record:
     grid_size: int
     text: str
     finish_reason: str
-    status: Status
+    read_status: ReadStatus
     scores: dict[str, float] = field(default_factory=dict)
     localization: Localization | None = None
     grid_status: str | None = None
@@ -51,6 +56,24 @@ class VIEScore2Record:
     def score(self) -> float | None:
         """The overall score on 0-10 (None when not requested or not read)."""
         return self.overall
+
+    @property
+    def status(self) -> str:
+        """The shared status: scored, not_applicable (no score asked for) or failed (see `error`)."""
+        if self.overall is not None:
+            return "scored"
+        if self.read_status == "error" or _SCORE_FIELDS & set(self.missing):
+            return "failed"
+        return "not_applicable"
+
+    @property
+    def error(self) -> str | None:
+        """Why a failed record has no score (None unless failed)."""
+        if self.status != "failed":
+            return None
+        if self.read_status == "error":
+            return f"the judge gave no answer (finish reason {self.finish_reason})"
+        return "not read from the answer: " + ", ".join(self.missing)
 
     @property
     def valid(self) -> bool:
@@ -78,8 +101,9 @@ class VIEScore2Record:
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict (the image is not included); `from_json` reads it back."""
-        return {"id": self.id, "prompt": self.prompt, "fields": self.fields, "grid_size": self.grid_size,
-                "status": self.status, "score": self.overall, "scores": dict(self.scores),
+        return {"id": self.id, "status": self.status, "score": self.overall, "error": self.error,
+                "prompt": self.prompt, "fields": self.fields, "grid_size": self.grid_size,
+                "read_status": self.read_status, "scores": dict(self.scores),
                 **self.grid_fields(), "grid_status": self.grid_status,
                 "category_status": dict(self.category_status), "missing": list(self.missing),
                 "explanation": self.explanation, "text": self.text, "finish_reason": self.finish_reason,
@@ -97,7 +121,7 @@ class VIEScore2Record:
             loc = CategoryGrids(parse_grid(body["artifact"], n, strict=True)[0],
                                 parse_grid(body["misalign"], n, strict=True)[0])
         return cls(id=str(data["id"]), prompt=data["prompt"], fields=data["fields"], grid_size=n,
-                   text=data["text"], finish_reason=data["finish_reason"], status=data["status"],
+                   text=data["text"], finish_reason=data["finish_reason"], read_status=data["read_status"],
                    scores={k: float(v) for k, v in data["scores"].items()}, localization=loc,
                    grid_status=data.get("grid_status"), category_status=dict(data.get("category_status") or {}),
                    missing=list(data.get("missing") or []), explanation=data.get("explanation", ""),

@@ -34,7 +34,7 @@ def summarize_run(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     with its 95% interval and n under `intervals`), statuses."""
     scored = [r for r in records if r.get("score") is not None]
     keys = sorted({k for r in records for k in (r.get("scores") or {})})
-    statuses = Counter(str(r.get("status")) for r in records)
+    statuses = Counter(str(r.get("read_status")) for r in records)
     grids = Counter(str(r["grid_status"]) for r in records if r.get("grid_status") is not None)
     return {"n_images": len(records), "n_scored": len(scored), "mean_score": mean(r["score"] for r in scored),
             "mean_by_key": {k: mean((r.get("scores") or {}).get(k) for r in records) for k in keys},

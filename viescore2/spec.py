@@ -29,7 +29,7 @@ def render(record: VIEScore2Record) -> dict[str, Any]:
         lines.append("")
     lines += [record.explanation, ""]
     if record.missing:
-        lines.append(f"_Not read from the answer: {', '.join(record.missing)} (status {record.status}, "
+        lines.append(f"_Not read from the answer: {', '.join(record.missing)} (read status {record.read_status}, "
                      f"finish reason {record.finish_reason})._")
         lines.append("")
     lines += ["Judge output:", "```", record.text.replace("```", "'''") or "(empty)", "```"]

@@ -23,7 +23,7 @@ HUMAN_KEYS = ("human_score", "gt_score")
 
 def score_row(record: Mapping) -> Any:
     """The overall score; None when not read, NaN when the judge gave no answer."""
-    if record.get("status") in ("error", "failed"):
+    if record.get("read_status") in ("error", "failed"):
         return math.nan
     score = record.get("score", record.get("pred_score"))
     return None if score is None else [float(score)]

@@ -15,6 +15,8 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from .record_schema import check_record
+
 #: The key of the line-1 manifest older TerraVis files carry.
 MANIFEST_KEY = "manifest"
 
@@ -177,6 +179,18 @@ def write_jsonl(path: str | os.PathLike, rows: Iterable[dict[str, Any]]) -> None
         partial.unlink(missing_ok=True)
         raise
     os.replace(partial, file)
+
+
+def record_text(record: dict[str, Any], where: str) -> str:
+    """One record as its JSON line's text, after `check_record`: every records file goes through
+    here or `write_records`, so none can hold a record outside the shared schema."""
+    return json_text(check_record(record, where), where)
+
+
+def write_records(path: str | os.PathLike, records: Iterable[dict[str, Any]]) -> None:
+    """`write_jsonl` for a run's records, each checked against the shared schema as it is written."""
+    write_jsonl(path, (dict(check_record(record, f"{path} record {number}"))
+                       for number, record in enumerate(records, 1)))
 
 
 def beside(out: str | os.PathLike, suffix: str) -> Path:

@@ -133,7 +133,7 @@ class FAGER(ScoredModule, evaluate.Metric):
 
     def _compute(self, record):
         verdicts = [Verdict.model_validate(v) for v in self.read_records(record)]
-        out = self.shared_result([v.overall_score for v in verdicts])
+        out = self.shared_result([v.score for v in verdicts])
         out.update(decisions=[v.decision for v in verdicts], feedback=[v.feedback for v in verdicts],
                    level_1=[v.level_scores.level_1 for v in verdicts],
                    level_2=[v.level_scores.level_2 for v in verdicts],

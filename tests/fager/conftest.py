@@ -37,7 +37,7 @@ def abo_five(abo_dir):
     ids = [str(r["index"]) for r in records]
     return {"records": records, "ids": ids, "prompts": [r["original_prompt"] for r in records],
             "qa": [qa[i] for i in ids], "answers": released_answers(records),
-            "scores": [v.overall_score for v in rescore_details(abo_dir / "results" / "real" / "details.jsonl")[:5]]}
+            "scores": [v.score for v in rescore_details(abo_dir / "results" / "real" / "details.jsonl")[:5]]}
 
 
 @pytest.fixture(scope="module")

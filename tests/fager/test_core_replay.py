@@ -63,7 +63,7 @@ def test_ab_test_on_pipeline_scores_gives_the_paper_number(abo_dir):
     scores = {}
     for side in ("real", "flux2"):
         _, _, verdicts = score_side(abo_dir, side)
-        scores[side] = {v.index: v.overall_score for v in verdicts}
+        scores[side] = {v.id: v.score for v in verdicts}
     assert (ab_test(scores["real"], scores["flux2"], tie="full").correct, ab_test(scores["real"], scores["flux2"]).pairs) == (41, 50)
     assert ab_test(scores["real"], scores["flux2"], tie="zero").correct == 23
     skip = ab_test(scores["real"], scores["flux2"], tie="skip")
@@ -85,12 +85,12 @@ def test_gate_skips_levels_2_3_and_asks_for_a_regeneration_constraint():
                           ("7", 3): answer("yes"), ("7", "feedback"): json.dumps({"instruction": "show it"})})
     verdict = Fager(judge).score([noise(1)], ["a red apple"], qa_sets=[small_qa()], ids=["7"])[0]
     # level 1: (0 + 0.5) / 2 = 25 > 20, so levels 2-3 are asked; overall (0 + .5 + 1 + 1) / 4 = 62.5
-    assert verdict.level_scores.level_1 == 25.0 and verdict.overall_score == 62.5
+    assert verdict.level_scores.level_1 == 25.0 and verdict.score == 62.5
     assert [r.meta["question_id"] for _, r in judge.log] == [0, 1, 2, 3, "feedback"]
     judge = keyed_replay({("7", 0): answer("no"), ("7", 1): answer("no"),
                           ("7", "feedback"): json.dumps({"constraint": "a whole red apple on a table"})})
     verdict = Fager(judge).score([noise(1)], ["a red apple"], qa_sets=[small_qa()], ids=["7"])[0]
-    assert verdict.decision == "regenerate" and verdict.overall_score == 0.0
+    assert verdict.decision == "regenerate" and verdict.score == 0.0
     assert verdict.gating.skipped_levels == ["level_2", "level_3"]
     assert verdict.feedback == "a whole red apple on a table"
     asked = [r.meta["question_id"] for _, r in judge.log]
@@ -103,13 +103,13 @@ def test_keep_asks_no_feedback_and_edit_does():
     answers = {("7", p): answer("yes") for p in range(4)}
     judge = keyed_replay(answers)
     verdict = Fager(judge).score([noise(2)], ["a red apple"], qa_sets=[small_qa()], ids=["7"])[0]
-    assert (verdict.decision, verdict.overall_score, verdict.feedback) == ("keep", 100.0, None)
+    assert (verdict.decision, verdict.score, verdict.feedback) == ("keep", 100.0, None)
     assert all(r.meta["question_id"] != "feedback" for _, r in judge.log)
     answers[("7", 3)] = answer("no", "the stem is missing")
     answers[("7", "feedback")] = json.dumps({"instruction": "add a brown stem"})
     judge = keyed_replay(answers)
     verdict = Fager(judge).score([noise(2)], ["a red apple"], qa_sets=[small_qa()], ids=["7"])[0]
-    assert (verdict.decision, verdict.overall_score, verdict.feedback) == ("edit", 75.0, "add a brown stem")
+    assert (verdict.decision, verdict.score, verdict.feedback) == ("edit", 75.0, "add a brown stem")
     edit_text = judge.log[-1][1].text
     assert "L3 a?" in edit_text and "the stem is missing" in edit_text and "L1 a?" not in edit_text
 
@@ -119,7 +119,7 @@ def test_unreadable_answers_and_feedback_are_counted_not_scored():
                           ("7", 3): answer("no"), ("7", "feedback"): "no json here"})
     verdict = Fager(judge).score([noise(3)], ["a red apple"], qa_sets=[small_qa()], ids=["7"])[0]
     assert verdict.counts.failed == 2 and verdict.counts.total == 2
-    assert verdict.overall_score == 50.0 and verdict.decision == "edit"
+    assert verdict.score == 50.0 and verdict.decision == "edit"
     assert verdict.feedback is None and "no JSON object" in verdict.provenance["feedback_error"]
     assert {f.position for f in verdict.parse_failures} == {1, 2}
 
@@ -192,8 +192,8 @@ def test_build_failures_are_reported_per_prompt():
     # score() without QA sets builds them; the unbuildable one gets no score, with the reason
     verdicts = Fager(keyed_replay({**answers, ("1", 0): answer("yes")})).score(
         [noise(1), noise(2)], ["an apple", "a pear"], ids=["1", "2"])
-    assert verdicts[0].overall_score == 100.0 and verdicts[0].provenance["qa_source"] == "built"
-    assert verdicts[1].overall_score is None and verdicts[1].decision is None
+    assert verdicts[0].score == 100.0 and verdicts[0].provenance["qa_source"] == "built"
+    assert verdicts[1].score is None and verdicts[1].decision is None
     assert "proposal" in verdicts[1].provenance["qa_error"]
 
 
@@ -237,6 +237,6 @@ def test_degenerate_answers_are_counted_failures_and_a_cached_rerun_agrees(tmp_p
         judge = keyed_replay(answers, cache=tmp_path / "cache.sqlite")
         verdict = Fager(judge).score([noise(3)], ["a red apple"], qa_sets=[small_qa()], ids=["7"])[0]
         assert {f.position for f in verdict.parse_failures} == {0, 1, 3}, run
-        assert (verdict.counts.total, verdict.counts.failed, verdict.overall_score) == (1, 3, 100.0), run
+        assert (verdict.counts.total, verdict.counts.failed, verdict.score) == (1, 3, 100.0), run
         assert verdict.decision is None and verdict.level_scores.level_1 is None, run  # no level-1 answer
     assert judge.stats.model_calls == 0 and judge.stats.cache_hits == 4

@@ -99,7 +99,7 @@ def test_fagerscore_logs_the_pipeline_mean_in_a_lightning_validation_loop(abo_fi
 
     images = [torch.rand(3, 16, 16) for _ in range(5)]
     rows = list(zip(images, abo_five["prompts"], abo_five["ids"]))
-    expected = [v.overall_score for v in Fager(keyed_replay(abo_five["answers"])).score(
+    expected = [v.score for v in Fager(keyed_replay(abo_five["answers"])).score(
         images, abo_five["prompts"], qa_sets=abo_five["qa"], ids=abo_five["ids"])]
 
     class Module(L.LightningModule):
@@ -168,7 +168,7 @@ def test_cli_score_rubric_and_refine(abo_five, tmp_path, monkeypatch, capsys):
     assert [float(r["overall_score"]) for r in __import__("fager").read_summary(tmp_path / "run/summary.csv")] \
         == [round(s, 2) for s in abo_five["scores"]]
     assert len((tmp_path / "run/details.jsonl").read_text().splitlines()) == 5
-    printed = capsys.readouterr().err
+    printed = capsys.readouterr().out
     check_printed(printed, "mean ", abo_five["scores"], places=2)
     verdicts = [json.loads(line) for line in (tmp_path / "run/details.jsonl").read_text().splitlines()]
     for level in ("level_1", "level_2", "level_3"):

@@ -26,9 +26,9 @@ def test_rescoring_reproduces_released_summary(abo, run):
     assert len(verdicts) == len(released) == 50
     for verdict in verdicts:
         row = dict(zip(SUMMARY_COLUMNS, summary_row(verdict)))
-        expected = released[verdict.index]
+        expected = released[verdict.id]
         for column in RELEASED_SUMMARY_COLUMNS:  # scores, decisions, counts, feedback and names
-            assert row[column] == expected[column], (run, verdict.index, column)
+            assert row[column] == expected[column], (run, verdict.id, column)
         assert row["n_failed"] == "0"
         assert verdict.parse_failures == []
 
@@ -45,10 +45,10 @@ def test_released_cells_cover_the_interesting_cases(abo):
 
 def test_recorded_verdict_holds_the_record(abo):
     verdict = read_details(abo / "results" / "real" / "details.jsonl")[0]
-    assert (verdict.index, verdict.image, verdict.decision) == ("1", "01_e429aab6.jpg", "edit")
+    assert (verdict.id, verdict.image, verdict.decision) == ("1", "01_e429aab6.jpg", "edit")
     assert verdict.prompt == "Amazon Elements Melatonin 3mg, 260 Tablets"
     assert verdict.level_scores.model_dump() == {"level_1": 100.0, "level_2": 75.0, "level_3": 100.0}
-    assert verdict.overall_score == 87.5
+    assert verdict.score == 87.5
     assert verdict.feedback.startswith("Replace the visible brand name")
     assert len(verdict.questions) == 8 and verdict.questions[2].answer == "no"
     assert verdict.gating.regenerate_threshold == 20.0 and verdict.gating.keep_threshold == 95.0
@@ -59,12 +59,12 @@ def test_other_thresholds_change_decisions_and_drop_stale_feedback(abo):
     lenient = [rescore(v, GatingPolicy(keep_threshold=90.0)) for v in verdicts]
     changed = [(old, new) for old, new in zip(verdicts, lenient) if old.decision != new.decision]
     assert changed and all(old.decision == "edit" and new.decision == "keep" for old, new in changed)
-    assert all(new.overall_score >= 90.0 and new.feedback is None for _, new in changed)
+    assert all(new.score >= 90.0 and new.feedback is None for _, new in changed)
     harsh = [rescore(v, GatingPolicy(regenerate_threshold=90.0)) for v in verdicts]
     regenerated = [v for v in harsh if v.decision == "regenerate"]
     assert regenerated
     for verdict in regenerated:
-        assert verdict.overall_score == verdict.level_scores.level_1 <= 90.0
+        assert verdict.score == verdict.level_scores.level_1 <= 90.0
         assert verdict.level_scores.level_2 is None and verdict.level_scores.level_3 is None
         assert verdict.feedback is None  # an edit instruction is not a regeneration constraint
 
@@ -78,7 +78,7 @@ def test_unreadable_recorded_answer_is_a_parse_failure(abo):
     assert again.counts.failed == 1
     assert "unparseable" in again.parse_failures[0].reason
     assert again.level_scores.level_2 == 100.0  # 3 readable level-2 answers, all yes
-    assert again.overall_score == 100.0
+    assert again.score == 100.0
 
 
 def test_dropped_question_is_a_parse_failure(abo):
@@ -114,7 +114,7 @@ def test_summary_round_trip(abo, tmp_path):
     write_summary(verdicts, out)
     rows = read_summary(out)
     assert list(rows[0]) == list(SUMMARY_COLUMNS)
-    assert [r["index"] for r in rows] == [v.index for v in verdicts]
+    assert [r["index"] for r in rows] == [v.id for v in verdicts]
     assert out.read_text("utf-8") == format_summary(verdicts)
     bad = tmp_path / "bad.csv"
     bad.write_text("image_file,score\nx,1\n", encoding="utf-8")
@@ -148,5 +148,5 @@ def test_released_layout_is_written_back(abo, run):
             [(q["level"], q["answer"]) for q in released["per_question"]
              if q["level"] in released["gating"]["evaluated_levels"]]
         again = record_to_verdict(record)
-        assert (again.overall_score, again.decision) == (released["scores"]["overall_score"],
+        assert (again.score, again.decision) == (released["scores"]["overall_score"],
                                                           released["gating"]["decision"])

@@ -95,7 +95,7 @@ def test_overall_is_the_mean_over_all_questions_not_of_levels():
     assert verdict.level_scores.level_1 == 100.0
     assert verdict.level_scores.level_2 == 25.0
     assert verdict.level_scores.level_3 is None  # no level-3 questions: no score
-    assert verdict.overall_score == 50.0  # 3 of 6; the mean of level scores would be 62.5
+    assert verdict.score == 50.0  # 3 of 6; the mean of level scores would be 62.5
     assert verdict.decision == "edit"
     assert verdict.gating.evaluated_levels == ["level_1", "level_2"]
     assert verdict.gating.skipped_levels == []
@@ -110,7 +110,7 @@ def test_hand_made_regenerate_verdict():
     assert verdict.decision == "regenerate"
     assert verdict.level_scores.level_1 == 20.0
     assert verdict.level_scores.level_2 is None and verdict.level_scores.level_3 is None
-    assert verdict.overall_score == verdict.level_scores.level_1 == 20.0
+    assert verdict.score == verdict.level_scores.level_1 == 20.0
     assert verdict.gating.evaluated_levels == ["level_1"]
     assert verdict.gating.skipped_levels == ["level_2", "level_3"]
     assert verdict.gating.level_1_score == 20.0
@@ -124,7 +124,7 @@ def test_just_above_the_regenerate_gate_evaluates_everything():
     qs = items(*["level_1"] * 5, "level_2")
     verdict = score_answers(qs, [qa(a) for a in ["yes", "no", "no", "no", "unknown", "yes"]])  # level 1: 30
     assert verdict.decision == "edit"
-    assert verdict.overall_score == pytest.approx(100 * 2.5 / 6)
+    assert verdict.score == pytest.approx(100 * 2.5 / 6)
     assert verdict.gating.skipped_levels == []
 
 
@@ -132,7 +132,7 @@ def test_exactly_95_is_keep_and_feedback_is_dropped_for_keep():
     qs = items(*["level_1"] * 4, *["level_2"] * 16)
     answers = ["yes"] * 19 + ["no"]
     verdict = score_answers(qs, [qa(a) for a in answers], feedback="unused")
-    assert verdict.overall_score == 95.0
+    assert verdict.score == 95.0
     assert verdict.decision == "keep"
     assert verdict.feedback is None
     answers = ["yes"] * 18 + ["unknown", "no"]  # 92.5
@@ -148,7 +148,7 @@ def test_missing_answer_is_a_parse_failure_not_unknown():
     assert failure.reason == "missing answer"
     assert verdict.counts.failed == 1 and verdict.counts.total == 3
     assert verdict.level_scores.level_2 == 100.0  # not 75, as an "unknown" would give
-    assert verdict.overall_score == 100.0
+    assert verdict.score == 100.0
     assert verdict.questions[3].status == "failed" and verdict.questions[3].score is None
 
 
@@ -161,7 +161,7 @@ def test_raw_text_is_parsed_and_unreadable_text_is_a_failure():
     assert verdict.questions[2].raw == "I cannot tell"
     assert verdict.parse_failures[0].reason.startswith("unparseable")
     assert verdict.level_scores.level_1 == 75.0 and verdict.level_scores.level_2 is None
-    assert verdict.overall_score == 75.0
+    assert verdict.score == 75.0
 
 
 def test_unanswered_level_1_leaves_the_gate_undecided():
@@ -169,7 +169,7 @@ def test_unanswered_level_1_leaves_the_gate_undecided():
     verdict = score_answers(qs, {1: qa("yes")})
     assert verdict.decision is None
     assert verdict.level_scores.level_1 is None
-    assert verdict.overall_score == 100.0
+    assert verdict.score == 100.0
     assert verdict.counts.failed == 1
 
 
@@ -182,7 +182,7 @@ def test_no_level_1_questions_means_no_gate():
 
 def test_empty_qa_set_has_no_score_and_no_decision():
     verdict = score_answers([], [])
-    assert verdict.overall_score is None and verdict.decision is None
+    assert verdict.score is None and verdict.decision is None
     assert verdict.counts.total == 0
 
 
@@ -210,12 +210,12 @@ def test_verdict_invariants(pairs):
     assert verdict.counts.failed == len(verdict.parse_failures)
     assert len(verdict.questions) == len(qs)
     if scored:
-        assert verdict.overall_score == mean_score([q.answer for q in scored])
-        assert 0.0 <= verdict.overall_score <= 100.0
+        assert verdict.score == mean_score([q.answer for q in scored])
+        assert 0.0 <= verdict.score <= 100.0
     level_1 = verdict.level_scores.level_1
     if verdict.decision == "regenerate":
         assert level_1 is not None and level_1 <= 20.0
-        assert verdict.overall_score == level_1
+        assert verdict.score == level_1
         assert verdict.level_scores.level_2 is None and verdict.level_scores.level_3 is None
     elif verdict.decision is not None:
-        assert verdict.decision == ("keep" if verdict.overall_score >= 95.0 else "edit")
+        assert verdict.decision == ("keep" if verdict.score >= 95.0 else "edit")

@@ -76,7 +76,7 @@ def test_verdicts_from_the_tiny_judge(built, abo_prompts, tiny_judge):
     for verdict, build in zip(verdicts, builds):
         assert verdict.counts.failed == 0, verdict.parse_failures
         assert verdict.provenance["qa_source"] == "reused" and verdict.provenance["backend"] == "transformers"
-        assert verdict.decision in ("keep", "edit", "regenerate") and 0 <= verdict.overall_score <= 100
+        assert verdict.decision in ("keep", "edit", "regenerate") and 0 <= verdict.score <= 100
         asked = {q.level for q in verdict.questions if q.status == "answered"}
         if verdict.decision == "regenerate":
             assert asked <= {"level_1"}

@@ -38,7 +38,7 @@ def _score_image(inp: dict) -> dict:
     record = fager_replay.verdict_to_record(verdict)
     level_scores = {level: value for level, value in verdict.level_scores.model_dump().items()
                     if level in verdict.gating.evaluated_levels and value is not None}
-    return {"decision": verdict.decision, "overall_score": verdict.overall_score, "level_scores": level_scores,
+    return {"decision": verdict.decision, "overall_score": verdict.score, "level_scores": level_scores,
             "gating": record["gating"],
             "scores": {"overall_score": record["scores"]["overall_score"],
                        "level_scores": {k: v for k, v in record["scores"]["level_scores"].items() if v is not None}},

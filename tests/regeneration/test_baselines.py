@@ -89,7 +89,7 @@ def test_loop_runs_each_prompt_mode(tmp_path, scorer, mode):
     config = LoopConfig(rounds=1, variants=2, prompt_mode=mode, final_mllm=False, interrogator="loop")
     loop = RegenerationLoop(judge, ToyGenerator(refs), scorer, str(tmp_path / mode), config=config)
     (result,) = loop.run(refs, user_prompts={"ref0": "user words"})
-    assert result.status == "ok" and result.prompt in ("p one", "p two")
+    assert result.status == "scored" and result.prompt in ("p one", "p two")
     variants = next(r for _, r in judge.log if r.meta["stage"] == "variants")
     expected = {"direct": "direct words", "interrogator": "a block, ", "user": "user words"}[mode]
     assert expected in variants.text

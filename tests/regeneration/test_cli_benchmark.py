@@ -38,9 +38,9 @@ def run_cli(argv: list[str]) -> int:
 
 
 def test_summarize_by_hand():
-    results = [ItemResult("a", "ok", clip=90.0, dino=80.0, mllm={"content_norm": 0.5, "perceptual_norm": None},
+    results = [ItemResult("a", "scored", 85.0, clip=90.0, dino=80.0, mllm={"content_norm": 0.5, "perceptual_norm": None},
                           parse_failures=1),
-               ItemResult("b", "ok", clip=70.0, dino=60.0, mllm={"content_norm": 1.0, "perceptual_norm": 0.25}),
+               ItemResult("b", "scored", 65.0, clip=70.0, dino=60.0, mllm={"content_norm": 1.0, "perceptual_norm": 0.25}),
                ItemResult("c", "failed", parse_failures=2)]
     row = summarize("m", results, direct=[0.5, None])
     assert row == {"model": "m", "items": 3, "scored": 2, "clip": 80.0, "dino": 70.0, "mllm_content": 0.75,
@@ -124,7 +124,9 @@ def test_cli_run_resumes_and_compare(tmp_path, encoder_dirs, scorer, capsys):
             "--encoder-device", "cpu"]
     assert run_cli(argv) == 0
     first = capsys.readouterr().out
-    assert first.count("CLIP") == 3 and "mean over 2/2" in first
+    assert first.count("CLIP") == 3 and "scored 2, not applicable 0, failed 0 of 2" in first
+    records = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
+    assert [tuple(r)[:3] for r in records] == [("id", "status", "score")] * 2
     assert run_cli(argv) == 0  # resumes: nothing to do, same output
     assert capsys.readouterr().out == first
     assert run_cli([*argv, "--variants", "2"]) == 2  # the run folder was made with N = 3
@@ -142,7 +144,7 @@ def test_cli_run_resumes_and_compare(tmp_path, encoder_dirs, scorer, capsys):
     expected = scorer.score([Image.open(tmp_path / "refs" / f"{i}.png") for i in refs],
                             [Image.open(tmp_path / "gens" / f"{i}.png") for i in refs])
     assert [p["clip"] for p in shown["pairs"]] == pytest.approx([e["clip"] for e in expected], abs=1e-6)
-    assert shown["summary"]["pairs"] == 2 and out_csv.read_text().startswith("id,score,clip,dino")
+    assert shown["summary"]["pairs"] == 2 and out_csv.read_text().startswith("id,status,score,clip,dino")
     assert run_cli(["compare", str(tmp_path / "refs"), str(tmp_path / "nowhere")]) == 2
 
 
@@ -164,7 +166,7 @@ def test_registered_method_and_command_with_a_diffusers_generator(tmp_path, enco
             "--variants", "2", "--no-final-mllm", "--weights", "clip=1", "--clip-model", encoder_dirs["clip"],
             "--dino-model", encoder_dirs["dino"], "--encoder-device", "cpu"]
     assert main(argv) == 0
-    assert "mean over 1/1" in capsys.readouterr().out
+    assert "scored 1, not applicable 0, failed 0 of 1" in capsys.readouterr().out
     assert sorted(p.name for p in (tmp_path / "run" / "items" / "ref0" / "round_1").glob("*.png")) == [
         "cand_0.png", "cand_1.png"]
     config = json.loads((tmp_path / "run" / "config.json").read_text())

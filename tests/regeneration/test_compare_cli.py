@@ -70,7 +70,7 @@ def test_out_writes_the_pair_rows_as_json_lines(folders, encoder_dirs, tmp_path,
     printed = json.loads(capsys.readouterr().out)
     written = [json.loads(line) for line in out.read_text().splitlines()]
     assert written == printed["pairs"]
-    assert [p["id"] for p in written] == ["a_cat", "b_dog"]
+    assert [p["id"] for p in written] == ["a_cat.png", "b_dog.png"]  # the reference file names
     manifest = json.loads((tmp_path / "result" / "pairs.manifest.json").read_text())
     assert manifest["summary"]["clip"] == pytest.approx(sum(p["clip"] for p in written) / 2)
 
@@ -92,7 +92,7 @@ def test_plain_output_has_every_metric_and_ratings_keep_their_names(folders, enc
             *judge_flags(tmp_path)]
     assert run_cli(argv) == 0
     lines = capsys.readouterr().out.splitlines()
-    a_cat = next(line for line in lines if line.startswith("a_cat\t"))
+    a_cat = next(line for line in lines if line.startswith("a_cat.png\t"))
     for word in ("score ", "CLIP ", "DINO ", "MLLM content 5/5 (1.00)", "MLLM perceptual 2/5 (0.25)"):
         assert word in a_cat, a_cat
     mean = next(line for line in lines if line.startswith("mean over 2 pairs"))
@@ -109,7 +109,7 @@ def test_plain_output_has_every_metric_and_ratings_keep_their_names(folders, enc
     assert shown["summary"]["mllm_content"] == pytest.approx(0.75)
     with open(pairs_csv, newline="") as fh:
         header = next(csv.reader(fh))
-    assert header[:4] == ["id", "score", "clip", "dino"] and "mllm_content_rating" in header
+    assert header[:5] == ["id", "status", "score", "clip", "dino"] and "mllm_content_rating" in header
 
 
 def test_rerun_with_a_cache_says_it_is_resuming(folders, encoder_dirs, tmp_path, capsys):

@@ -64,13 +64,13 @@ def test_toy_loop_picks_the_exact_copy_every_round(tmp_path, scorer):
     loop = RegenerationLoop(judge, generator, scorer, str(tmp_path / "run"))
     results = loop.run(refs)
     for r in results:
-        assert r.status == "ok" and r.round == T and r.parse_failures == 0
-        assert [p["index"] for p in r.rounds] == [(t + int(r.item[-1])) % N for t in range(1, T + 1)]
+        assert r.status == "scored" and r.round == T and r.parse_failures == 0
+        assert [p["index"] for p in r.rounds] == [(t + int(r.id[-1])) % N for t in range(1, T + 1)]
         assert [p["aspect"] for p in r.rounds] == ["overall", "style", "color", "detail"]
         assert r.clip == pytest.approx(100.0, abs=1e-6) and r.dino == pytest.approx(100.0, abs=1e-6)
-        assert r.prompt == exact_prompt(r.item, T)
+        assert r.prompt == exact_prompt(r.id, T)
         assert r.mllm["content_norm"] == 1.0 and r.mllm["perceptual_norm"] == 0.75  # (5-1)/4, (4-1)/4
-        assert RunFolder.load_image(loop.folder.root / r.image).tobytes() == refs[r.item].tobytes()
+        assert RunFolder.load_image(loop.folder.root / r.image).tobytes() == refs[r.id].tobytes()
     candidates = loop.folder.events("candidate")
     assert len(candidates) == len(refs) * T * N
     assert Counter((c["item"], c["round"]) for c in candidates) == {(i, t): N for i in refs for t in range(1, T + 1)}
@@ -107,7 +107,7 @@ def test_rerun_after_kill_regenerates_nothing_saved(tmp_path, scorer):
     results = loop.run(refs)
     assert len(again.calls) == len(refs) * T * N - 10
     assert all(p.read_bytes() == data for p, data in before.items())
-    assert all(r.status == "ok" and r.clip == pytest.approx(100.0, abs=1e-6) for r in results)
+    assert all(r.status == "scored" and r.clip == pytest.approx(100.0, abs=1e-6) for r in results)
     assert "iut_caption" not in stages(judge)  # understanding was saved too
     assert len(loop.folder.events("candidate")) == len(refs) * T * N
     # a third run does nothing at all
@@ -149,7 +149,7 @@ def test_unreadable_variants_are_counted_and_the_loop_goes_on(tmp_path, scorer):
     (result,) = loop.run(refs)
     spec = json.loads((loop.folder.round_dir("ref0", 1) / "prompts.json").read_text())
     assert spec["source"] == "repeat_base" and len(set(spec["prompts"])) == 1 and spec["seeds"] == [0, 1, 2]
-    assert result.status == "ok" and result.parse_failures == 1
+    assert result.status == "scored" and result.parse_failures == 1
 
 
 def test_failed_understanding_marks_the_item_failed(tmp_path, scorer):
@@ -159,7 +159,7 @@ def test_failed_understanding_marks_the_item_failed(tmp_path, scorer):
     config = LoopConfig(rounds=1)
     results = RegenerationLoop(replay(answers), ToyGenerator(refs), scorer, str(tmp_path / "run"),
                                config=config).run(refs)
-    assert results[0].status == "ok"
+    assert results[0].status == "scored"
     assert results[1].status == "failed" and results[1].clip is None and results[1].parse_failures == 1
 
 
@@ -208,7 +208,7 @@ def test_tiny_diffusers_loop_resumes(tmp_path, scorer):
     results = loop.run(refs)
     assert len(counting.prompts) == len(refs) * 2 * N - 8
     assert all(p.read_bytes() == data for p, data in saved.items())
-    assert all(r.status == "ok" and -100 <= r.clip <= 100 and -100 <= r.dino <= 100 for r in results)
+    assert all(r.status == "scored" and -100 <= r.clip <= 100 and -100 <= r.dino <= 100 for r in results)
     assert len(loop.folder.events("candidate")) == len(refs) * 2 * N
     best = results[0].rounds[0]
     cand = RunFolder.read_json(loop.folder.round_dir("ref0", 1) / "scores.json")["candidates"]

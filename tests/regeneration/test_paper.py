@@ -40,9 +40,9 @@ def test_interrogator_baseline_is_single_shot_with_its_prompt_as_written(tmp_pat
     results = loop.run(refs)
     assert _stages(judge) == {"caption": 2, "content": 2, "perceptual": 2}
     for r in results:
-        written = RunFolder.read_json(tmp_path / "ci" / "items" / r.item / "initial_interrogator.json")["prompt"]
-        assert written.startswith(f"EXACT {r.item} painted, ")  # caption (period dropped) + CLIP modifiers
-        assert r.status == "ok" and r.prompt == written and (r.round, r.index) == (1, 0) and len(r.rounds) == 1
+        written = RunFolder.read_json(tmp_path / "ci" / "items" / r.id / "initial_interrogator.json")["prompt"]
+        assert written.startswith(f"EXACT {r.id} painted, ")  # caption (period dropped) + CLIP modifiers
+        assert r.status == "scored" and r.prompt == written and (r.round, r.index) == (1, 0) and len(r.rounds) == 1
         assert r.clip == pytest.approx(100.0, abs=1e-6) and r.dino == pytest.approx(100.0, abs=1e-6)
     assert [(p.split()[1], seed) for p, seed in generator.calls] == [("ref0", 0), ("ref1", 0)]
     assert [p for p, _ in generator.calls] == [r.prompt for r in results]
@@ -126,7 +126,7 @@ def test_direct_changes_only_the_initial_prompt(tmp_path, scorer):
         judge = replay(answers)
         config = LoopConfig(rounds=2, variants=2, prompt_mode=mode)
         (result,) = RegenerationLoop(judge, ToyGenerator(refs), scorer, str(tmp_path / mode), config=config).run(refs)
-        assert result.status == "ok" and result.parse_failures == 0
+        assert result.status == "scored" and result.parse_failures == 0
         texts[mode] = {stage: _texts(judge, stage) for stage in ("variants", "feedback", "revision")}
         stages = _stages(judge)
         assert stages["iut_caption"] == 1 and stages["feedback"] == 1 and stages["revision"] == 1

@@ -181,7 +181,7 @@ def test_a_degenerate_answer_is_a_counted_failure_on_every_rerun(tmp_path, score
         loop = RegenerationLoop(replay(answers), ToyGenerator(refs), scorer, str(tmp_path / "run"),
                                 config=LoopConfig(rounds=1, variants=2))
         ok, failed = loop.run(refs)
-        assert ok.status == "ok" and ok.clip == pytest.approx(100.0, abs=1e-6)
+        assert ok.status == "scored" and ok.clip == pytest.approx(100.0, abs=1e-6)
         assert failed.status == "failed" and failed.clip is None and failed.parse_failures == 1
 
 

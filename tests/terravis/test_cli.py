@@ -27,7 +27,7 @@ def resumed(text):
 
 def comparable(record):
     out = record.to_json(probs=False)
-    out.pop("image_id")
+    out.pop("id")
     out.pop("meta")
     return out
 
@@ -38,7 +38,7 @@ def scored(tmp_path_factory, tiny_model, pack_file, images, reference):
     root = images["modelA/white.png"].parents[1]
     out = tmp_path_factory.mktemp("run") / "results.jsonl"
     argv = ["terravis", "score", str(root), "--model", tiny_model, "--device", "cpu", "--pack", str(pack_file),
-            "--out", str(out), "--no-progress"]
+            "--out", str(out), "--quiet"]
     runs = []
     for _ in range(2):
         buf = io.StringIO()
@@ -66,10 +66,10 @@ def test_score_writes_the_python_api_records_and_a_rerun_makes_no_model_call(sco
     assert out.with_name("results.cache.sqlite").is_file()
     assert not out.with_name("results.jsonl.partial").exists()
     n_na = sum(r.status == "not_applicable" for r in reference.values())
-    assert f"{len(reference) - n_na} scored, {n_na} N/A, 0 failed" in rerun
+    assert f"scored {len(reference) - n_na}, not applicable {n_na}, failed 0 of {len(reference)}" in rerun
     # the mean over the scored images, with its 95% interval and n (N/A images left out)
     for run in (first, rerun):
-        check_printed(run, "mean score ", [r.score for r in records], places=4)
+        check_printed(run, "mean ", [r.score for r in records], places=4)
 
 
 def test_summary_of_identical_scores_has_a_zero_width_interval(tmp_path, capsys):
@@ -81,9 +81,11 @@ def test_summary_of_identical_scores_has_a_zero_width_interval(tmp_path, capsys)
     command = _TerraVisScore(SimpleNamespace(), tmp_path / "results.jsonl")
     command.manifest = {"method": "terravis"}
     command.judge = SimpleNamespace(stats=SimpleNamespace(model_calls=0, resumed_from_cache=0, reused_within_run=0))
-    statuses = {"scored": 3, "not_applicable": 1, "failed": 0}
-    command.summarize(Screened(kept=[0, 1, 2, 3]), (statuses, [0.5, 0.5, 0.5], []))
-    assert printed_interval(capsys.readouterr().out, "mean score ") == (0.5, 0.5, 0.5, 3)
+    written = [{"status": "scored", "score": 0.5}] * 3 + [{"status": "not_applicable", "score": None}]
+    command.summarize(Screened(kept=[0, 1, 2, 3]), (written, []))
+    out = capsys.readouterr().out
+    assert printed_interval(out, "mean ") == (0.5, 0.5, 0.5, 3)
+    assert "scored 3, not applicable 1, failed 0 of 4" in out
 
 
 def test_report_writes_rankings_figures_and_the_worst_images(scored, reference, tmp_path):

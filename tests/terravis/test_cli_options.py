@@ -24,7 +24,7 @@ def test_tags_weights_and_chunks(tmp_path, capsys):
     root = folder(tmp_path)
     out = tmp_path / "r.jsonl"
     assert main(["terravis", "score", str(root), "--model", "m", "--backend", BACKEND, "--out", str(out),
-                 "--t2i-model", "sdxl", "--lam", "2", "--alpha", "1", "--chunk-size", "2", "--no-progress"]) == 0
+                 "--t2i-model", "sdxl", "--lam", "2", "--alpha", "1", "--chunk-size", "2", "--quiet"]) == 0
     records, manifest = load_records(out)
     assert [r.image_id for r in records] == [f"{i}.png" for i in range(3)]  # notes.txt skipped
     assert all(r.meta["model"] == "sdxl" for r in records)
@@ -42,13 +42,13 @@ def test_no_cache_and_explicit_cache(tmp_path, capsys):
     out = tmp_path / "r.jsonl"
     for _ in range(2):
         assert main(["terravis", "score", str(root / "0.png"), "--model", "m", "--backend", BACKEND,
-                     "--out", str(out), "--no-cache", "--no-progress"]) == 0
+                     "--out", str(out), "--no-cache", "--quiet"]) == 0
         assert "model calls: 23" in capsys.readouterr().out
     assert not out.with_name("r.cache.sqlite").exists()
     cache = tmp_path / "elsewhere.sqlite"
     for calls in (23, 0):
         assert main(["terravis", "score", str(root / "0.png"), "--model", "m", "--backend", BACKEND,
-                     "--out", str(out), "--cache", str(cache), "--no-progress"]) == 0
+                     "--out", str(out), "--cache", str(cache), "--quiet"]) == 0
         assert f"model calls: {calls}" in capsys.readouterr().out
     (record,) = load_records(out)[0]
     assert record.score == SCORE
@@ -59,7 +59,7 @@ def test_unreadable_image_is_named_and_skipped(tmp_path, capsys):
     root = folder(tmp_path, 1)
     (root / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\nnot really")
     out = tmp_path / "r.jsonl"
-    argv = ["terravis", "score", str(root), "--model", "m", "--backend", BACKEND, "--out", str(out), "--no-progress"]
+    argv = ["terravis", "score", str(root), "--model", "m", "--backend", BACKEND, "--out", str(out), "--quiet"]
     assert main(argv) == 3
     assert "broken.png: corrupt" in capsys.readouterr().err
     assert [r.image_id for r in load_records(out)[0]] == ["0.png"]

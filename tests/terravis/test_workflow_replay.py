@@ -218,7 +218,7 @@ GENERATE_EXPECTED = [
 
 def run_generate(**kwargs):
     judge = judge_for(GENERATE_SCRIPT)
-    ids = [r["image_id"] for r in GENERATE_EXPECTED]
+    ids = [r["id"] for r in GENERATE_EXPECTED]
     result = TerraVis(judge, decision="generate", **kwargs).run([image("gray")] * len(ids), ids=ids)
     return judge, result
 

@@ -47,16 +47,16 @@ def test_records_from_scripted_answers_in_one_batched_call():
     a, b, c, d = result.records
     assert judge.stats.forward_batches == 1 and len(judge.log) == 4
     assert [len(r.images) for _, r in judge.log] == [1, 2, 1, 3]
-    assert a.status == "ok" and a.scores == {"pq": 8.0, "sc": 2.0} and a.overall == pytest.approx(4.0)
+    assert a.status == "scored" and a.read_status == "ok" and a.scores == {"pq": 8.0, "sc": 2.0} and a.overall == pytest.approx(4.0)
     assert a.localization == CategoryGrids(Grid(frozenset({(2, 3), (2, 4)}), n=16), Grid(n=16))  # marks dropped
     assert a.grid_status == "ok" and a.category_status == {"artifact": "ok", "misalign": "none"}
     assert "Visual artifacts in 2 cells" in a.explanation and "geometric mean" in a.explanation
     assert b.status == "failed" and b.score is None and not b.valid and b.missing == ["pq", "sc", "grid"]
-    assert c.status == "error" and c.finish_reason == "error" and c.score is None
-    assert d.status == "partial" and d.missing == ["grid"] and d.overall == pytest.approx(5.0)
+    assert c.status == "failed" and c.read_status == "error" and c.finish_reason == "error" and c.score is None
+    assert d.status == "scored" and d.read_status == "partial" and d.missing == ["grid"] and d.overall == pytest.approx(5.0)
     assert d.category_status == {"artifact": "failed", "misalign": "failed"}
-    assert result.counts == {"images": 4, "finish_stop": 3, "finish_error": 1, "status_ok": 1, "status_failed": 1,
-                             "status_error": 1, "status_partial": 1, "parse_failures": 7, "scored": 2}
+    assert result.counts == {"images": 4, "finish_stop": 3, "finish_error": 1, "status_scored": 2, "status_failed": 2,
+                             "parse_failures": 7, "scored": 2}
     m = result.manifest
     assert m["method"] == "viescore2" and m["backend"] == "replay" and m["fields"] == "pq_sc+split"
     assert m["constraint"] == "ebnf" and len(m["grammar_sha256"]) == 64 and m["pack_version"] == "viescore2-default-2"
@@ -72,10 +72,10 @@ def test_reading_rules():
     assert read("score: 6/10\npq: 3/10\nsc: 3/10", "pq_sc")["scores"] == {"pq": 3.0, "sc": 3.0}
     # a single grid requested, two sections given: their union
     one = read("score: 5/10\nartifact:\nr1: 1\nmisalign:\nr2: 2", "overall+grid")
-    assert one["status"] == "ok" and one["localization"] == Grid(frozenset({(1, 1), (2, 2)}), n=16)
+    assert one["read_status"] == "ok" and one["localization"] == Grid(frozenset({(1, 1), (2, 2)}), n=16)
     # two sections requested, one grid given: the categories are unknown
     two = read("score: 5/10\nr1: 1", "overall+split")
-    assert two["status"] == "partial" and two["localization"] is None and two["missing"] == ["grid"]
+    assert two["read_status"] == "partial" and two["localization"] is None and two["missing"] == ["grid"]
     # marks kept only when requested
     assert read("r1: 1!,2", "grid+marks")["localization"].marks == {(1, 1)}
     assert read("r1: 1!,2", "grid")["localization"].marks == frozenset()
@@ -85,7 +85,7 @@ def test_reading_rules():
     assert "cut off at the token limit" in cut["explanation"] and "could not be read" in cut["explanation"]
     # none is a successful clean grid; grid-only configurations have no score
     clean = read("none", "grid")
-    assert clean["status"] == "ok" and clean["grid_status"] == "none" and clean["localization"].is_empty
+    assert clean["read_status"] == "ok" and clean["grid_status"] == "none" and clean["localization"].is_empty
     # indices outside 1..N are ignored by the tolerant parser
     assert read("r1: 1,9", "grid", n=8)["localization"].cells == {(1, 1)}
 
@@ -97,7 +97,7 @@ def test_geometric_mean_and_native_overall():
     assert pq.overall == pytest.approx(math.sqrt(9 * 4)) == pytest.approx(6.0)
     assert ov.overall == 7.5
     grid_only = VIEScore2(replay({"g": "r3: 3"}), fields="grid").score([image((5, 5, 5))], ["g"])[0]
-    assert grid_only.status == "ok" and grid_only.score is None and grid_only.grid.cells == {(3, 3)}
+    assert grid_only.read_status == "ok" and grid_only.status == "not_applicable" and grid_only.score is None and grid_only.grid.cells == {(3, 3)}
 
 
 def test_record_json_round_trip():

@@ -52,7 +52,7 @@ def test_images_are_judged_on_add_and_two_processes_equal_one(tmp_path, monkeypa
     assert calls(single) == 5  # compute asks the judge nothing
     assert expected["scores"] == pytest.approx([4.0, 6.0, 9.0, None, 2.0])
     assert expected["viescore2"] == pytest.approx(21 / 4) and expected["n_scored"] == 4
-    assert expected["parse_failures"] == 3 and expected["status_counts"] == {"ok": 4, "failed": 1}
+    assert expected["parse_failures"] == 3 and expected["status_counts"] == {"scored": 4, "failed": 1}
     assert [r["id"] for r in expected["records"]] == ["0", "1", "2", "3", "4"]
     assert [r["num_conditioning"] for r in expected["records"]] == [0, 0, 1, 0, 0]
     assert [r["text"] for r in expected["records"]] == list(OUTPUTS.values())

@@ -43,7 +43,7 @@ def test_judge_mode_then_evaluation_equal_hand_computed_values(modules):
     out = judge_mode.compute(images=images, prompts=list(OUTPUTS), conditioning=[[images[3]], [], [], []])
     assert out["scores"][:3] == pytest.approx([4.0, 6.0, 9.0]) and out["scores"][3] is None  # sqrt(pq * sc)
     assert out["viescore2"] == pytest.approx(19 / 3) and out["n_scored"] == 3
-    assert out["parse_failures"] == 3 and out["status_counts"] == {"ok": 3, "failed": 1}
+    assert out["parse_failures"] == 3 and out["status_counts"] == {"scored": 3, "failed": 1}
     assert out["records"][0]["num_conditioning"] == 1 and out["records"][1]["num_conditioning"] == 0
     assert [r["text"] for r in out["records"]] == list(OUTPUTS.values())
 

@@ -44,7 +44,7 @@ def test_greedy_every_configuration_stops_and_parses(tiny_qwen, noise_images, n)
             assert answer.num_tokens <= token_budget(vs.fields, n)
             check_strictly_parseable(answer.text, vs.fields, n)
             read = read_answer(answer, vs.fields, n)
-            assert read["status"] == "ok" and read["missing"] == [], (vs.fields.key, answer.text)
+            assert read["read_status"] == "ok" and read["missing"] == [], (vs.fields.key, answer.text)
 
 
 @pytest.mark.parametrize("n", [16, 8])
@@ -74,6 +74,6 @@ def test_pipeline_run_on_the_tiny_model(tiny_qwen, noise_images):
     vs = VIEScore2(tiny_qwen, "pq_sc+split", 16)
     result = vs.run(noise_images[:4], PROMPTS[:4], conditioning=[None, noise_images[5], [], None])
     assert result.counts["finish_stop"] == 4 and result.counts["parse_failures"] == 0
-    assert all(r.status == "ok" and r.score is not None and 0 <= r.score <= 10 for r in result.records)
+    assert all(r.status == "scored" and r.score is not None and 0 <= r.score <= 10 for r in result.records)
     assert result.records[1].num_conditioning == 1
     assert result.manifest["backend"] == "transformers" and result.manifest["constraint"] == "ebnf"

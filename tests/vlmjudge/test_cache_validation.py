@@ -210,7 +210,7 @@ def test_terravis_score_over_a_damaged_default_cache_is_one_line_and_status_2(tm
     model = tiny_vlm_path()
     capsys.readouterr()  # the fixture's own output, when it builds the model here
     status = main(["terravis", "score", str(tmp_path / "imgs"), "--model", model, "--device", "cpu",
-                   "--out", str(out), "--no-progress"])
+                   "--out", str(out), "--quiet"])
     err = capsys.readouterr().err
     errors = [line for line in err.splitlines() if "error:" in line]  # beside the weights' loading bar
     assert status == 2 and "Traceback" not in err and len(errors) == 1

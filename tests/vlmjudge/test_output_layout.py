@@ -47,7 +47,7 @@ def cli_argv(method, inputs, out):
     root, model = inputs["root"], inputs["model"]
     judge = ["--model", model, "--device", "cpu", "--out", str(out)]
     if method == "terravis":
-        return ["terravis", "score", str(root / "imgs"), *judge, "--no-progress"]
+        return ["terravis", "score", str(root / "imgs"), *judge, "--quiet"]
     if method == "viescore2":
         prompts = root / "prompts.txt"
         prompts.write_text("a cat\na cat\n")
@@ -87,7 +87,7 @@ def runner_argv(method, inputs, out):
 
 def record_ids(method, records):
     """The image ids a method's records carry (Regeneration pairs by stem: no image ids to compare)."""
-    key = {"terravis": "image_id", "viescore2": "id", "fager": "index"}.get(method)
+    key = "id" if method != "regeneration" else None
     return None if key is None else [str(r[key]) for r in records]
 
 
@@ -153,7 +153,7 @@ def test_older_line_one_manifests_still_read(tmp_path):
     old.write_text(json.dumps({"manifest": {"method": "terravis", "model": "judge-A"}}) + "\n"
                    + json.dumps(record) + "\n")
     records, manifest = read_run(old)
-    assert manifest == {"method": "terravis", "model": "judge-A"} and [r["image_id"] for r in records] == ["a/cat.png"]
+    assert manifest == {"method": "terravis", "model": "judge-A"} and [r["id"] for r in records] == ["a/cat.png"]
     assert load_records(old)[1]["model"] == "judge-A"
     assert vlmjudge_main(["terravis", "report", str(old), "--out", str(tmp_path / "rep")]) == 0
     assert "judge-A" in (tmp_path / "rep" / "report.html").read_text(encoding="utf-8")

@@ -89,7 +89,7 @@ def test_viescore2_scores_and_grids_parse(demo_judge):
     from viescore2 import VIEScore2
     records = VIEScore2(demo_judge, fields="pq_sc+split").score(ordinary_images(3), ["a red fox in the snow"] * 3)
     for record in records:
-        assert record.status == "ok", record.text
+        assert record.read_status == "ok" and record.status == "scored", record.text
         assert set(record.scores) == {"pq", "sc"} and all(0 <= v <= 10 for v in record.scores.values())
         assert record.localization is not None and record.grid_status != "unparseable"
 

@@ -1,7 +1,7 @@
 """A toy method for the registry and conformance tests: P("Yes") to "Is this a photo?"."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from vlmjudge.registry import MethodSpec
 from vlmjudge.requests import Request
@@ -9,11 +9,14 @@ from vlmjudge.requests import Request
 
 @dataclass
 class ToyRecord:
+    id: str
     score: float | None
     valid: bool
 
     def to_json(self) -> dict:
-        return asdict(self)
+        """The shared record layout: id, status, score first."""
+        return {"id": self.id, "status": "scored" if self.valid else "failed", "score": self.score,
+                "valid": self.valid}
 
 
 class ToyScorer:
@@ -25,7 +28,8 @@ class ToyScorer:
         requests = [Request(images=[img], text=self.question, prefix="Answer:", meta={"item_id": i})
                     for i, img in enumerate(batch["image"][:n])]
         probs = self.judge.choice_probs(requests, ["Yes", "No"])
-        return [ToyRecord(p["Yes"], True) if p else ToyRecord(None, False) for p in probs]
+        ids = [str(i) for i in batch["id"]] if "id" in batch else [str(i) for i in range(n)]
+        return [ToyRecord(i, p["Yes"], True) if p else ToyRecord(i, None, False) for i, p in zip(ids, probs)]
 
 
 def _render(record):
@@ -33,5 +37,5 @@ def _render(record):
     return {"score_text": text, "markdown": f"**P(Yes)** = {text}"}
 
 
-SPEC = MethodSpec(name="toyphoto", inputs=("image",), build=ToyScorer, score_range=(0.0, 1.0),
+SPEC = MethodSpec(name="toyphoto", inputs=("image",), optional_inputs=("id",), build=ToyScorer, score_range=(0.0, 1.0),
                   normalize=lambda s: s, render=_render, description="A toy method for tests.")

@@ -34,10 +34,12 @@ class RawDefaultsHelpFormatter(argparse.RawDescriptionHelpFormatter, DefaultsHel
     """`DefaultsHelpFormatter` for a parser whose description keeps its own line breaks."""
 
 
-def describe(parser: argparse.ArgumentParser, option: str, text: str) -> None:
-    """Give a shared option (e.g. --cache from `add_judge_flags`) the help of this command."""
+def describe(parser: argparse.ArgumentParser, option: str, text: str, *, required: bool = False) -> None:
+    """Give a shared option (e.g. --cache from `add_judge_flags`) the help of this command; `required`
+    makes argparse demand it (and its usage line show it without brackets)."""
     for action in parser._actions:
         if option in action.option_strings:
             action.help = text
+            action.required = required
             return
     raise KeyError(f"{parser.prog} has no option {option}")

@@ -36,9 +36,9 @@ class DistributedScores:
     def save(self, out: str | os.PathLike, **manifest: Any) -> Path:
         """Write the records to `out` and the manifest beside them (`vlmjudge.outputs`: the layout of
         every scoring command), `manifest` keywords added to what judged; returns the manifest's path."""
-        from ..outputs import write_jsonl, write_manifest
+        from ..outputs import write_manifest, write_records
 
-        write_jsonl(out, self.records)
+        write_records(out, self.records)
         return write_manifest(out, {**self.manifest, **manifest, "n_scored": len(self.records)})
 
     @property

@@ -22,7 +22,8 @@ from ..cli.exits import EXIT_NONE_SCORED, RUN, exit_status
 from ..cli.flags import add_on_error_flag
 from ..cli.help import EXIT_EPILOG
 from ..cli.intake import image_items, looks_like_path
-from ..outputs import default_cache_path, with_resolution_note, write_jsonl, write_manifest
+from ..cli.summary import print_summary
+from ..outputs import default_cache_path, with_resolution_note, write_manifest, write_records
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -165,9 +166,11 @@ def _run(args: argparse.Namespace) -> int:
     records = [with_resolution_note(record, screened.notes.get(i)) for i, record in zip(screened.kept, result.records)]
     status = exit_status(n, len(records))
     if state.is_main_process:
-        write_jsonl(args.output, records)
-        write_manifest(args.output, run_manifest(spec, args, result, judge_kwargs, n, len(screened.failures)))
+        write_records(args.output, records)
+        manifest = write_manifest(args.output, run_manifest(spec, args, result, judge_kwargs, n,
+                                                            len(screened.failures)))
         RUN.saved = len(records)
+        print_summary(records, [args.output, manifest], skipped=len(screened.failures))
         if args.stats:
             with open(args.stats, "w", encoding="utf-8") as fh:
                 json.dump({"method": spec.name, "n": len(records), "skipped": len(screened.failures),

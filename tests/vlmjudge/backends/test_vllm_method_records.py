@@ -52,4 +52,4 @@ def test_fager_verdicts_agree(vllm_judge, hf_judge, images):
         return [v.model_dump(mode="json", exclude={"provenance"}) for v in verdicts]
     ours, ref = both(vllm_judge, hf_judge, run)
     assert_nested_close(ours, ref, TOL)
-    assert all(v["overall_score"] is not None for v in ref)
+    assert all(v["score"] is not None for v in ref)

@@ -63,7 +63,7 @@ def run_vlmjudge(argv: list[str]) -> tuple[int, str, str]:
 def terravis_cmd(folder, tmp, backend):
     out = tmp / "tv" / "results.jsonl"
     return ["terravis", "score", str(folder), "--model", "m", "--backend", backend, "--out", str(out),
-            "--no-progress", "--chunk-size", "1"], out
+            "--quiet", "--chunk-size", "1"], out
 
 
 def terravis_records(out, _stdout):
@@ -102,7 +102,7 @@ def fager_cmd(folder, tmp, backend):
 
 def fager_records(details, _stdout):
     rows = [json.loads(line) for line in details.read_text().splitlines()]
-    return {r["index"]: r["provenance"].get("resolution_note") for r in rows}
+    return {r["id"]: r["provenance"].get("resolution_note") for r in rows}
 
 
 def compare_cmd(folder, tmp, backend, encoders):
@@ -117,7 +117,7 @@ def compare_cmd(folder, tmp, backend, encoders):
 
 
 def compare_records(_csv, stdout):
-    return {p["id"]: p.get("resolution_note") for p in json.loads(stdout)["pairs"]}
+    return {Path(p["id"]).stem: p.get("resolution_note") for p in json.loads(stdout)["pairs"]}
 
 
 COMMANDS = {"terravis score": (terravis_cmd, terravis_records), "viescore2 score": (viescore2_cmd, viescore2_records),
@@ -250,7 +250,7 @@ def test_distributed_runner_applies_the_same_policy(tmp_path):
     assert done.returncode == EXIT_SOME_FAILED, done.stderr
     assert_lists_bad_files(done.stderr, bad)
     records = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [r["image_id"] for r in records] == ["a_good.png", "b_small.png"]  # the file names, as unfiltered
+    assert [r["id"] for r in records] == ["a_good.png", "b_small.png"]  # the file names, as unfiltered
     # where terravis score puts it: in the record's meta
     assert "resolution_note" not in records[1] and "resolution_note" not in records[0]["meta"]
     assert "40x40" in records[1]["meta"]["resolution_note"]

@@ -16,8 +16,8 @@ from vlmjudge.cli.exits import EXIT_SOME_FAILED, failures_path
 FAILS_ON_SMALL = "cli_bad_inputs_judge:FailsOnSmallJudge"  # b_small (40 x 40) gets no answer
 
 #: How each command's own summary says how many were skipped as bad input.
-SUMMARY_COUNT = {"terravis score": r"(\d+) skipped as bad input", "viescore2 score": r"skipped\s+(\d+)",
-                 "fager score": r"(\d+) skipped as bad input", "regeneration compare": r"\"skipped\": (\d+)"}  # its --json summary
+SUMMARY_COUNT = dict.fromkeys(("terravis score", "viescore2 score", "fager score", "regeneration compare"),
+                              r"of \d+ \((\d+) skipped as bad input\)")  # the shared summary line
 
 
 def listed(err: str, header: str) -> list[str]:

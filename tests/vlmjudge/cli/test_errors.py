@@ -149,7 +149,7 @@ def test_a_refused_api_key_names_the_variable_it_was_read_from(tmp_path, images,
     threading.Thread(target=server.serve_forever, daemon=True).start()
     monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong")
     try:
-        code, _, err = run_vlmjudge(["terravis", "score", str(images), "--model", "judge", "--no-progress",
+        code, _, err = run_vlmjudge(["terravis", "score", str(images), "--model", "judge", "--quiet",
                                      "--base-url", f"http://127.0.0.1:{server.server_port}/v1",
                                      "--out", str(tmp_path / "r.jsonl")])
     finally:

@@ -109,7 +109,7 @@ def images(folder, n: int = 3):
 
 def terravis_argv(tmp_path, folder):
     return ["terravis", "score", str(folder), "--model", "m", "--backend", BACKEND,
-            "--out", str(tmp_path / "tv" / "results.jsonl"), "--no-progress"]
+            "--out", str(tmp_path / "tv" / "results.jsonl"), "--quiet"]
 
 
 def viescore2_argv(tmp_path, folder):

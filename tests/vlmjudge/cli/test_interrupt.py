@@ -37,7 +37,7 @@ def test_interrupted_streaming_run_keeps_the_finished_records_where_it_says(tmp_
     folder = eight_images(tmp_path / "images")
     if command == "terravis":
         argv, out = terravis_cmd(folder, tmp_path, INTERRUPTING)
-        id_field = "image_id"
+        id_field = "id"
     else:
         argv, out = viescore2_cmd(folder, tmp_path, INTERRUPTING)
         argv += ["--batch-size", "1"]  # four images a write

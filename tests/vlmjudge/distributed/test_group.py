@@ -52,7 +52,7 @@ def test_cli_under_two_processes_writes_the_single_process_records(group, refere
 
 def test_accelerate_shards_gather_in_input_order(group, reference):
     expected = reference["terravis"][:N_IMAGES]
-    assert [r["image_id"] for r in expected] == [str(i) for i in range(N_IMAGES)]
+    assert [r["id"] for r in expected] == [str(i) for i in range(N_IMAGES)]
     for rank in group["ranks"]:  # every process receives all records
         out = rank["accelerate"]
         assert_close(out["records"], expected)
@@ -63,7 +63,7 @@ def test_accelerate_shards_gather_in_input_order(group, reference):
 
 def without_ids(records):
     """The module names images "<process_id>:<n>", so ids depend on the split."""
-    return [{k: v for k, v in r.items() if k != "image_id"} for r in records]
+    return [{k: v for k, v in r.items() if k != "id"} for r in records]
 
 
 def test_evaluate_two_processes_equal_one(group, reference, cached_judge, image_paths, tmp_path, monkeypatch):
@@ -75,7 +75,7 @@ def test_evaluate_two_processes_equal_one(group, reference, cached_judge, image_
     expected = single.compute(images=image_paths[:N_IMAGES], return_records=True)
     result = dict(rank0["result"])
     records = result.pop("records")
-    assert [r["image_id"] for r in records] == [f"{p}:{i}" for p in range(2) for i in range(HALF)]
+    assert [r["id"] for r in records] == [f"{p}:{i}" for p in range(2) for i in range(HALF)]
     assert_close(without_ids(records), without_ids(expected.pop("records")))
     assert_close(without_ids(records), without_ids(reference["terravis"][:N_IMAGES]))
     assert_close(result, expected)

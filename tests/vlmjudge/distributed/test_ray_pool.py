@@ -28,7 +28,7 @@ def test_ray_actor_pool_equals_single_process(local_ray, tiny_vlm, image_paths, 
     out = score_columns_ray("terravis", {"image": images}, model=tiny_vlm, judge_kwargs=JUDGE_KWARGS,
                             method_config={"pack": PACK}, num_actors=2, num_cpus=1, batch_size=5)
     assert len(out.records) == N_RAY
-    assert [r["image_id"] for r in out.records] == [str(i) for i in range(N_RAY)]  # global ids, input order
+    assert [r["id"] for r in out.records] == [str(i) for i in range(N_RAY)]  # global ids, input order
     assert_close(out.records, reference["terravis"])
     workers = out.stats
     assert len(workers) == 2, workers  # two actors, one judge each

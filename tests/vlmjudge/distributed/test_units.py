@@ -1,5 +1,6 @@
 """The pieces every scale-out path shares: contiguous shards, global ids, method lookup, the
 CLI's inputs, process ranks, and the Ray actor called directly on numpy batches."""
+import dataclasses
 import itertools
 import json
 from pathlib import Path
@@ -57,7 +58,8 @@ def test_global_ids_only_for_methods_that_take_ids():
     terravis = get_method("terravis")
     assert with_global_ids(terravis, {"image": ["a", "b"]}, start=4) == {"image": ["a", "b"], "id": ["4", "5"]}
     assert with_global_ids(terravis, {"image": ["a"], "id": ["mine"]}, start=4)["id"] == ["mine"]
-    assert with_global_ids(TOY_SPEC, {"image": ["a"]}, start=4) == {"image": ["a"]}
+    no_ids = dataclasses.replace(TOY_SPEC, optional_inputs=())
+    assert with_global_ids(no_ids, {"image": ["a"]}, start=4) == {"image": ["a"]}
 
 
 def test_resolve_method_by_name_import_path_or_spec():
@@ -125,13 +127,14 @@ def test_scorer_actor_on_numpy_batches(tiny_vlm, image_paths, reference):
     out = actor({"image": arrays, "tag": np.array(["first", "second"])})
     assert set(out) == {"tag", "record", "score", "valid", "worker", "judge_calls"}  # images do not travel back
     assert out["tag"].tolist() == ["first", "second"]
-    assert_close([json.loads(r) for r in out["record"]], [reference["toy"][0], reference["toy"][6]])
+    without_id = lambda record: {k: v for k, v in record.items() if k != "id"}  # noqa: E731  (ids: batch rows here)
+    assert_close([without_id(json.loads(r)) for r in out["record"]], [without_id(reference["toy"][i]) for i in (0, 6)])
     assert out["score"].tolist() == pytest.approx([reference["toy"][i]["score"] for i in (0, 6)], abs=1e-5)
     assert out["valid"].tolist() == [True, True] and out["judge_calls"].tolist() == [2, 0]
     # Encoded bytes of different sizes arrive as an object column.
     raw = np.array([Path(image_paths[i]).read_bytes() for i in (1, 2, 3)], dtype=object)
     out = actor({"image": raw})
-    assert_close([json.loads(r) for r in out["record"]], reference["toy"][1:4])
+    assert_close([without_id(json.loads(r)) for r in out["record"]], [without_id(r) for r in reference["toy"][1:4]])
 
 
 def test_load_evaluate_shard_needs_a_meeting_place():
@@ -147,7 +150,7 @@ def test_gathered_scores_save_in_the_output_layout(tmp_path):
     from vlmjudge.distributed import DistributedScores
     from vlmjudge.outputs import read_run
 
-    scores = DistributedScores([{"image_id": "a/cat.png", "score": 1.0}], [(0, 1)], [{"model_calls": 3}],
+    scores = DistributedScores([{"id": "a/cat.png", "status": "scored", "score": 1.0}], [(0, 1)], [{"model_calls": 3}],
                                {"method": "terravis", "model": "m"})
     manifest_file = scores.save(tmp_path / "out" / "records.jsonl", input="imgs")
     assert manifest_file == tmp_path / "out" / "records.manifest.json"

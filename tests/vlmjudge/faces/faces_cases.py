@@ -132,7 +132,7 @@ def _fager(res: Resources, items: Sequence[int]) -> float:
     from fager.core import Fager
     verdicts = Fager(res.judge).score([res.images[i] for i in items], [PROMPTS[i] for i in items],
                                       qa_sets=[qa_set(PROMPTS[i]) for i in items])
-    return _mean([v.overall_score for v in verdicts])
+    return _mean([v.score for v in verdicts])
 
 
 def _generated(res: Resources, i: int) -> Image.Image:

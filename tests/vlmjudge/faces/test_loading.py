@@ -88,7 +88,7 @@ def test_the_regeneration_module_has_no_default_judge_and_takes_the_judge_argume
 def test_the_cli_flags_load_the_methods_default_without_model(loaded, monkeypatch):
     from vlmjudge.cli import build_parser
     from vlmjudge.cli.flags import judge_from_args
-    args = build_parser().parse_args(["terravis", "score", "x.png", "--device", "cpu", "--revision", "r1"])
+    args = build_parser().parse_args(["terravis", "score", "x.png", "--device", "cpu", "--revision", "r1", "--out", "r.jsonl"])
     assert args.model is None
     checked = []  # the preflight check of the model (offline here, the default is in no cache)
     monkeypatch.setattr("vlmjudge.cli.flags.check_model", lambda model, revision, defaulted: checked.append(model))

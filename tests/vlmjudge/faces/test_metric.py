@@ -62,7 +62,7 @@ def test_the_inputs_are_informative(res):
     overall = [r.overall for r in VIEScore2(res.judge, fields="overall").score(res.images, PROMPTS)]
     assert None not in overall, overall
     verdicts = Fager(res.judge).score(res.images, PROMPTS, qa_sets=[qa_set(p) for p in PROMPTS])
-    assert all(v.overall_score is not None and v.counts.failed == 0 for v in verdicts)
+    assert all(v.score is not None and v.counts.failed == 0 for v in verdicts)
     similarity = CASES["RegenerationSimilarity"].reference
     assert similarity(res, [0]) != similarity(res, [1])
 

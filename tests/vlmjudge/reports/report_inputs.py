@@ -37,8 +37,10 @@ def terravis_run(folder: Path, scored: bool = True) -> Path:
 
 
 def _vs2_record(image_id: str, score: float | None, grid: str | None, note: str | None = None) -> dict:
-    record = {"id": image_id, "prompt": f"a photo of {image_id}", "fields": "overall+grid", "grid_size": 4,
-              "status": "ok" if score is not None else "failed", "score": score,
+    record = {"id": image_id, "status": "scored" if score is not None else "failed", "score": score,
+              "error": None if score is not None else "not read from the answer: overall, grid",
+              "prompt": f"a photo of {image_id}", "fields": "overall+grid", "grid_size": 4,
+              "read_status": "ok" if score is not None else "failed",
               "scores": {"overall": score} if score is not None else {}, "grid": grid, "artifact": None,
               "misalign": None, "grid_status": ("ok" if grid and grid != "none" else "none") if grid else "failed",
               "category_status": {}, "missing": [] if score is not None else ["overall", "grid"],
@@ -64,9 +66,10 @@ def viescore2_run(folder: Path, scored: bool = True) -> Path:
 
 def _verdict(index: str, overall: float | None, decision: str | None, note: str | None = None) -> dict:
     answered = overall is not None
-    return {"prompt": f"prompt {index}", "index": index, "image": f"{index}.png",
+    return {"id": index, "status": "scored" if answered else "failed", "score": overall,
+            "prompt": f"prompt {index}", "image": f"{index}.png",
             "level_scores": {"level_1": overall, "level_2": overall, "level_3": None},
-            "overall_score": overall, "decision": decision,
+            "decision": decision,
             "counts": {"yes": 2 if answered else 0, "no": 1 if answered else 0, "unknown": 0,
                        "total": 3 if answered else 0},
             "gating": {"evaluated_levels": ["level_1", "level_2"] if answered else [],

@@ -30,7 +30,7 @@ def _scored(method, record, value):
     elif method == "viescore2":
         out.update(score=value)
     elif method == "fager":
-        out.update(overall_score=10 * value)
+        out.update(score=10 * value)
     else:
         out.update(clip=50 + value, dino=40 + value)
     return out
@@ -83,7 +83,7 @@ def test_compare_matches_the_stats_called_directly(method, writer, runs, tmp_pat
 def test_holm_over_three_runs_and_the_python_entry(runs):
     a, b = runs["fager", "cli"]
     records_a, records_b = read_run(a)[0], read_run(b)[0]
-    records_c = [dict(r, overall_score=r["overall_score"] + 1.0) for r in records_a]
+    records_c = [dict(r, score=r["score"] + 1.0) for r in records_a]
     result = vlmjudge.compare([records_a, records_b, records_c], method="fager", n_resamples=RESAMPLES)
     pairs = result["pairwise"]
     assert [(p["a"], p["b"]) for p in pairs] == [("run0", "run1"), ("run0", "run2"), ("run1", "run2")]

@@ -11,7 +11,7 @@ def _runs():
     import numpy as np
 
     rng = np.random.default_rng(2)
-    return [[{"index": f"prompt-{k:03d}", "overall_score": float(np.clip(rng.normal(40 + 8 * m, 15), 0, 100)),
+    return [[{"id": f"prompt-{k:03d}", "status": "scored", "score": float(np.clip(rng.normal(40 + 8 * m, 15), 0, 100)),
               "level_scores": {"level_1": float(rng.uniform(0, 100))}} for k in range(40)] for m in range(4)]
 
 

@@ -53,9 +53,9 @@ def test_regeneration_reads_runner_records(tmp_path):
     from regeneration.judging import MLLMScores
     from regeneration.spec import PairRecord
 
-    rated = PairRecord(clip=80.0, dino=60.0, score=70.0, valid=True, mllm=MLLMScores(content=5, perceptual=2))
-    plain = PairRecord(clip=40.0, dino=20.0, score=30.0, valid=True)
-    rows = [{"id": "x", **rated.to_json()}, {"id": "y", **plain.to_json(), "resolution_note": NOTE}]
+    rated = PairRecord(id="x", clip=80.0, dino=60.0, score=70.0, valid=True, mllm=MLLMScores(content=5, perceptual=2))
+    plain = PairRecord(id="y", clip=40.0, dino=20.0, score=30.0, valid=True)
+    rows = [rated.to_json(), {**plain.to_json(), "resolution_note": NOTE}]
     html = _report("regeneration", _write(tmp_path / "records.jsonl", rows), tmp_path / "rep")
     assert "The 2 lowest-scored pairs" in html and f'title="{NOTE}"' in html
     assert html.index(">y") < html.index(">x")  # lowest first
@@ -68,8 +68,8 @@ def _compare_rows():
     from regeneration.judging import MLLMScores
     from regeneration.spec import PairRecord
 
-    rated = PairRecord(clip=90.0, dino=70.0, score=80.0, valid=True, mllm=MLLMScores(content=3, perceptual=5))
-    low = PairRecord(clip=30.0, dino=10.0, score=20.0, valid=True, mllm=MLLMScores(content=1, perceptual=None))
+    rated = PairRecord(id="pair", clip=90.0, dino=70.0, score=80.0, valid=True, mllm=MLLMScores(content=3, perceptual=5))
+    low = PairRecord(id="pair", clip=30.0, dino=10.0, score=20.0, valid=True, mllm=MLLMScores(content=1, perceptual=None))
     return [pair_row("cat", rated), pair_row("dog", low, resolution_note=NOTE)]
 
 

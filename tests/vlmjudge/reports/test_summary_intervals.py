@@ -32,7 +32,7 @@ def _intervals_and_values(method, tmp_path, out):
         return [("score", data["summary"]["intervals"]["score"], [r["score"] for r in records])]
     if method == "fager":
         verdicts = _read_jsonl(tmp_path / "fager_run" / "details.jsonl")
-        return [("overall", data["summary"]["intervals"]["overall"], [v["overall_score"] for v in verdicts]),
+        return [("overall", data["summary"]["intervals"]["overall"], [v["score"] for v in verdicts]),
                 *[(level, data["summary"]["intervals"][level], [v["level_scores"][level] for v in verdicts])
                   for level in ("level_1", "level_2", "level_3")]]
     pairs = json.loads((tmp_path / "compare.json").read_text(encoding="utf-8"))["pairs"]

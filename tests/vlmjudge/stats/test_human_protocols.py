@@ -69,7 +69,7 @@ def test_viescore2_srcc_and_grid_iou_and_f1(tmp_path):
     people_grids = {0: [[1, 1]], 1: [[2, 2]], 2: [], 3: [[4, 4], [4, 5]], 4: "r5: 5"}
     judge_pq, people_pq = [8, 3, 6, 2, 9], [7, 4, 5, 3, 6]
     records = [VIEScore2Record(id=f"{k}.png", prompt="p", fields="pq_sc", grid_size=16, text="", finish_reason="stop",
-                               status="ok" if cells is not None else "partial", scores={"pq": judge_pq[k], "sc": 5.0},
+                               read_status="ok" if cells is not None else "partial", scores={"pq": judge_pq[k], "sc": 5.0},
                                localization=None if cells is None else Grid(cells, n=16),
                                grid_status="failed" if cells is None else "ok").to_json()
                for k, cells in judge_grids.items()]
@@ -91,8 +91,8 @@ def test_fager_ab_choices_in_each_tie_mode(tmp_path):
     scores = {0: (90, 60), 1: (70, 80), 2: (50, 50), 3: (40, 70), 4: (80, 20), 5: (10, 90)}
     choices = {0: ("A", "A"), 1: ("B", "b"), 2: ("A", "tie"), 3: ("A", "A"), 4: ("A", "B"), 5: ("B", "B")}
     records = [record for k, (a, b) in scores.items()
-               for record in ({"index": f"real/{k}.png", "overall_score": a},
-                              {"index": f"gen/{k}.png", "overall_score": b})]
+               for record in ({"id": f"real/{k}.png", "score": a},
+                              {"id": f"gen/{k}.png", "score": b})]
     labels = [{"id": f"{k}.png", "annotator": who, "a": f"real/{k}.png", "b": f"gen/{k}.png", "choice": pick[n]}
               for k, pick in choices.items() for n, who in enumerate(("ann", "bob"))]
     [run] = run_agreement(tmp_path, "fager", records, labels)["runs"]
@@ -110,7 +110,7 @@ def test_fager_ab_choices_in_each_tie_mode(tmp_path):
 
 def test_fager_labels_must_name_both_images(tmp_path, capsys):
     run = tmp_path / "run.jsonl"
-    write_jsonl(run, [{"index": "x.png", "overall_score": 50.0}])
+    write_jsonl(run, [{"id": "x.png", "score": 50.0}])
     write_manifest(run, {"method": "fager", "model": "judge"})
     human = tmp_path / "labels.jsonl"
     human.write_text(json.dumps({"id": "x.png", "method": "fager", "choice": "A"}) + "\n")

@@ -74,7 +74,7 @@ def test_fager_overall_levels_and_ab_accuracy_match_the_method():
     items = [QAItem(question=f"q{k}?", level=f"level_{1 + k % 3}", category="existence", importance="high",
                     source_fact=f"fact {k}") for k in range(6)]
     verdicts = [score_answers(items, [str(a) for a in rng.choice(["yes", "no", "unknown"], 6)], prompt=f"p{k}")
-                .model_copy(update={"index": f"p{k}"}) for k in range(20)]
+                .model_copy(update={"id": f"p{k}"}) for k in range(20)]
     summary = summarize_verdicts(verdicts)
     rows = [v.model_dump(mode="json") for v in verdicts]
     assert value_of(rows, _stat("fager", "overall")) == pytest.approx(summary["mean_overall"])
@@ -93,10 +93,10 @@ def test_regeneration_clip_and_dino_match_the_benchmark_summary():
     from regeneration.records import ItemResult
 
     rng = np.random.default_rng(11)
-    results = [ItemResult(item=f"i{k}", status="ok", clip=float(rng.uniform(60, 100)), dino=float(rng.uniform(30, 90)))
-               for k in range(15)] + [ItemResult(item="bad", status="failed")]
+    results = [ItemResult(id=f"i{k}", status="scored", score=50.0, clip=float(rng.uniform(60, 100)),
+                          dino=float(rng.uniform(30, 90))) for k in range(15)] + [ItemResult(id="bad", status="failed")]
     summary = summarize("m", results)
-    rows = [{"id": r.item, **r.to_json()} for r in results]
+    rows = [r.to_json() for r in results]
     assert value_of(rows, _stat("regeneration", "clip")) == pytest.approx(summary["clip"])
     assert value_of(rows, _stat("regeneration", "dino")) == pytest.approx(summary["dino"])
 

@@ -13,10 +13,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 Record = Mapping[str, Any]
-#: The keys a record's id may sit under, in the order they are tried (core, TerraVis, FAGER).
-ID_KEYS = ("id", "image_id", "index", "image")
-#: The keys a record's score may sit under (FAGER's verdicts keep it as `overall_score`).
-SCORE_KEYS = ("score", "overall_score")
 
 
 def number(value: Any) -> float | None:
@@ -31,19 +27,13 @@ def number(value: Any) -> float | None:
 
 
 def generic_record_id(record: Record) -> str | None:
-    """The first id a record carries under `ID_KEYS`, as text."""
-    for key in ID_KEYS:
-        if record.get(key) is not None:
-            return str(record[key])
-    return None
+    """A record's `id` (the shared record layout, `vlmjudge.record_schema`), as text."""
+    return None if record.get("id") is None else str(record["id"])
 
 
 def generic_metric(record: Record) -> float | None:
-    """The first finite score a record carries under `SCORE_KEYS` (None: it was not scored)."""
-    for key in SCORE_KEYS:
-        if key in record:
-            return number(record[key])
-    return None
+    """A record's finite `score` (None: it was not scored)."""
+    return number(record.get("score"))
 
 
 def generic_rate(label: Record) -> float | None:
