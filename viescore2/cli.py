@@ -343,7 +343,8 @@ class _VIEScore2Score(ScoreCommand):
         records, counts, manifest, failures = scored
         manifest_path = write_manifest(out, {**manifest, "command": "viescore2 score", "counts": dict(counts),
                                              "skipped": len(screened.failures), "cache": args.cache,
-                                             "batch_size": args.batch_size, "constrain": not args.no_grammar})
+                                             "batch_size": args.batch_size, "constrain": not args.no_grammar,
+                                             "inputs": list(args.images)})
         written = [out, manifest_path]
         if args.overlays:
             written.append(_draw_overlays(Path(args.overlays), records))

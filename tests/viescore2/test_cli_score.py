@@ -50,6 +50,7 @@ def test_score_writes_records_manifest_and_overlays(workspace, capsys):
     assert cow["status"] == "failed" and cow["score"] is None and cow["missing"] == ["score", "grid"]
     manifest = json.loads((tmp / "out" / "results.manifest.json").read_text())
     assert manifest["fields"] == "overall+grid" and manifest["grid_size"] == 8 and manifest["counts"]["images"] == 3
+    assert manifest["inputs"] == [str(images)]  # where the report finds each record's image for its thumbnail
     printed = capsys.readouterr().out
     assert "scored 2, not applicable 0, failed 1 of 3" in printed and "parse_failures  2" in printed
     check_printed(printed, "mean ", [7.0, 3.0], places=4)  # the failed cow is left out: n=2
