@@ -1,10 +1,10 @@
 """The third backend: the project's openai backend against a real vLLM OpenAI server (fp32, full
 logprobs, prefix caching, xgrammar without whitespace, the first-options processor) started by
 `vlmjudge serve` on 127.0.0.1, over the same checkpoint and requests as the in-process engine.
-Greedy texts, constrained outputs and first options must equal; option probabilities are compared. Then faults, put between the
-backend and the server by a proxy (`fault_proxy`): each transient one is retried to the real
-answer; one that lasts fails the request, counted; an option the server's answers never show is
-bounded and counted, never a 0 or 1."""
+Greedy texts, constrained outputs and first options must equal; option probabilities are compared.
+Then faults, put between the backend and the server by a proxy (`fault_proxy`): each transient
+one is retried to the real answer; one that lasts fails the request, counted; an option the
+server's answers never show is bounded and counted, never a 0 or 1."""
 import json
 
 import pytest
