@@ -9,7 +9,6 @@ tokens per request) or the server's Prometheus `/metrics`, read before and after
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import socket
 import subprocess
@@ -123,13 +122,10 @@ def _vllm(checkpoint: str, dtype: str) -> Iterator[Opened]:
 
 
 def server_command(checkpoint: str, port: int, dtype: str) -> list[str]:
-    """The command that serves `checkpoint` on 127.0.0.1:`port`: vLLM's OpenAI server with the
-    settings the vllm backend gives its engine (switch to `vlmjudge serve` here once it launches it)."""
-    structured = json.dumps({"backend": "xgrammar", "disable_any_whitespace": True})
-    return [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", checkpoint,
-            "--served-model-name", SERVED_NAME, "--host", "127.0.0.1", "--port", str(port), "--dtype", dtype,
-            "--max-model-len", "4096", "--max-logprobs", "-1", "--enable-prefix-caching", "--skip-mm-profiling",
-            "--structured-outputs-config", structured,
+    """The command that serves `checkpoint` on 127.0.0.1:`port`: `vlmjudge serve` (vLLM's OpenAI
+    server with the vllm backend's settings and its first-options processor)."""
+    return [sys.executable, "-m", "vlmjudge.serve", "--model", checkpoint, "--served-model-name", SERVED_NAME,
+            "--port", str(port), "--dtype", dtype, "--", "--max-model-len", "4096", "--skip-mm-profiling",
             *([] if on_cuda() else ["--block-size", str(CPU_BLOCK_SIZE)])]
 
 

@@ -2,8 +2,8 @@
 
 Why apart from the backend: pure functions, no HTTP, so each body can be checked without a
 server. A request body is split into the fields the OpenAI SDK knows (`standard`) and the
-extensions vLLM and SGLang read (`extra`, sent as `extra_body`); where the two servers name
-a field differently, `SERVERS` says which is meant. Images travel as base64 PNG data URLs
+extensions vLLM and SGLang read (`extra`, sent as `extra_body`); `SERVERS` names the families
+whose fields differ ("openai": hosted APIs, standard fields only). Images travel as base64 PNG data URLs
 (`png_data_url`). Responses are read by `completion_json`, `answer_from`,
 `first_token_alternatives` and `usage_counts`.
 """
@@ -16,11 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .backends._vllm_first import FIRST_OPTIONS_ARG
 from .images import image_bytes_digest
-from .requests import Answer, Request
+from .requests import Answer, Constraint, Request
 
-#: The server families whose request extensions differ (`grammar_extension`).
-SERVERS = ("vllm", "sglang")
+#: The server families whose request extensions differ (`constraint_fields`); "openai" is a hosted API.
+SERVERS = ("vllm", "sglang", "openai")
 #: Name of the schema in `response_format` (OpenAI requires one).
 SCHEMA_NAME = "vlmjudge_output"
 
@@ -96,10 +97,8 @@ def chat_messages(request: Request, urls: ImageURLs) -> list[dict[str, Any]]:
 
 
 def generate_body(request: Request, model: str, urls: ImageURLs, server: str) -> WireBody:
-    """The body that generates the request's answer: decoding, constraint and prefix. A JSON
-    schema goes as `response_format` (every server reads it); an EBNF grammar goes where the
-    `server` family reads one. `Constraint.first_options` is not sent: the grammar or schema
-    alone constrains the answer on a server."""
+    """The body that generates the request's answer: decoding, constraint and prefix, the
+    constraint in the fields the `server` family reads (`constraint_fields`)."""
     d = request.decoding
     standard: dict[str, Any] = {"model": model, "messages": chat_messages(request, urls),
                                 "max_tokens": d.max_new_tokens, "temperature": d.temperature, "top_p": d.top_p}
@@ -108,17 +107,39 @@ def generate_body(request: Request, model: str, urls: ImageURLs, server: str) ->
     if d.stop:
         standard["stop"] = list(d.stop)
     extra = _prefix_fields(request)
-    c = request.constraint
-    if c is not None:
-        if c.kind == "json_schema":
-            from .grammar import server_json_schema
-            standard["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": SCHEMA_NAME, "schema": server_json_schema(c), "strict": True}}
-        elif c.kind == "ebnf":
-            extra.update(grammar_extension(c.spec, server))
-        else:
-            raise ValueError(f"unknown constraint kind {c.kind!r}")
+    if request.constraint is not None:
+        fields, extensions = constraint_fields(request.constraint, server)
+        standard.update(fields)
+        extra.update(extensions)
     return WireBody(standard, extra)
+
+
+def constraint_fields(c: Constraint, server: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(standard fields, extension fields) that carry a constraint to the `server` family.
+
+    vLLM and SGLang get the grammar the in-process backends compile (`constraint_to_ebnf`: one-line
+    JSON, strict bounded strings), so a server writes what they write; vLLM also gets
+    `first_options` as words in `vllm_xargs`, which the processor `vlmjudge serve` loads enforces
+    (`backends._vllm_first`). A hosted API ("openai") gets a JSON schema as `response_format` and
+    no grammar (it takes none); `first_options` reaches neither SGLang nor a hosted API.
+    """
+    from .grammar import constraint_to_ebnf, server_json_schema
+    if server == "openai":
+        if c.kind != "json_schema":
+            raise ValueError(f"a hosted OpenAI-compatible API takes no {c.kind} grammar, only a JSON schema")
+        return {"response_format": {"type": "json_schema", "json_schema": {
+            "name": SCHEMA_NAME, "schema": server_json_schema(c), "strict": True}}}, {}
+    extensions = grammar_extension(constraint_to_ebnf(c), server)
+    if server == "vllm" and c.first_options:
+        extensions["vllm_xargs"] = {FIRST_OPTIONS_ARG: list(c.first_options)}
+    return {}, extensions
+
+
+def first_options_probe(model: str) -> WireBody:
+    """A one-token request naming no option words: a vLLM server that runs the first-options
+    processor refuses it (HTTP 400), one without it answers; so the answer says which it is."""
+    return WireBody({"model": model, "messages": [{"role": "user", "content": "."}], "max_tokens": 1,
+                     "temperature": 0.0}, {"vllm_xargs": {FIRST_OPTIONS_ARG: []}})
 
 
 def probs_body(request: Request, model: str, urls: ImageURLs, top_logprobs: int) -> WireBody:
@@ -141,7 +162,7 @@ def grammar_extension(grammar: str, server: str) -> dict[str, Any]:
     `structured_outputs={"grammar": ...}` (`ChatCompletionRequest.structured_outputs`, a
     `StructuredOutputsParams`, in vllm/entrypoints/openai/chat_completion/protocol.py); SGLang
     takes a top-level `ebnf` string (`ChatCompletionRequest.ebnf` in
-    python/sglang/srt/entrypoints/openai/protocol.py, beside `regex`).
+    python/sglang/srt/entrypoints/openai/protocol.py, beside `regex`); a hosted API none.
 
     Examples:
         >>> grammar_extension('root ::= "a"', "sglang")
@@ -151,6 +172,8 @@ def grammar_extension(grammar: str, server: str) -> dict[str, Any]:
         return {"structured_outputs": {"grammar": grammar}}
     if server == "sglang":
         return {"ebnf": grammar}
+    if server == "openai":
+        raise ValueError("a hosted OpenAI-compatible API takes no EBNF grammar")
     raise ValueError(f"server must be one of {SERVERS}, got {server!r}")
 
 

@@ -25,6 +25,7 @@ from ..judge import Judge, JudgeError, JudgeStats
 from ..options import OptionProbs
 from ..requests import Answer, Request
 from ._openai_batch import BatchRunner
+from ._openai_first import FirstOptionsCheck
 from ._openai_options import OptionReading, prefix_of
 from ..wire import (
     SERVERS,
@@ -78,7 +79,7 @@ class _GaveUp(Exception):
     """Internal: the last retry failed too."""
 
 
-class OpenAIJudge(OptionReading, Judge):
+class OpenAIJudge(OptionReading, FirstOptionsCheck, Judge):
     """A judge that sends requests to an OpenAI-compatible chat-completions endpoint.
 
     What it adds over the SDK:
@@ -95,9 +96,11 @@ class OpenAIJudge(OptionReading, Judge):
     - The cache identity includes the endpoint (`base_url`, without credentials), so two
       servers that publish the same model name never share cached answers.
     - The assistant prefix goes as a final assistant message with `continue_final_message`
-      (the vLLM / SGLang extension). JSON schemas go as `response_format`; EBNF grammars in
-      the field the `server` family reads (vLLM: `structured_outputs`, SGLang: `ebnf`).
-      `Constraint.first_options` is not sent: the grammar or schema alone constrains the answer.
+      (the vLLM / SGLang extension). A constraint goes to vLLM and SGLang as the grammar the
+      in-process backends compile (vLLM: `structured_outputs`, SGLang: `ebnf`), to a hosted API
+      (`server="openai"`) as a `response_format` JSON schema. `first_options` goes to vLLM in
+      `vllm_xargs`; where the server does not enforce it (`_openai_first`), a warning says so once
+      and `first_options_unenforced` counts the requests.
     - `choice_probs` reads the first token's `top_logprobs` as `vlmjudge.options` defines an
       option's probability. An option missing from the top-k is never 0: `_openai_options`
       asks again with `max_top_logprobs`, then scores it with `prompt_logprobs` (`score_unseen`,
@@ -120,7 +123,7 @@ class OpenAIJudge(OptionReading, Judge):
             raise ValueError(f"the openai backend needs the server's model name as a string, got {model!r}")
         if server not in SERVERS:
             raise ValueError(f"server must be one of {SERVERS} (the family whose request extensions to "
-                             f"use; vllm for hosted APIs too), got {server!r}")
+                             f"use; openai for hosted APIs), got {server!r}")
         for name, value in (("concurrency", concurrency), ("top_logprobs", top_logprobs),
                             ("max_top_logprobs", max_top_logprobs), ("fallback_max_tokens", fallback_max_tokens)):
             if value < 1:
@@ -139,9 +142,10 @@ class OpenAIJudge(OptionReading, Judge):
                             batch_api=batch_api, batch_poll_s=batch_poll_s, batch_wait_s=batch_wait_s)
         self._refused: dict[str, bool] = {}  # extensions the server refused once: not asked again
         #: Transport events: retries taken, requests failed after the last retry, choice_probs
-        #: answered by the generate-and-parse fallback, batch jobs run.
+        #: answered by the generate-and-parse fallback, batch jobs run, requests whose
+        #: first_options the server did not enforce.
         self.counters = {"retries": 0, "failed_requests": 0, "choice_probs_fallbacks": 0, "batch_jobs": 0,
-                         "wider_top_logprobs": 0, "options_scored_directly": 0}
+                         "wider_top_logprobs": 0, "options_scored_directly": 0, "first_options_unenforced": 0}
         self._lock = threading.Lock()
         self._client_obj: Any = None
         self._rng = random.Random()
@@ -283,6 +287,7 @@ class OpenAIJudge(OptionReading, Judge):
         urls = ImageURLs()
         order = grouped_order(requests, urls)
         bodies = {i: generate_body(requests[i], self.model_id, urls, self.server) for i in order}
+        self._note_first_options(requests)
         self._account(requests)
         if self.batch_api:
             results = self._batch([bodies[i] for i in order])

@@ -22,14 +22,10 @@ from ..grammar import constraint_to_ebnf
 from ..judge import Judge, JudgeStats
 from ..options import OptionProbs, single_token_ids
 from ..requests import Answer, Request
+from ._vllm_first import FIRST_IDS_ARG, FIRST_OPTIONS_PROCESSOR, TAIL_CHARS
 
-#: Characters of the prompt's end re-tokenised to find which token an option is (as transformers).
-_TAIL_CHARS = 48
 #: Contexts `validate_options` checks: an option must be one token after either.
 _VALIDATION_TAILS = ("Answer:", "Answer:\n")
-#: The per-request argument the first-options logits processor reads.
-FIRST_IDS_ARG = "vlmjudge_first_ids"
-FIRST_OPTIONS_PROCESSOR = "vlmjudge.backends._vllm_first:FirstOptions"
 #: vLLM's finish reasons -> the project's (an aborted request is a failed one).
 _FINISH = {"stop": "stop", "length": "length", "abort": "error"}
 
@@ -99,7 +95,7 @@ class VLLMJudge(Judge):
 
     def option_ids(self, prompt_text: str, options: Sequence[str]) -> list[int]:
         """The token id each option would be as the next word after `prompt_text`."""
-        tail = prompt_text[-_TAIL_CHARS:]
+        tail = prompt_text[-TAIL_CHARS:]
         key = (tail, tuple(options))
         if key not in self._option_cache:
             self._option_cache[key] = single_token_ids(self.tokenizer, tail, options)

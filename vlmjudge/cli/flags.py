@@ -27,8 +27,9 @@ def add_judge_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--base-url", default=None,
                    help="an OpenAI-compatible server, e.g. http://HOST:8000/v1 (vlmjudge serve, vLLM, SGLang); "
                         "implies --backend openai (default: none, the model runs in this process)")
-    g.add_argument("--server", choices=("vllm", "sglang"), default="vllm",
-                   help="with --base-url: the server family, whose request extensions differ (default: vllm)")
+    g.add_argument("--server", choices=("vllm", "sglang", "openai"), default="vllm",
+                   help="the server family, whose request extensions differ; openai for a hosted API "
+                        "(default: vllm)")
     g.add_argument("--device", default=None, help="cpu, cuda, cuda:1, ... (default: cuda if available)")
     g.add_argument("--dtype", default=None, help="bfloat16, float16, float32 (default: the backend's)")
     g.add_argument("--batch-size", type=int, default=8, help="requests per model call (default: 8)")

