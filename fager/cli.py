@@ -29,120 +29,22 @@ from vlmjudge.cli.summary import print_summary
 from vlmjudge.outputs import write_manifest
 from vlmjudge.stats.interval import interval_text, mean_with_interval
 
-from .abtest import TIE_MODES, ab_test
-from .parsing import AnswerParseError
-from .qa_store import QAFormatError, read_qa_csv
-from .replay import (
-    ReplayFormatError, details_scores, format_summary, read_details, rescore, summary_row, summary_scores,
-    write_verdicts,
-)
+from .qa_store import read_qa_csv
+from .replay import format_summary, write_verdicts
+from .saved_runs import INPUT_ERRORS, add_policy_flags, configure_saved_run_commands, policy_from_args
 from .scoring import GatingPolicy
 
 #: `fager score` scores this many items between progress-bar updates (each batch still fills the judge's calls).
 PROGRESS_ITEMS = 16
 
-_INPUT_ERRORS = (ReplayFormatError, QAFormatError, AnswerParseError, OSError, ValueError)
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the fager subcommands to the `vlmjudge fager` parser (entry point `vlmjudge.commands`)."""
     commands = parser.add_subparsers(dest="fager_command", required=True)
     _configure_model_commands(commands)
-
-    abtest = commands.add_parser("abtest", help="Factual A/B test: factual vs generated scores per prompt",
-                                 description="Pairwise accuracy of FAGER scores: factual (reference) images "
-                                             "should score at least as high as generated ones.")
-    abtest.add_argument("factual", type=Path, help="details.jsonl or summary.csv of the factual images")
-    abtest.add_argument("generated", type=Path, help="details.jsonl or summary.csv of the generated images")
-    abtest.add_argument("--tie", choices=TIE_MODES, default="full",
-                        help="ties count as correct (full, default), wrong (zero) or are left out (skip)")
-    abtest.add_argument("--json", action="store_true", help="print the whole report, margins included, as JSON")
-    _add_policy_flags(abtest)
-    abtest.set_defaults(func=run_abtest)
-
-    rescore_cmd = commands.add_parser("rescore", help="re-score a details.jsonl from its per-question answers "
-                                                      "(writes a summary.csv to --out or standard output)",
-                                      description="Recompute level and overall scores and decisions from the "
-                                                  "recorded answers and write a summary.csv.")
-    rescore_cmd.add_argument("details", type=Path, help="a details.jsonl from a FAGER run")
-    rescore_cmd.add_argument("--out", type=Path, help="summary.csv to write (default: standard output)")
-    rescore_cmd.add_argument("--verdicts", type=Path, help="also write the re-scored Verdicts as JSON lines")
-    rescore_cmd.add_argument("--check", action="store_true",
-                             help="exit 1 if a re-scored record differs from what the file recorded")
-    _add_policy_flags(rescore_cmd)
-    rescore_cmd.set_defaults(func=run_rescore)
+    configure_saved_run_commands(commands)
 
     from .report import configure_report  # the report of a score run
     configure_report(commands)
-
-
-def _add_policy_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--regenerate-threshold", type=float, default=20.0,
-                        help="level-1 score at or below which the image is regenerated (default 20)")
-    parser.add_argument("--keep-threshold", type=float, default=95.0,
-                        help="overall score at or above which the image is kept (default 95)")
-    parser.add_argument("--exclusive", action="store_true",
-                        help="use strict comparisons (< regenerate, > keep), the paper's wording")
-
-
-def _policy(args: argparse.Namespace) -> GatingPolicy:
-    return GatingPolicy(regenerate_threshold=args.regenerate_threshold, keep_threshold=args.keep_threshold,
-                        inclusive=not args.exclusive)
-
-
-def _scores(path: Path, policy: GatingPolicy) -> dict[str, float | None]:
-    if path.suffix.lower() == ".csv":
-        return summary_scores(path)
-    if path.suffix.lower() in (".jsonl", ".json"):
-        return details_scores(path, policy)
-    raise ValueError(f"{path}: expected a summary .csv or a details .jsonl")
-
-
-def run_abtest(args: argparse.Namespace) -> int:
-    """Print the A/B report; 2 on unreadable or unpaired input."""
-    try:
-        policy = _policy(args)
-        factual, generated = _scores(args.factual, policy), _scores(args.generated, policy)
-        unscored = sorted(k for side in (factual, generated) for k, v in side.items() if v is None)
-        if unscored:
-            raise ValueError(f"no overall score for index {', '.join(unscored[:10])}")
-        if ".csv" in (args.factual.suffix.lower(), args.generated.suffix.lower()):
-            factual = {k: round(v, 2) for k, v in factual.items()}
-            generated = {k: round(v, 2) for k, v in generated.items()}
-        report = ab_test(factual, generated, tie=args.tie, strict=True)
-    except _INPUT_ERRORS as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(report.model_dump_json(indent=2) if args.json else report.describe())
-    return 0
-
-
-def run_rescore(args: argparse.Namespace) -> int:
-    """Write the re-scored summary; report parse failures; with --check, 1 on any difference."""
-    try:
-        policy = _policy(args)
-        recorded = read_details(args.details)
-    except _INPUT_ERRORS as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    rescored = [rescore(v, policy) for v in recorded]
-    text = format_summary(rescored)
-    if args.out is None:
-        sys.stdout.write(text)
-    else:
-        args.out.write_text(text, encoding="utf-8", newline="")
-    if args.verdicts is not None:
-        write_verdicts(rescored, args.verdicts)
-    failures = sum(v.counts.failed for v in rescored)
-    print(f"rescored {len(rescored)} records, {failures} parse failures", file=sys.stderr)
-    if not args.check:
-        return 0
-    differing = [(old, new) for old, new in zip(recorded, rescored) if summary_row(old) != summary_row(new)]
-    for old, new in differing:
-        print(f"differs: index {old.id}: recorded {summary_row(old)[2:11]} re-scored {summary_row(new)[2:11]}",
-              file=sys.stderr)
-    print(f"check: {len(recorded) - len(differing)}/{len(recorded)} records reproduced", file=sys.stderr)
-    return 1 if differing else 0
 
 
 # ---- commands that run the agents ---------------------------------------------------------------
@@ -172,7 +74,7 @@ def _configure_model_commands(commands: argparse._SubParsersAction) -> None:
     score.add_argument("items", type=Path, help="CSV with index, prompt and image columns")
     score.add_argument("--qa", type=Path, default=None, help="QA.csv to score against (default: build or reuse)")
     _add_pipeline_flags(score)
-    _add_policy_flags(score)
+    add_policy_flags(score)
     add_judge_flags(score)
     describe(score, "--out", "the JSONL of Verdicts to write; summary.csv and the manifest go beside it "
                              "(default: fager_run/details.jsonl; a file, never a folder)")
@@ -203,7 +105,7 @@ def _configure_model_commands(commands: argparse._SubParsersAction) -> None:
                                                          "--editor only --steps (it keeps its input's size)")
     add_generator_call_flags(sizing)
     _add_pipeline_flags(refine)
-    _add_policy_flags(refine)
+    add_policy_flags(refine)
     add_judge_flags(refine)
     describe(refine, "--out", "the folder for the round folders and report.json/report.md (default: fager_refine)")
     refine.set_defaults(func=run_refine)
@@ -276,7 +178,7 @@ def run_rubric(args: argparse.Namespace) -> int:
         rows = read_table(args.prompts, ("index", "prompt"))
         fager = _pipeline(args)
         builds = fager.build([r["prompt"] for r in rows], ids=[r["index"] for r in rows])
-    except _INPUT_ERRORS as error:
+    except INPUT_ERRORS as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     out = Path(args.out or "QA.csv")
@@ -301,7 +203,7 @@ def run_score(args: argparse.Namespace) -> int:
 
 class _FagerScore(ScoreCommand):
     """`fager score`: the Verdicts of all items, written together once every item is scored."""
-    read_errors = score_errors = _INPUT_ERRORS
+    read_errors = score_errors = INPUT_ERRORS
 
     def read(self) -> list[tuple[Path]]:
         """The items of the CSV, each one image; a missing image file is a bad item, not an error."""
@@ -321,7 +223,7 @@ class _FagerScore(ScoreCommand):
         their Verdicts."""
         args, kept = self.args, screened.kept
         qa_sets = read_qa_csv(args.qa) if args.qa else None
-        self.fager = _pipeline(args, _policy(args))
+        self.fager = _pipeline(args, policy_from_args(args))
         quiet_judge(self.fager.judge)
         quiet_judge(self.fager.text_judge)
         verdicts: list = []
@@ -418,11 +320,11 @@ def run_refine(args: argparse.Namespace) -> int:
     try:
         ids, prompts, images = _items(args.items)
         qa_sets = read_qa_csv(args.qa) if args.qa else None
-        fager = _pipeline(args, _policy(args))
+        fager = _pipeline(args, policy_from_args(args))
         generator, editor = _image_tools(args)
         report = refine(fager, images, prompts, out_dir=args.out or "fager_refine", generator=generator,
                         editor=editor, rounds=args.rounds, qa_sets=qa_sets, ids=ids, seed=args.seed)
-    except _INPUT_ERRORS as error:
+    except INPUT_ERRORS as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     out = Path(args.out or "fager_refine")
@@ -459,4 +361,4 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["configure", "main", "read_table", "run_abtest", "run_refine", "run_rescore", "run_rubric", "run_score"]
+__all__ = ["configure", "main", "read_table", "run_refine", "run_rubric", "run_score"]

@@ -68,9 +68,9 @@ def summarize_verdicts(verdicts: Sequence[Verdict]) -> dict[str, Any]:
 
 
 def item_name(v: Verdict) -> str:
-    """The image a Verdict is about, as the report names it: its id (the items table's index or
-    the image's path), else its file."""
-    return str(v.id if v.id is not None else v.image)
+    """The image a Verdict is about, as the report names it: its file (relative to the items
+    table), else its id (the items table's index)."""
+    return str(v.image or v.id)
 
 
 def _row(v: Verdict, roots: Sequence[Path]) -> list[str]:

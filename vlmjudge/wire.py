@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .backends._vllm_first import FIRST_OPTIONS_ARG
+from .backends.vllm_first_options import FIRST_OPTIONS_ARG
 from .images import image_bytes_digest
 from .requests import Answer, Constraint, Request
 
@@ -120,7 +120,7 @@ def constraint_fields(c: Constraint, server: str) -> tuple[dict[str, Any], dict[
     vLLM and SGLang get the grammar the in-process backends compile (`constraint_to_ebnf`: one-line
     JSON, strict bounded strings), so a server writes what they write; vLLM also gets
     `first_options` as words in `vllm_xargs`, which the processor `vlmjudge serve` loads enforces
-    (`backends._vllm_first`). A hosted API ("openai") gets a JSON schema as `response_format` and
+    (`backends.vllm_first_options`). A hosted API ("openai") gets a JSON schema as `response_format` and
     no grammar (it takes none); `first_options` reaches neither SGLang nor a hosted API.
     """
     from .grammar import constraint_to_ebnf, server_json_schema

@@ -10,7 +10,7 @@ def score(images, tiny_model, pack_file, out, *extra):
     """One `terravis score` run over the fixture images; its records and manifest."""
     root = images["modelA/white.png"].parents[1]
     argv = ["terravis", "score", str(root), "--model", tiny_model, "--device", "cpu", "--pack", str(pack_file),
-            "--out", str(out), "--no-progress", "--no-cache", *extra]
+            "--out", str(out), "--quiet", "--no-cache", *extra]
     assert main(argv) == 0
     return load_records(out)
 

@@ -2,7 +2,7 @@
 
 Why: without the restriction a constrained answer may start with an option other than the one
 `choice_probs` ranks first, so records differ from the in-process backends'. A vLLM server
-started by `vlmjudge serve` runs the first-options processor (`_vllm_first`); another vLLM server
+started by `vlmjudge serve` runs the first-options processor (`vllm_first_options`); another vLLM server
 ignores the words in `vllm_xargs` without a word, so the backend asks once (`first_options_probe`).
 SGLang and hosted APIs get no restriction. Where it is not enforced, a warning says so once and
 `counters["first_options_unenforced"]` counts the requests sent without it.
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from ..requests import Request
 from ..wire import first_options_probe
-from ._vllm_first import FIRST_OPTIONS_ARG
+from .vllm_first_options import FIRST_OPTIONS_ARG
 
 log = logging.getLogger("vlmjudge.openai")
 

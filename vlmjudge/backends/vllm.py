@@ -8,7 +8,7 @@ runs. `choice_probs` reads the option ids' full-vocabulary logprobs at the first
 (`logprob_token_ids`) and softmaxes over them: the transformers backend's definition and token
 ids. A constraint goes to xgrammar as the EBNF `vlmjudge.grammar` writes for every backend (one-line
 JSON, strict bounded strings); `first_options` restricts the first answer token through the
-`_vllm_first` logits processor. vLLM is imported on first use.
+`vllm_first_options` logits processor. vLLM is imported on first use.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from ..grammar import constraint_to_ebnf
 from ..judge import Judge, JudgeStats
 from ..options import OptionProbs, single_token_ids
 from ..requests import Answer, Request
-from ._vllm_first import FIRST_IDS_ARG, FIRST_OPTIONS_PROCESSOR, TAIL_CHARS
+from .vllm_first_options import FIRST_IDS_ARG, FIRST_OPTIONS_PROCESSOR, TAIL_CHARS
 
 #: Contexts `validate_options` checks: an option must be one token after either.
 _VALIDATION_TAILS = ("Answer:", "Answer:\n")

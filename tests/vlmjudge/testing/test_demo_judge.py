@@ -58,7 +58,7 @@ def test_terravis_scores_most_heldout_photos_with_a_spread(judge, heldout):
 def test_viescore2_scores_and_grids_differ_across_heldout_photos(judge, heldout):
     from viescore2 import VIEScore2
     records = VIEScore2(judge, fields="pq_sc+split").score(heldout, ["a red fox in the snow"] * len(heldout))
-    assert all(r.status == "ok" for r in records), [r.text for r in records if r.status != "ok"]
+    assert all(r.status == "scored" for r in records), [r.text for r in records if r.status != "scored"]
     assert len({tuple(sorted(r.scores.items())) for r in records}) >= 2
     grids = {r.text.split("artifact:", 1)[1] for r in records}
     assert len(grids) >= 2, grids

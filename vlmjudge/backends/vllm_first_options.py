@@ -22,7 +22,7 @@ log = logging.getLogger("vlmjudge.vllm")
 FIRST_IDS_ARG = "vlmjudge_first_ids"
 FIRST_OPTIONS_ARG = "vlmjudge_first_options"
 #: What `--logits-processors` / `LLM(logits_processors=...)` name.
-FIRST_OPTIONS_PROCESSOR = "vlmjudge.backends._vllm_first:FirstOptions"
+FIRST_OPTIONS_PROCESSOR = "vlmjudge.backends.vllm_first_options:FirstOptions"
 #: Characters of the prompt's end re-tokenised to find which token an option is (as transformers).
 TAIL_CHARS = 48
 
