@@ -35,10 +35,10 @@ def human_value(value: Any) -> float | None:
 
 
 def _aligned(records: Sequence[ImageRecord], human: HumanRatings) -> list[float | None]:
-    missing = [r.image_id for r in records if r.image_id not in human]
+    missing = [r.id for r in records if r.id not in human]
     if missing:
         raise KeyError(f"no human rating for images {missing[:5]}{' ...' if len(missing) > 5 else ''}")
-    return [human_value(human[r.image_id]) for r in records]
+    return [human_value(human[r.id]) for r in records]
 
 
 def groups_of(records: Sequence[ImageRecord], groups: Mapping[str, str] | str) -> list[str]:
@@ -51,14 +51,14 @@ def groups_of(records: Sequence[ImageRecord], groups: Mapping[str, str] | str) -
         (['sdxl', 'flux'], ['x', 'y'])
     """
     if isinstance(groups, str):
-        missing = [r.image_id for r in records if groups not in r.meta]
+        missing = [r.id for r in records if groups not in r.meta]
         if missing:
             raise KeyError(f"records {missing[:5]} have no meta[{groups!r}]")
         return [str(r.meta[groups]) for r in records]
-    missing = [r.image_id for r in records if r.image_id not in groups]
+    missing = [r.id for r in records if r.id not in groups]
     if missing:
         raise KeyError(f"no group for images {missing[:5]}")
-    return [str(groups[r.image_id]) for r in records]
+    return [str(groups[r.id]) for r in records]
 
 
 def agreement(records: Sequence[ImageRecord], human: HumanRatings,
@@ -93,11 +93,11 @@ def detection_agreement(records: Sequence[ImageRecord],
         >>> r["tp"], r["fp"], r["tn"], r["precision"]
         (1, 1, 1, 0.5)
     """
-    missing = [r.image_id for r in records if r.image_id not in human_labels]
+    missing = [r.id for r in records if r.id not in human_labels]
     if missing:
         raise KeyError(f"no human labels for images {missing[:5]}")
     return detection_precision_recall([r.has_violation for r in records],
-                                      [human_labels[r.image_id] for r in records])
+                                      [human_labels[r.id] for r in records])
 
 
 def alpha_sweep(records: Sequence[ImageRecord], human: HumanRatings,

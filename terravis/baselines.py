@@ -38,7 +38,7 @@ def run_rating(judge: Judge, items: Sequence[Item], pack: PromptPack, variant: R
     else:
         raise ValueError(f"rating variant must be 'holistic' or 'gptscore', got {variant!r}")
     counts = counts if counts is not None else Counter()
-    records = [ImageRecord(image_id=it.image_id, variant=variant, lam=config.lam, alpha=config.alpha,
+    records = [ImageRecord(id=it.image_id, variant=variant, lam=config.lam, alpha=config.alpha,
                            meta=dict(it.meta)) for it in items]
     base = [build(pack, it.image, it.image_id) for it in items]
     asked = [stages.as_decision_request(r, pack, config.decision, options) for r in base]

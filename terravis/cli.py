@@ -169,7 +169,7 @@ class _TerraVisScore(ScoreCommand):
                     meta = [_meta(images[i][1], args.t2i_model, screened.notes.get(i)) for i in chunk]
                     records = self.tv.score(pils, ids=[images[i][0] for i in chunk], meta=meta) if chunk else []
                     for index, record in zip(chunk, records):
-                        fh.write(record_text(record.to_json(), f"{self.out} record {record.image_id}") + "\n")
+                        fh.write(record_text(record.to_json(), f"{self.out} record {record.id}") + "\n")
                         RUN.saved += 1
                         written.append({"status": record.status, "score": record.score})
                         if record.status == "failed":  # no answer from the judge: this image has no result

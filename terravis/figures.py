@@ -78,7 +78,7 @@ def plot_score_histogram(evaluators: Sequence[Any], models: Mapping[str, Mapping
         by_model: dict[str, list[float]] = {}
         for r in records:
             if r.score is not None:
-                by_model.setdefault(models[ev.label][r.image_id], []).append(r.score)
+                by_model.setdefault(models[ev.label][r.id], []).append(r.score)
         names = sorted(by_model)
         scores = [v for m in names for v in by_model[m]]
         span = covering_range(scores, SCORE_RANGE)

@@ -69,7 +69,7 @@ def score_annotation(annotation: Annotation | Mapping[str, Any], lam: float = 1.
     """The record of one annotated image, scored with S = exp(-lam (N_major + alpha N_minor))."""
     check_weights(lam, alpha)
     ann = annotation if isinstance(annotation, Annotation) else Annotation.model_validate(annotation)
-    record = ImageRecord(image_id=ann.image_id, variant="human", eligible=ann.eligible,
+    record = ImageRecord(id=ann.image_id, variant="human", eligible=ann.eligible,
                          eligibility_reason=ann.eligibility_reason, lam=lam, alpha=alpha, meta=dict(ann.meta))
     if not ann.eligible:
         record.status = "not_applicable"
@@ -91,7 +91,7 @@ def score_annotations(annotations: Iterable[Annotation | Mapping[str, Any]], lam
                       alpha: float = 0.5) -> list[ImageRecord]:
     """Records for many annotated images (ids must be unique)."""
     records = [score_annotation(a, lam, alpha) for a in annotations]
-    ids = [r.image_id for r in records]
+    ids = [r.id for r in records]
     if len(set(ids)) != len(ids):
         raise ValueError("annotations repeat image ids")
     return records

@@ -34,7 +34,7 @@ def record_from_raw_answers(eligibility: str | None, detections: Sequence[str | 
     if len(type_ids) != len(detections):
         raise ValueError(f"{len(detections)} detection answers for {len(type_ids)} question types")
     severities = list(severities or [])
-    record = ImageRecord(image_id=image_id, variant="workflow", lam=lam, alpha=alpha)
+    record = ImageRecord(id=image_id, variant="workflow", lam=lam, alpha=alpha)
     _read_eligibility(record, eligibility or "")
     if record.eligible is not True and not keep_ineligible_details:
         return record

@@ -78,7 +78,8 @@ class CheckRecord:
 class ImageRecord:
     """Everything TerraVis decided about one image, and its score (None unless scored).
 
-    `image_id` is saved as the record's `id` (the shared schema, `vlmjudge.record_schema`).
+    `id` is the image's path relative to the input root, or the id given (the shared schema,
+    `vlmjudge.record_schema`).
     `status` is "scored", "not_applicable" (judged ineligible, or eligibility unreadable
     after retries) or "failed" (a judge response was empty or failed: the image is N/A,
     never "no violation"). `rating` is the 1-5 rating of the holistic and GPTScore variants.
@@ -97,7 +98,7 @@ class ImageRecord:
         True
     """
 
-    image_id: str
+    id: str
     variant: Variant = "workflow"
     status: Status = "scored"
     score: float | None = None
@@ -145,7 +146,7 @@ class ImageRecord:
         if self.score is None:
             return None
         if self.rating is not None:
-            raise ValueError(f"record {self.image_id!r} is a {self.variant} rating; it has no checks to re-score")
+            raise ValueError(f"record {self.id!r} is a {self.variant} rating; it has no checks to re-score")
         keep = set(only) if only is not None else None
         dropped = set(drop)
         sev = [c.severity for c in self.checks if c.detected and c.type_id not in dropped
@@ -156,14 +157,14 @@ class ImageRecord:
         """A plain dict (json.dumps-able); `probs=False` leaves out the probabilities (and the
         decisions flagged by theirs), which a generation-only run does not have."""
         out = asdict(self)
-        out = {"id": out.pop("image_id"), "status": out.pop("status"), "score": out.pop("score"), **out}
+        out = {"id": out.pop("id"), "status": out.pop("status"), "score": out.pop("score"), **out}
         out["checks"] = [c.to_json(probs) for c in self.checks]
         out["valid"] = self.valid
         return _without_probs(out, probs, "eligibility_prob", "rating_probs", "low_mass")
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "ImageRecord":
-        kwargs = {**_known_fields(cls, data), "image_id": str(data["id"])}
+        kwargs = {**_known_fields(cls, data), "id": str(data["id"])}
         kwargs["checks"] = [CheckRecord.from_json(c) for c in data.get("checks", [])]
         return cls(**kwargs)
 
@@ -200,7 +201,7 @@ def load_records(path: str | os.PathLike) -> tuple[list[ImageRecord], dict[str, 
         >>> path = os.path.join(tempfile.mkdtemp(), "results.jsonl")
         >>> save_records(path, [ImageRecord("cup.png", score=1.0, eligible=True)], manifest={"method": "terravis"})
         >>> records, manifest = load_records(path)
-        >>> [(r.image_id, r.score) for r in records], manifest["method"]
+        >>> [(r.id, r.score) for r in records], manifest["method"]
         ([('cup.png', 1.0)], 'terravis')
     """
     from vlmjudge.outputs import iter_jsonl, is_manifest_line, read_manifest

@@ -84,8 +84,8 @@ def load_runs(paths: Sequence[str | os.PathLike]) -> list[Evaluator]:
             raise ReportError(f"{path}: no records")
         label = evaluator_label(manifest)
         ev = evaluators.setdefault(label, Evaluator(label, dict(manifest or {})))
-        seen = {r.image_id for r in ev.records}
-        clash = [r.image_id for r in records if r.image_id in seen]
+        seen = {r.id for r in ev.records}
+        clash = [r.id for r in records if r.id in seen]
         if clash:
             raise ReportError(f"{path}: images already in another run of evaluator {label!r}: {clash[:5]}")
         ev.records.extend(records)
@@ -106,8 +106,8 @@ def _keep_top_level_notes(path: str | os.PathLike, records: Sequence[ImageRecord
              if "id" in row and row.get("resolution_note")]
     by_id = dict(notes)
     for record in records:
-        if record.image_id in by_id and not record.meta.get("resolution_note"):
-            record.meta["resolution_note"] = by_id[record.image_id]
+        if record.id in by_id and not record.meta.get("resolution_note"):
+            record.meta["resolution_note"] = by_id[record.id]
 
 
 def model_of(record: ImageRecord, group_by: GroupBy = "auto") -> str:
@@ -117,16 +117,16 @@ def model_of(record: ImageRecord, group_by: GroupBy = "auto") -> str:
     if group_by in ("field", "auto") and record.meta.get("model") is not None:
         return str(record.meta["model"])
     if group_by == "field":
-        raise ReportError(f"record {record.image_id!r} has no 'model' field (use --group-by folder, or score "
+        raise ReportError(f"record {record.id!r} has no 'model' field (use --group-by folder, or score "
                           "with --t2i-model)")
     if group_by not in ("auto", "folder"):
         raise ReportError(f"group_by must be auto, field or folder, got {group_by!r}")
-    path = record.image_id if group_by == "auto" else (record.meta.get("path") or record.image_id)
+    path = record.id if group_by == "auto" else (record.meta.get("path") or record.id)
     parent = Path(str(path)).parent.name
     if not parent and group_by == "auto":  # e.g. `python -m vlmjudge.distributed` ids: one group
         return UNGROUPED
     if not parent:
-        raise ReportError(f"record {record.image_id!r} has no parent folder to name its model")
+        raise ReportError(f"record {record.id!r} has no parent folder to name its model")
     return parent
 
 
@@ -134,13 +134,13 @@ def per_model(records: Sequence[ImageRecord], models: Mapping[str, str]) -> dict
     """`summarize` of each T2I model's records."""
     groups: dict[str, list[ImageRecord]] = {}
     for r in records:
-        groups.setdefault(models[r.image_id], []).append(r)
+        groups.setdefault(models[r.id], []).append(r)
     return {m: summarize(rs) for m, rs in sorted(groups.items())}
 
 
 def image_models(ev: Evaluator, group_by: GroupBy = "auto") -> dict[str, str]:
     """image id -> T2I model for one evaluator's records."""
-    return {r.image_id: model_of(r, group_by) for r in ev.records}
+    return {r.id: model_of(r, group_by) for r in ev.records}
 
 
 def evaluator_report(ev: Evaluator, models: Mapping[str, str], human: HumanData | None) -> dict[str, Any]:
@@ -159,12 +159,12 @@ def evaluator_report(ev: Evaluator, models: Mapping[str, str], human: HumanData 
 
 def human_analyses(records: Sequence[ImageRecord], models: Mapping[str, str], human: HumanData) -> dict[str, Any]:
     """The analyses against human data, over the records that have human ratings."""
-    rated = [r for r in records if r.image_id in human.ratings]
+    rated = [r for r in records if r.id in human.ratings]
     if not rated:
-        raise ReportError("no record's image_id appears in the human ratings file")
+        raise ReportError("no record's id appears in the human ratings file's image_id column")
     out: dict[str, Any] = {"n_matched": len(rated), "n_unmatched": len(records) - len(rated)}
-    out["agreement"] = analysis.agreement(rated, human.ratings, {r.image_id: models[r.image_id] for r in rated})
-    labelled = [r for r in rated if r.image_id in human.labels]
+    out["agreement"] = analysis.agreement(rated, human.ratings, {r.id: models[r.id] for r in rated})
+    labelled = [r for r in rated if r.id in human.labels]
     if labelled:
         out["detection"] = {**analysis.detection_agreement(labelled, human.labels), "label_source": human.label_source}
     else:
@@ -173,7 +173,7 @@ def human_analyses(records: Sequence[ImageRecord], models: Mapping[str, str], hu
     if all(r.rating is None for r in rated):  # the workflow's checks can be re-scored
         out["alpha_sweep"] = analysis.alpha_sweep(rated, human.ratings)
         out["check_ablation"] = analysis.check_ablation(rated, human.ratings)
-    styled = [r for r in rated if r.image_id in human.styles]
+    styled = [r for r in rated if r.id in human.styles]
     if styled:
         out["style_split"] = analysis.style_split(styled, human.ratings, human.styles)
     return out
@@ -224,7 +224,7 @@ def classified_styles(evaluators: Sequence[Evaluator], classifier: Callable[[Seq
     for ev in evaluators:
         for r in ev.records:
             if r.meta.get("path") and os.path.isfile(str(r.meta["path"])):
-                paths.setdefault(r.image_id, str(r.meta["path"]))
+                paths.setdefault(r.id, str(r.meta["path"]))
     if not paths:
         raise ReportError("style classification needs records whose meta.path names an existing image")
     ids = sorted(paths)
@@ -281,7 +281,7 @@ def build_report(evaluators: Sequence[Evaluator], group_by: GroupBy = "auto",
 def worst_records(records: Iterable[ImageRecord], n: int) -> list[ImageRecord]:
     """The n lowest-scored images (more violations first among equal scores)."""
     scored = [r for r in records if r.score is not None]
-    return sorted(scored, key=lambda r: (r.score, -(r.n_major + r.n_minor), r.image_id))[:max(n, 0)]
+    return sorted(scored, key=lambda r: (r.score, -(r.n_major + r.n_minor), r.id))[:max(n, 0)]
 
 
 def json_safe(value: Any) -> Any:

@@ -23,7 +23,7 @@ CAPTIONS = {"levels": "Violation shares by level (cf. Figure A1)",
 
 def item_name(record: ImageRecord) -> str:
     """The image a record is about, as the report names it (its path relative to the input root)."""
-    return record.image_id
+    return record.id
 
 
 def image_card(record: ImageRecord, model: str, search: Sequence[Path]) -> str:
@@ -98,7 +98,7 @@ def _evaluator_section(rep: Mapping[str, Any], worst: Sequence[ImageRecord], mod
         parts.append(_human_section(rep["human"]))
     if worst:
         parts.append(f"<h3>The {len(worst)} lowest-scored images</h3>")
-        parts += [image_card(r, models[r.image_id], search) for r in worst]
+        parts += [image_card(r, models[r.id], search) for r in worst]
     elif not s["n_scored"]:  # (with scored images and --worst 0, no list was asked for)
         parts.append("<h3>Lowest-scored images</h3>" + empty_state(
             f"None of the {s['n_images']} images was scored ({s['n_not_applicable']} N/A, {s['n_failed']} failed), "

@@ -17,7 +17,7 @@ from .statistics import STATISTICS
 def render(record: ImageRecord) -> dict[str, Any]:
     """Score text and a markdown account: eligibility, then each violation with its evidence
     and severity (or the rating of a single-call variant)."""
-    lines = [f"**TerraVis** ({record.variant}), image `{record.image_id}`", ""]
+    lines = [f"**TerraVis** ({record.variant}), image `{record.id}`", ""]
     if record.status == "failed":
         score_text = "failed (N/A)"
         lines.append("The judge failed to answer: the image is treated as N/A, not as clean.")

@@ -208,7 +208,7 @@ class Workflow:
 
     def _run_block(self, items: Sequence[Item]) -> list[ImageRecord]:
         """Every stage over one block; each image hashed once for all its stages' request keys."""
-        records = [ImageRecord(image_id=it.image_id, variant="workflow", lam=self.cfg.lam, alpha=self.cfg.alpha,
+        records = [ImageRecord(id=it.image_id, variant="workflow", lam=self.cfg.lam, alpha=self.cfg.alpha,
                                meta=dict(it.meta)) for it in items]
         with digests_held():
             self._eligibility(items, records)
@@ -335,7 +335,7 @@ def reference_records(judge: Judge, items: Sequence[Item], pack: PromptPack,
     cfg = config or WorkflowConfig(decision="generate")
     out = []
     for it in items:
-        record = ImageRecord(image_id=it.image_id, variant="workflow", lam=cfg.lam, alpha=cfg.alpha,
+        record = ImageRecord(id=it.image_id, variant="workflow", lam=cfg.lam, alpha=cfg.alpha,
                              meta=dict(it.meta))
         _reference_image(judge, pack, cfg, it, record)
         out.append(finish(record, cfg.lam, cfg.alpha))

@@ -123,7 +123,7 @@ class Terravis(ScoredModule, evaluate.Metric):
         summary = terravis.summarize(records)
         out = {**self.shared_result([r.score for r in records]), **{k: summary[k] for k in SUMMARY_KEYS}}
         if any(h is not None for h in human_rating):
-            human = {r.image_id: h for r, h in zip(records, human_rating)}
+            human = {r.id: h for r, h in zip(records, human_rating)}
             pooled = analysis.agreement(records, human)["pooled"]
             out.update(spearman=pooled["spearman"], kendall=pooled["kendall"], pearson=pooled["pearson"],
                        n_rated=pooled["n"])

@@ -46,7 +46,7 @@ def test_blocks_of_images_give_the_same_records_and_encode_each_image_once(shift
     flow = Workflow(block_judge, pack, WorkflowConfig(), block_images=2)
     blocks = flow.run(make_items(images))
     assert [record_view(r) for r in blocks] == [record_view(r) for r in whole]
-    assert [r.image_id for r in blocks] == [r.image_id for r in whole]
+    assert [r.id for r in blocks] == [r.id for r in whole]
     assert block_judge.stats.images_encoded == len(images)
     assert flow.counts["detection"] == 18 * len(images)
     with pytest.raises(ValueError, match="block_images"):

@@ -53,8 +53,8 @@ def test_score_writes_the_python_api_records_and_a_rerun_makes_no_model_call(sco
     records, manifest = load_records(out)
     assert manifest["method"] == "terravis" and manifest["pack_version"].startswith("default-v1+")
     assert manifest["n_images"] == len(reference) and manifest["backend"] == "transformers"
-    assert [r.image_id for r in records] == sorted(reference)  # ids: the path relative to the input root
-    by_rel = {r.image_id: r for r in records}
+    assert [r.id for r in records] == sorted(reference)  # ids: the path relative to the input root
+    by_rel = {r.id: r for r in records}
     for rel, ref in reference.items():
         assert comparable(by_rel[rel]) == comparable(ref), rel
         assert by_rel[rel].meta["path"] == str((root / rel).resolve())

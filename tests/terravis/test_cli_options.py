@@ -26,7 +26,7 @@ def test_tags_weights_and_chunks(tmp_path, capsys):
     assert main(["terravis", "score", str(root), "--model", "m", "--backend", BACKEND, "--out", str(out),
                  "--t2i-model", "sdxl", "--lam", "2", "--alpha", "1", "--chunk-size", "2", "--quiet"]) == 0
     records, manifest = load_records(out)
-    assert [r.image_id for r in records] == [f"{i}.png" for i in range(3)]  # notes.txt skipped
+    assert [r.id for r in records] == [f"{i}.png" for i in range(3)]  # notes.txt skipped
     assert all(r.meta["model"] == "sdxl" for r in records)
     assert all(r.score == math.exp(-2 * (1 + 1)) for r in records) and (manifest["lam"], manifest["alpha"]) == (2, 1)
     assert out.with_name("r.cache.sqlite").is_file()
@@ -62,7 +62,7 @@ def test_unreadable_image_is_named_and_skipped(tmp_path, capsys):
     argv = ["terravis", "score", str(root), "--model", "m", "--backend", BACKEND, "--out", str(out), "--quiet"]
     assert main(argv) == 3
     assert "broken.png: corrupt" in capsys.readouterr().err
-    assert [r.image_id for r in load_records(out)[0]] == ["0.png"]
+    assert [r.id for r in load_records(out)[0]] == ["0.png"]
     out.unlink()
     assert main([*argv, "--on-error", "raise"]) == 2
     assert "broken.png" in capsys.readouterr().err

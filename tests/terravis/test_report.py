@@ -78,7 +78,7 @@ def test_same_evaluator_files_are_joined_and_clashes_refused(tmp_path, capsys):
     a = write_run(tmp_path / "a.jsonl", [annotated("m1/a.png")])
     b = write_run(tmp_path / "b.jsonl", [annotated("m2/a.png")])
     (ev,) = load_runs([a, b])
-    assert [r.image_id for r in ev.records] == ["m1/a.png", "m2/a.png"]
+    assert [r.id for r in ev.records] == ["m1/a.png", "m2/a.png"]
     assert main(["terravis", "report", str(a), str(a), "--out", str(tmp_path / "rep")]) == 2
     assert "already in another run" in capsys.readouterr().err
 
@@ -102,7 +102,7 @@ def test_human_csv_reading_and_errors(tmp_path, capsys):
     unmatched = tmp_path / "u.csv"
     unmatched.write_text("image_id,rating\nzzz,3\n")
     assert main(["terravis", "report", str(run), "--out", str(tmp_path / "rep"), "--human", str(unmatched)]) == 2
-    assert "no record's image_id" in capsys.readouterr().err
+    assert "no record's id appears" in capsys.readouterr().err
 
 
 def test_score_refuses_missing_inputs(tmp_path, capsys):

@@ -259,7 +259,7 @@ def test_no_retries_when_disabled():
 def test_ids_meta_and_bad_inputs():
     judge = judge_for({("0", "eligibility", ""): "No", ("0", "eligibility_reason", ""): '{"reason": "A chart."}'})
     recs = TerraVis(judge).score([image("red")], meta=[{"model": "sd35"}])
-    assert recs[0].image_id == "0" and recs[0].meta == {"model": "sd35"}
+    assert recs[0].id == "0" and recs[0].meta == {"model": "sd35"}
     tv = TerraVis(judge)
     with pytest.raises(ValueError, match="no images"):
         tv.score([])

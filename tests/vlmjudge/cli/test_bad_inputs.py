@@ -68,7 +68,7 @@ def terravis_cmd(folder, tmp, backend):
 
 def terravis_records(out, _stdout):
     from terravis import load_records
-    return {Path(r.image_id).stem: r.meta.get("resolution_note") for r in load_records(out)[0]}
+    return {Path(r.id).stem: r.meta.get("resolution_note") for r in load_records(out)[0]}
 
 
 def viescore2_cmd(folder, tmp, backend):
