@@ -4,9 +4,10 @@ methods offline (`python -m vlmjudge.testing demo DIR`).
 A plain random tiny judge answers every long question alike, so TerraVis would call every image
 N/A. This checkpoint bakes small logit leans on the option and digit tokens into ordinary weights
 (it stays a plain checkpoint for `from_pretrained`): they follow the question's length, answer
-labels and three colour statistics of the photo (`demo_vision`); docs/demo-judge.md describes
-them. They are fitted on probe questions and images made here, in units of the tune photos'
-spread, never on a method's prompts: the numbers show the plumbing, not a judgement.
+labels and three colour statistics of the photo (`demo_vision`); free JSON strings are short
+readable checks (`demo_text`). docs/demo-judge.md describes them. They are fitted on probes
+made here, in units of the tune photos' spread, never on a method's prompts: the numbers show
+the plumbing, not a judgement.
 """
 from __future__ import annotations
 
@@ -80,7 +81,9 @@ def _option_ids(tok) -> dict[str, list[int]]:
             "digits": [tok.convert_tokens_to_ids(str(d)) for d in range(10)],
             "label": [i for i, text in enumerate(vocab) if _is_label_end(text)],
             "quote": [i for i, text in enumerate(vocab) if '"' in text],
-            "prefix": [i for i, text in enumerate(vocab) if _is_option_prefix(text)]}
+            "prefix": [i for i, text in enumerate(vocab) if _is_option_prefix(text)],
+            "glued": [i for i, text in enumerate(vocab) if text[:1] == '"' and text[-1:] not in ('"', "")
+                      and len(text) > 1]}
 
 
 def _is_option_prefix(text: str) -> bool:
@@ -215,6 +218,9 @@ def _calibrate(model, processor, ids: dict[str, list[int]]) -> None:
     head[ids["minor"], LABEL_DIM] = MINOR_LEAN / float(h2[:, LABEL_DIM].mean())
     head[ids["quote"], HELD_DIM] = QUOTE_LEAN / held
     head[ids["prefix"], HELD_DIM] = -YES_QUIET / held  # JSON options are written as whole words
+    # a string opens with a lone quote (not '"}', whose "}" would start the string), so the
+    # first word of a check follows it (demo_text)
+    head[ids["glued"], HELD_DIM] = -YES_QUIET / held
     per_z = _image_slopes(h1, probes[n1])
     for lean in ("yes", "json_yes", "minor"):
         nats, direction = IMAGE_LEANS[lean]

@@ -28,7 +28,7 @@ USED_PUSH = 40.0
 #: Lean (nats) towards closing a list, against opening one with a string, once checks are
 #: written, grown by how many (`set_text_leans`): a rubric holds a few facts, not 27.
 EMPTY_LEAN = 8.0
-#: Each later check starts this much lower (nats): ties between unused checks break in order.
+#: Each later check starts this much lower (nats), so unused checks are never exactly tied.
 ORDER_STEP = 0.3
 #: Query/key gain of the counting head: first words outscore other tokens by about 20 nats.
 _KEY_GAIN = 3.0
