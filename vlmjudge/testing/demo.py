@@ -4,14 +4,16 @@ methods offline (`python -m vlmjudge.testing demo DIR`).
 A plain random tiny judge answers every long question alike, so TerraVis would call every image
 N/A. This checkpoint bakes small logit leans on the option and digit tokens into ordinary weights
 (it stays a plain checkpoint for `from_pretrained`): they follow the question's length, answer
-labels and three colour statistics of the photo (`demo_vision`); docs/demo-judge.md describes
-them. They are fitted on probe questions and images made here, in units of the tune photos'
-spread, never on a method's prompts: the numbers show the plumbing, not a judgement.
+labels and three colour statistics of the photo (`demo_vision`); free JSON strings are short
+readable checks (`demo_text`). docs/demo-judge.md describes them. They are fitted on probes
+made here, in units of the tune photos' spread, never on a method's prompts: the numbers show
+the plumbing, not a judgement.
 """
 from __future__ import annotations
 
 import os
 
+from .demo_text import TEXT_DIMS, check_tokens, corpus, install_text_dims, set_text_leans, text_units
 from .demo_vision import IMAGE_DIMS, VIS_DIM, install_image_path, patch_statistics
 from .tiny_vlm import _PROSE, NO_WORDS, YES_WORDS, build_tiny_vlm
 
@@ -20,7 +22,7 @@ from .tiny_vlm import _PROSE, NO_WORDS, YES_WORDS, build_tiny_vlm
 #: and a constant only the tokens that can end an answer label hold.
 HELD_DIM, MARKER_DIM, LENGTH_DIM, LABEL_DIM = 0, 1, 2, 3
 #: (question tokens, target Yes margin in nats) the length lean is fitted to.
-LENGTH_TARGETS = ((1000, 1.8), (750, -1.4))
+LENGTH_TARGETS = ((700, 1.8), (525, -1.4))
 #: Spread of the Yes margin after a label from photo to photo (nats, one tune standard deviation).
 IMAGE_SPREAD = 2.0
 #: Image leans: (nats per tune standard deviation, direction over the three statistics of
@@ -39,6 +41,8 @@ YES_QUIET = 8.0
 #: Lean (nats) towards tokens holding a double quote: generated JSON strings stay short.
 QUOTE_LEAN = 2.0
 _FILLER = " ".join(_PROSE) + " "
+#: Vocabulary of the demo tokenizer: the shared tiny corpus plus `demo_text.corpus`'s words.
+VOCAB = 3000
 #: The assistant prefix the probes end with: an answer label, as the packs write it.
 PROBE_PREFIX = "Answer:\n"
 
@@ -47,17 +51,20 @@ def build_demo_judge(path: str | os.PathLike, seed: int = 0) -> str:
     """Write the demo judge to `path` (replaced) and return the path."""
     import torch
     from transformers import AutoProcessor, Qwen3VLForConditionalGeneration
-    out = build_tiny_vlm(path, family="qwen3_vl", seed=seed)
+    out = build_tiny_vlm(path, family="qwen3_vl", seed=seed, corpus=corpus(), vocab_size=VOCAB)
     model = Qwen3VLForConditionalGeneration.from_pretrained(out).eval()
     processor = AutoProcessor.from_pretrained(out)
     tok = processor.tokenizer
     ids = _option_ids(tok)
+    steps = check_tokens(tok)
     with torch.no_grad():
         install_image_path(model)
+        install_text_dims(model, steps)
         _install_label_dim(model, ids["label"])
         _install_length_head(model, tok.convert_tokens_to_ids("<|im_start|>"))
         _equalize_token_norms(_text_model(model).embed_tokens.weight)
         _calibrate(model, processor, ids)
+        set_text_leans(model.lm_head.weight, steps, text_units(model, tok))
     model.save_pretrained(out)
     return out
 
@@ -73,7 +80,16 @@ def _option_ids(tok) -> dict[str, list[int]]:
             "no": forms("no"), "unknown": forms("unknown"), "major": forms("Major"), "minor": forms("Minor"),
             "digits": [tok.convert_tokens_to_ids(str(d)) for d in range(10)],
             "label": [i for i, text in enumerate(vocab) if _is_label_end(text)],
-            "quote": [i for i, text in enumerate(vocab) if '"' in text]}
+            "quote": [i for i, text in enumerate(vocab) if '"' in text],
+            "prefix": [i for i, text in enumerate(vocab) if _is_option_prefix(text)],
+            "glued": [i for i, text in enumerate(vocab) if text[:1] == '"' and text[-1:] not in ('"', "")
+                      and len(text) > 1]}
+
+
+def _is_option_prefix(text: str) -> bool:
+    """A bare token that only starts a JSON option ("n" of "no", "unk" of "unknown"): a grammar
+    lets it through where the whole word is due, and a random logit could pick it."""
+    return any(0 < len(text) < len(word) and word.startswith(text) for word in ("yes", "no", "unknown"))
 
 
 def _is_label_end(text: str) -> bool:
@@ -128,7 +144,7 @@ def _equalize_token_norms(embeddings) -> None:
     """Scale each token's embedding (all but the designed dimensions) to one common norm: the
     first layer normalises every position, so the length head then reads the same value from
     every ordinary text token, whatever the words."""
-    designed = [HELD_DIM, MARKER_DIM, LENGTH_DIM, LABEL_DIM, VIS_DIM, *IMAGE_DIMS]
+    designed = [HELD_DIM, MARKER_DIM, LENGTH_DIM, LABEL_DIM, VIS_DIM, *IMAGE_DIMS, *TEXT_DIMS]
     others = [i for i in range(embeddings.shape[1]) if i not in designed]
     want = embeddings.pow(2).sum(1).mean()
     fixed = embeddings[:, designed].pow(2).sum(1)
@@ -201,6 +217,10 @@ def _calibrate(model, processor, ids: dict[str, list[int]]) -> None:
     head[ids["unknown"], HELD_DIM] = -YES_QUIET / 2 / held  # "unknown" trails "no"
     head[ids["minor"], LABEL_DIM] = MINOR_LEAN / float(h2[:, LABEL_DIM].mean())
     head[ids["quote"], HELD_DIM] = QUOTE_LEAN / held
+    head[ids["prefix"], HELD_DIM] = -YES_QUIET / held  # JSON options are written as whole words
+    # a string opens with a lone quote (not '"}', whose "}" would start the string), so the
+    # first word of a check follows it (demo_text)
+    head[ids["glued"], HELD_DIM] = -YES_QUIET / held
     per_z = _image_slopes(h1, probes[n1])
     for lean in ("yes", "json_yes", "minor"):
         nats, direction = IMAGE_LEANS[lean]

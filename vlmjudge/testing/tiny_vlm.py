@@ -77,9 +77,10 @@ def _corpus() -> list[str]:
     return (OPTION_WORDS + spaced + DIGITS + _PROSE + _JSON) * 20
 
 
-def _train_tokenizer(special: list[str], eos: str):
+def _train_tokenizer(special: list[str], eos: str, extra: tuple[str, ...] = (), vocab_size: int = 600):
     from transformers import Qwen2Tokenizer
-    tok = Qwen2Tokenizer().train_new_from_iterator([_corpus()], vocab_size=600, new_special_tokens=special)
+    tok = Qwen2Tokenizer().train_new_from_iterator([_corpus() + list(extra)], vocab_size=vocab_size,
+                                                   new_special_tokens=special)
     tok.pad_token, tok.eos_token = "<|endoftext|>", eos
     for word in OPTION_WORDS:
         for form in (word, " " + word):
@@ -91,8 +92,11 @@ def _train_tokenizer(special: list[str], eos: str):
 
 def build_tiny_vlm(path: str | os.PathLike, family: Literal["qwen3_vl", "llava"] = "qwen3_vl",
                    image_tokens: Literal["realistic"] | None = None, yes_bias: float = 0.0,
-                   seed: int = 0, vllm: bool = False) -> str:
+                   seed: int = 0, vllm: bool = False, corpus: tuple[str, ...] = (), vocab_size: int = 600) -> str:
     """Write a tiny random checkpoint + processor to `path` (replaced) and return the path.
+
+    `corpus` adds texts to the tokenizer's training corpus and `vocab_size` sizes it (the demo
+    judge's tokenizer holds whole words this way); the defaults give every other builder's.
 
     `vllm=True` (Qwen3-VL only) gives the text attention a head size vLLM's CPU build runs.
 
@@ -109,7 +113,8 @@ def build_tiny_vlm(path: str | os.PathLike, family: Literal["qwen3_vl", "llava"]
         raise ValueError(f"vllm=True is built for qwen3_vl here, not {family}")
     torch.manual_seed(seed)
     realistic = image_tokens == "realistic"
-    model, processor = _build_qwen3_vl(realistic, vllm) if family == "qwen3_vl" else _build_llava(realistic)
+    model, processor = (_build_qwen3_vl(realistic, vllm, corpus, vocab_size) if family == "qwen3_vl"
+                        else _build_llava(realistic, corpus, vocab_size))
     tok = processor.tokenizer
     yes_ids = [tok.encode(form, add_special_tokens=False)[0] for w in YES_WORDS for form in (" " + w, w)]
     _install_yes_bias(model, processor, yes_ids, tok.encode(" No", add_special_tokens=False)[0], yes_bias)
@@ -122,10 +127,10 @@ def build_tiny_vlm(path: str | os.PathLike, family: Literal["qwen3_vl", "llava"]
     return out
 
 
-def _build_qwen3_vl(realistic: bool, vllm: bool = False):
+def _build_qwen3_vl(realistic: bool, vllm: bool = False, corpus: tuple[str, ...] = (), vocab_size: int = 600):
     from transformers import (Qwen2VLImageProcessor, Qwen3VLConfig, Qwen3VLForConditionalGeneration,
                               Qwen3VLProcessor, Qwen3VLVideoProcessor)
-    tok = _train_tokenizer(SPECIAL_QWEN, "<|im_end|>")
+    tok = _train_tokenizer(SPECIAL_QWEN, "<|im_end|>", corpus, vocab_size)
     tok.chat_template = QWEN_TEMPLATE
     # patch 16, merge 2: one visual token per 32x32 pixels; the pixel budget caps the count.
     longest = 1024 * 1024 if realistic else 64 * 64
@@ -154,10 +159,10 @@ def _build_qwen3_vl(realistic: bool, vllm: bool = False):
     return Qwen3VLForConditionalGeneration(config).eval(), processor
 
 
-def _build_llava(realistic: bool):
+def _build_llava(realistic: bool, corpus: tuple[str, ...] = (), vocab_size: int = 600):
     from transformers import (CLIPImageProcessor, CLIPVisionConfig, LlamaConfig, LlavaConfig,
                               LlavaForConditionalGeneration, LlavaProcessor)
-    tok = _train_tokenizer(SPECIAL_LLAVA, "<|im_end|>")
+    tok = _train_tokenizer(SPECIAL_LLAVA, "<|im_end|>", corpus, vocab_size)
     tok.chat_template = LLAVA_TEMPLATE
     side, patch = (512, 16) if realistic else (32, 8)  # (side/patch)^2 visual tokens: 1024 or 16
     image_processor = CLIPImageProcessor(size={"shortest_edge": side}, crop_size={"height": side, "width": side},

@@ -1,6 +1,6 @@
 """The demo judge gives a spread of outcomes on ordinary photos it was not tuned on (the
-heldout/ photos of tests/data/photos, all one size), and its tune constants are those of the
-tune/ photos."""
+heldout/ photos of tests/data/photos, all one size), FAGER's questions are readable for
+prompts not used while designing it, and its tune constants are those of the tune/ photos."""
 from pathlib import Path
 
 import pytest
@@ -11,6 +11,9 @@ from vlmjudge.testing.demo import build_demo_judge
 from vlmjudge.testing.demo_vision import TUNE_CENTRE, TUNE_SCALE, tune_constants
 
 PHOTOS = Path(__file__).resolve().parents[2] / "data" / "photos"
+ENGLISH = Path(__file__).resolve().parents[2] / "data" / "words" / "english.txt"
+#: Prompts never used while the demo judge was designed.
+UNSEEN_PROMPTS = ("two brown horses beside a wooden fence", "a yellow bus parked near a tall tower")
 
 
 def photos(folder: str) -> list[Image.Image]:
@@ -71,3 +74,35 @@ def test_fager_reaches_more_than_one_decision_on_heldout_photos(judge, heldout):
     verdicts = fager.score(heldout, ["a red fox in the snow"] * len(heldout), qa_sets=qa_sets)
     decisions = [v.decision for v in verdicts]
     assert set(decisions) <= {"keep", "edit", "regenerate"} and len(set(decisions)) >= 2, decisions
+
+
+def readable(question: str, prompt: str, words: set[str]) -> bool:
+    """Readable means: 2 to 12 words, ending in "?" or a letter, and at least 80% of the words
+    (punctuation stripped) are alphabetic, of 3 letters or more, and either common English words
+    (tests/data/words/english.txt) or words of the prompt. Sub-word fragments such as "s [" or
+    "ples" fail it; a fragment repeated to the length limit fails the word count."""
+    tokens = [t.strip("?.,!'\"").lower() for t in question.split()]
+    known = words | set(prompt.lower().split())
+    good = [t for t in tokens if t.isalpha() and len(t) >= 3 and t in known]
+    ends_well = question.endswith("?") or question[-1:].isalpha()
+    return 2 <= len(tokens) <= 12 and ends_well and len(good) >= 0.8 * len(tokens)
+
+
+def test_fager_questions_are_readable_and_decisions_vary_for_unseen_prompts(judge, heldout):
+    from fager import Fager
+    words = set(ENGLISH.read_text().split())
+    fager = Fager(judge)
+    qa_sets = fager.build_qa(list(UNSEEN_PROMPTS))
+    for qa in qa_sets:
+        questions = [item.question for item in qa.items]
+        assert questions and all(readable(q, qa.prompt, words) for q in questions), questions
+    decisions = {v.decision for qa in qa_sets
+                 for v in fager.score(heldout, [qa.prompt] * len(heldout), qa_sets=[qa] * len(heldout))}
+    assert len(decisions) >= 2, decisions
+
+
+def test_readable_rejects_fragments():
+    words = {"red", "apples", "plate"}
+    assert readable("red apples plate", "", words) and readable("Three red apples?", "three red apples", words)
+    assert not readable("s [", "", words) and not readable("ples ap", "", words)
+    assert not readable(" ".join(["right"] * 40), "", words | {"right"})
