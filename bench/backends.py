@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
+
+from vlmjudge.testing.processes import ServerDidNotStart, free_port, running_server
 
 #: The backends `--backends` knows, in the order the help lists them.
 NAMES = ("transformers", "vllm", "vllm-serve")
@@ -129,13 +128,6 @@ def server_command(checkpoint: str, port: int, dtype: str) -> list[str]:
             *([] if on_cuda() else ["--block-size", str(CPU_BLOCK_SIZE)])]
 
 
-def free_port() -> int:
-    """A local TCP port nothing listens on now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @contextmanager
 def served(checkpoint: str, dtype: str) -> Iterator[str]:
     """A local server on `checkpoint`, its base URL while the block runs; stopped after it.
@@ -143,34 +135,13 @@ def served(checkpoint: str, dtype: str) -> Iterator[str]:
     engine_environment()
     port = free_port()
     log_path = os.path.join(tempfile.mkdtemp(prefix="vlmjudge-bench-server-"), "server.log")
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(server_command(checkpoint, port, dtype), stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + SERVER_START_S
-        while not _answers(base + "/health"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                with open(log_path) as log:
-                    tail = log.read()[-2000:]
-                raise Unavailable(f"the vLLM server did not start (exit {proc.poll()}); log {log_path}: {tail}")
-            time.sleep(2)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _answers(url: str) -> bool:
-    """Whether `url` answers 200 now."""
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status == 200
-    except OSError:
-        return False
+        with running_server(server_command(checkpoint, port, dtype), base + "/health", log_path,
+                            timeout_s=SERVER_START_S, poll_s=2):
+            yield base
+    except ServerDidNotStart as error:
+        raise Unavailable(f"the vLLM server did not start: {error}") from error
 
 
 def metric_total(text: str, name: str) -> float:

@@ -7,19 +7,11 @@ upload, type, click Score, read what is shown.
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from vlmjudge.testing.processes import free_port, running_server
 
 
 @contextmanager
@@ -30,31 +22,12 @@ def serve_app(app_py: str | os.PathLike, env: dict[str, str] | None = None, time
     full_env = {**os.environ, **(env or {}), "GRADIO_SERVER_NAME": "127.0.0.1",
                 "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False"}
     log = Path(app_py).with_name(f".app-{port}.log")
-    with open(log, "w") as log_fh:
-        proc = subprocess.Popen([python, str(app_py)], env=full_env, stdout=log_fh, stderr=subprocess.STDOUT,
-                                cwd=str(Path(app_py).parent))
     url = f"http://127.0.0.1:{port}/"
     try:
-        deadline = time.time() + timeout_s
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"app exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(url, timeout=5) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.time() > deadline:
-                raise TimeoutError(f"app did not serve within {timeout_s}s:\n{log.read_text()[-3000:]}")
-            time.sleep(0.5)
-        yield url
+        with running_server([python, str(app_py)], url, log, timeout_s=timeout_s, env=full_env,
+                            cwd=str(Path(app_py).parent), poll_s=0.5, stop_s=20):
+            yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
         log.unlink(missing_ok=True)
 
 

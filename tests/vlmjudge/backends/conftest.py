@@ -105,36 +105,16 @@ def images():
 def vllm_server(vllm_checkpoint, tmp_path_factory):
     """The session's one vLLM OpenAI server, started through the launcher under test
     (`python -m vlmjudge.serve`, which becomes the engine) on a free loopback port; its /v1 URL."""
-    import socket
-    import subprocess
     import sys
-    import time
-    import urllib.request
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    from vlmjudge.testing.processes import free_port, running_server
+    port = free_port()
     log = tmp_path_factory.mktemp("server") / "server.log"
     args = [sys.executable, "-m", "vlmjudge.serve", "--model", vllm_checkpoint, "--served-model-name", "tiny",
             "--port", str(port), "--dtype", "float32", "--", "--max-model-len", "4096", "--skip-mm-profiling"]
-    with open(log, "w") as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 900
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"the vLLM server exited ({proc.returncode}): {log.read_text()[-3000:]}")
-            try:
-                urllib.request.urlopen(f"{url}/models", timeout=5)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"the vLLM server did not answer in 900 s: {log.read_text()[-3000:]}")
-                time.sleep(2)
+    # the launcher exec'd the engine: the process stopped at the end is the engine's own
+    with running_server(args, f"{url}/models", log, timeout_s=900, poll_s=2):
         yield url
-    finally:
-        proc.terminate()  # the launcher exec'd the engine: this is the engine's own process
-        proc.wait(timeout=60)
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,6 @@
 import os
-import socket
 import subprocess
 import sys
-import textwrap
 import urllib.request
 from pathlib import Path
 
@@ -10,6 +8,7 @@ import pytest
 from PIL import Image
 
 from vlmjudge import load_judge
+from vlmjudge.testing.processes import free_port
 from vlmjudge.cli import main as cli_main
 from vlmjudge.hub.app import build_app, make_scorer_fn
 from vlmjudge.hub.spaces import push_space
@@ -31,12 +30,6 @@ class ToyMetric(evaluate.Metric):
     def _compute(self, predictions, references):
         return {"matches": sum(int(p == r) for p, r in zip(predictions, references))}
 '''
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_scorer_fn_renders_the_record():
