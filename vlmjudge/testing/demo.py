@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 
 from .demo_text import TEXT_DIMS, check_tokens, corpus, install_text_dims, set_text_leans, text_units
-from .demo_vision import IMAGE_DIMS, VIS_DIM, install_image_path, patch_statistics
+from .demo_vision import IMAGE_DIMS, VIS_DIM, install_image_path, patch_statistics, reserve_dims
 from .tiny_vlm import _PROSE, NO_WORDS, YES_WORDS, build_tiny_vlm
 
 #: Residual dimensions the biases use: the constant every text token holds (as in
@@ -128,14 +128,7 @@ def _install_length_head(model, marker_token: int) -> None:
     attn.q_proj.weight[:head_dim] = 0.0  # every score 0: uniform attention over the context
     attn.v_proj.weight[0] = 0.0
     attn.v_proj.weight[0, MARKER_DIM] = 1.0
-    for i, layer in enumerate(lm.layers):
-        layer.self_attn.o_proj.weight[LENGTH_DIM] = 0.0
-        layer.mlp.down_proj.weight[LENGTH_DIM] = 0.0
-        layer.mlp.gate_proj.weight[:, LENGTH_DIM] = 0.0
-        layer.mlp.up_proj.weight[:, LENGTH_DIM] = 0.0
-        if i > 0:
-            for proj in (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj):
-                proj.weight[:, LENGTH_DIM] = 0.0
+    reserve_dims(lm, [LENGTH_DIM])
     attn.o_proj.weight[LENGTH_DIM, 0] = 1.0  # head 0, value component 0: small, so the final norm stays linear in it
     model.lm_head.weight[:, LENGTH_DIM] = 0.0
 

@@ -98,6 +98,19 @@ def _install_merger(merger, width: int) -> None:
         fc2.bias[dim] = 0.0
 
 
+def reserve_dims(lm, dims) -> None:
+    """Keep residual dimensions `dims` for designed signals: no layer writes them, no MLP reads
+    them, and only the first layer's attention may read them (its designed heads do)."""
+    for i, layer in enumerate(lm.layers):
+        layer.self_attn.o_proj.weight[dims] = 0.0
+        layer.mlp.down_proj.weight[dims] = 0.0
+        layer.mlp.gate_proj.weight[:, dims] = 0.0
+        layer.mlp.up_proj.weight[:, dims] = 0.0
+        if i > 0:
+            for proj in (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj):
+                proj.weight[:, dims] = 0.0
+
+
 def _install_visual_head(model) -> None:
     """Layer-0 query head 2 (key/value head 1) scores visual tokens far above text tokens,
     whatever the length, and copies their IMAGE_DIMS to the same dimensions of every position."""
@@ -116,19 +129,11 @@ def _install_visual_head(model) -> None:
     attn.q_proj.weight[2 * d + slow, 0] = 1.0
     attn.k_norm.weight[slow] = _KEY_GAIN
     attn.v_proj.weight[kv] = 0.0
-    designed = [VIS_DIM, *IMAGE_DIMS]
-    for i, layer in enumerate(lm.layers):
-        layer.self_attn.o_proj.weight[designed] = 0.0
-        layer.mlp.down_proj.weight[designed] = 0.0
-        layer.mlp.gate_proj.weight[:, designed] = 0.0
-        layer.mlp.up_proj.weight[:, designed] = 0.0
-        if i > 0:
-            for proj in (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj):
-                proj.weight[:, designed] = 0.0
+    reserve_dims(lm, [VIS_DIM, *IMAGE_DIMS])
     for k, dim in enumerate(IMAGE_DIMS):
         attn.v_proj.weight[d + k, dim] = 1.0
         attn.o_proj.weight[dim, 2 * d + k] = 1.0
-    model.lm_head.weight[:, designed] = 0.0
+    model.lm_head.weight[:, [VIS_DIM, *IMAGE_DIMS]] = 0.0
 
 
 def tune_constants(images: Sequence, processor) -> tuple[tuple[float, ...], tuple[float, ...]]:
