@@ -46,7 +46,7 @@ def test_viescore2_records_agree(judge, hf_judge, images):
         return [r.to_json() for r in VIEScore2(judge, "pq_sc+split", 8).score(images[:2], PROMPTS)]
     ours, ref = both(judge, hf_judge, run)
     assert_nested_close(ours, ref, TOL)
-    assert all(r["status"] == "ok" for r in ref), ref
+    assert all(r["status"] == "scored" for r in ref), ref
 
 
 def qa_set(index: str, prompt: str) -> QASet:
