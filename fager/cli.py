@@ -34,7 +34,8 @@ from .replay import format_summary, write_verdicts
 from .saved_runs import INPUT_ERRORS, add_policy_flags, configure_saved_run_commands, policy_from_args
 from .scoring import GatingPolicy
 
-#: `fager score` scores this many items between progress-bar updates (each batch still fills the judge's calls).
+#: `fager score` and `refine` score this many images, `rubric` builds this many prompts' QA sets, between
+#: progress-bar updates (each batch still fills the judge's calls).
 PROGRESS_ITEMS = 16
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -59,6 +60,7 @@ def _configure_model_commands(commands: argparse._SubParsersAction) -> None:
     _add_pipeline_flags(rubric)
     add_judge_flags(rubric)
     describe(rubric, "--out", "the QA.csv to write (default: QA.csv in the current folder)")
+    add_quiet_flag(rubric)
     rubric.set_defaults(func=run_rubric)
 
     score = commands.add_parser("score", help="score images against QA sets (writes the --out records, their "
@@ -108,6 +110,7 @@ def _configure_model_commands(commands: argparse._SubParsersAction) -> None:
     add_policy_flags(refine)
     add_judge_flags(refine)
     describe(refine, "--out", "the folder for the round folders and report.json/report.md (default: fager_refine)")
+    add_quiet_flag(refine)
     refine.set_defaults(func=run_refine)
 
 
@@ -172,12 +175,20 @@ def _items(path: Path, require_files: bool = True) -> tuple[list[str], list[str]
 
 
 def run_rubric(args: argparse.Namespace) -> int:
-    """Build QA sets and write QA.csv; 1 if any prompt failed (the others are written), 2 on bad input."""
+    """Build QA sets under a bar over the prompts and write QA.csv; 1 if any prompt failed (the
+    others are written), 2 on bad input."""
     from .qa_store import write_qa_csv
     try:
         rows = read_table(args.prompts, ("index", "prompt"))
         fager = _pipeline(args)
-        builds = fager.build([r["prompt"] for r in rows], ids=[r["index"] for r in rows])
+        quiet_judge(fager.judge)
+        quiet_judge(fager.text_judge)
+        builds: list = []
+        with progress_bar(len(rows), "rubric", args, unit="prompt") as bar:
+            for start in range(0, len(rows), PROGRESS_ITEMS):
+                chunk = rows[start:start + PROGRESS_ITEMS]
+                builds += fager.build([r["prompt"] for r in chunk], ids=[r["index"] for r in chunk])
+                bar.update(len(chunk))
     except INPUT_ERRORS as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -315,15 +326,20 @@ def _no_result(verdict) -> str | None:
 
 
 def run_refine(args: argparse.Namespace) -> int:
-    """Refine the items and write the round folders and the before/after report into --out."""
-    from .refine import refine
+    """Refine the items under a bar over images x evaluations (the first scoring and each round) and
+    write the round folders and the before/after report into --out."""
+    from .refine import refine, refine_steps
     try:
         ids, prompts, images = _items(args.items)
         qa_sets = read_qa_csv(args.qa) if args.qa else None
         fager = _pipeline(args, policy_from_args(args))
+        quiet_judge(fager.judge)
+        quiet_judge(fager.text_judge)
         generator, editor = _image_tools(args)
-        report = refine(fager, images, prompts, out_dir=args.out or "fager_refine", generator=generator,
-                        editor=editor, rounds=args.rounds, qa_sets=qa_sets, ids=ids, seed=args.seed)
+        with progress_bar(refine_steps(len(ids), args.rounds), "refine", args, unit="img") as bar:
+            report = refine(fager, images, prompts, out_dir=args.out or "fager_refine", generator=generator,
+                            editor=editor, rounds=args.rounds, qa_sets=qa_sets, ids=ids, seed=args.seed,
+                            score_batch=PROGRESS_ITEMS, on_item=bar.update)
     except INPUT_ERRORS as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -13,7 +13,7 @@ import json
 import os
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -107,18 +107,27 @@ def item_seed(item_id: str, round_number: int, base_seed: int = 0) -> int:
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
+def refine_steps(images: int, rounds: int) -> int:
+    """Calls of refine's `on_item` in all: one per image for the first scoring and for each round."""
+    return images * (rounds + 1)
+
+
 def refine(fager: Fager, images: Sequence[Any], prompts: Sequence[str], *, out_dir: str | os.PathLike,
            generator: Any = None, editor: Any = None, rounds: int = 1, qa_sets: Any = None,
-           ids: Sequence[Any] | None = None, batch_size: int = 1, seed: int = 0) -> RefineReport:
+           ids: Sequence[Any] | None = None, batch_size: int = 1, seed: int = 0,
+           score_batch: int | None = None, on_item: Callable[[], None] | None = None) -> RefineReport:
     """Run `rounds` rounds of keep/edit/regenerate with re-evaluation; writes and returns the report.
 
     Without a generator, images to regenerate stay as they are (status `no_generator`), and
     likewise for edits without an editor; an edit without an instruction is `no_feedback`.
+    `score_batch` images are scored per call (default: all at once); `on_item` is called as each
+    image is scored, or, in a round, as soon as it is known to stay unchanged (`refine_steps` calls).
     """
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if batch_size < 1 or (score_batch is not None and score_batch < 1):
+        raise ValueError(f"batch sizes must be >= 1, got batch_size {batch_size}, score_batch {score_batch}")
+    tick = on_item or (lambda: None)
     prompts = list(prompts)
     images = [to_pil(image, index=i) for i, image in enumerate(images)]
     if len(images) != len(prompts):
@@ -133,7 +142,7 @@ def refine(fager: Fager, images: Sequence[Any], prompts: Sequence[str], *, out_d
     if qa_sets is None:
         qa_sets = fager.build_qa(prompts, ids=ids)
 
-    verdicts = fager.score(images, prompts, qa_sets=qa_sets, ids=ids)
+    verdicts = _score(fager, images, prompts, ids, qa_sets, score_batch, tick)
     _write_round(out / "round_0", verdicts)
     history: list[list[Verdict]] = [verdicts]
     steps: list[list[RoundStep]] = [[] for _ in images]
@@ -142,6 +151,8 @@ def refine(fager: Fager, images: Sequence[Any], prompts: Sequence[str], *, out_d
         folder = out / f"round_{r}"
         saved = _read_manifest(folder / "manifest.jsonl")
         plans = [_plan(v, p, i, r, seed, generator, editor) for v, p, i in zip(verdicts, prompts, ids)]
+        for _ in range(sum(plan["status"] != "todo" for plan in plans)):  # these keep their image and verdict
+            tick()
         new_images: dict[int, Image.Image] = {}
         for action, tool in (("regenerate", generator), ("edit", editor)):
             todo = [n for n, plan in enumerate(plans) if plan["action"] == action and plan["status"] == "todo"]
@@ -165,8 +176,8 @@ def refine(fager: Fager, images: Sequence[Any], prompts: Sequence[str], *, out_d
         changed = sorted(new_images)
         after = list(verdicts)
         if changed:
-            rescored = fager.score([new_images[n] for n in changed], [prompts[n] for n in changed],
-                                   qa_sets=qa_sets, ids=[ids[n] for n in changed])
+            rescored = _score(fager, [new_images[n] for n in changed], [prompts[n] for n in changed],
+                              [ids[n] for n in changed], qa_sets, score_batch, tick)
             for n, verdict in zip(changed, rescored):
                 after[n] = verdict.model_copy(update={"image": f"round_{r}/images/{names[n]}.png"})
                 images[n] = new_images[n]
@@ -185,6 +196,19 @@ def refine(fager: Fager, images: Sequence[Any], prompts: Sequence[str], *, out_d
     (out / "report.json").write_text(report.model_dump_json(indent=2), encoding="utf-8")
     (out / "report.md").write_text(report.markdown(), encoding="utf-8")
     return report
+
+
+def _score(fager: Fager, images: list, prompts: list[str], ids: list[str], qa_sets: Any, batch: int | None,
+           tick: Callable[[], None]) -> list[Verdict]:
+    """The images' Verdicts, scored `batch` at a time (all at once without one); `tick` per image."""
+    size = batch or max(len(images), 1)
+    verdicts: list[Verdict] = []
+    for start in range(0, len(images), size):
+        stop = start + size
+        verdicts += fager.score(images[start:stop], prompts[start:stop], qa_sets=qa_sets, ids=ids[start:stop])
+        for _ in range(len(verdicts) - start):
+            tick()
+    return verdicts
 
 
 def _plan(verdict: Verdict, prompt: str, item_id: str, round_number: int, base_seed: int,
@@ -273,4 +297,4 @@ def _report(history: list[list[Verdict]], steps: list[list[RoundStep]], ids: lis
                         generated=generated, reused=reused, items=items)
 
 
-__all__ = ["ItemReport", "RefineReport", "RoundStep", "item_seed", "refine", "regeneration_prompt"]
+__all__ = ["ItemReport", "RefineReport", "RoundStep", "item_seed", "refine", "refine_steps", "regeneration_prompt"]

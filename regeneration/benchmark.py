@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from vlmjudge.cli.intake import IMAGE_SUFFIXES, is_image_file
 from vlmjudge.outputs import iter_jsonl
 
 from .config import LoopConfig
-from .core import RegenerationLoop
+from .core import RegenerationLoop, candidate_count
 from .figures import image_grid, progress_figure, save_figure
 from .judging import judge_text_image
 from .records import ItemResult
@@ -136,15 +136,27 @@ def round_means(results: list[ItemResult]) -> list[dict[str, Any]]:
             for t, rows in sorted(by_round.items())]
 
 
+def benchmark_images(references: Mapping[str, Any], models: int, config: LoopConfig,
+                     original_prompts: Mapping[str, str] | None = None, direct_judging: bool = False) -> int:
+    """Images a benchmark makes in all, the unit of its progress callback: every model's loop
+    candidates and, with direct judging, one image per reference that has its original prompt."""
+    direct = sum(item in (original_prompts or {}) for item in references) if direct_judging else 0
+    return models * (candidate_count(config, len(references)) + direct)
+
+
 def _direct_judging(generator: Any, judge: Any, refs: dict[str, Any], prompts: Mapping[str, str],
-                    folder: RunFolder, seed: int, pack: Any) -> list[float | None]:
-    """Baseline (c): generate from the original prompt, then rate text-image consistency (1-5 -> [0, 1])."""
+                    folder: RunFolder, seed: int, pack: Any, tick: Callable[[], None]) -> list[float | None]:
+    """Baseline (c): generate from the original prompt, then rate text-image consistency (1-5 -> [0, 1]);
+    `tick` once per image, made or found saved."""
     items = [i for i in refs if i in prompts]
     paths = {i: folder.root / "direct" / f"{i}.png" for i in items}
     todo = [i for i in items if not paths[i].is_file()]
+    for _ in range(len(items) - len(todo)):
+        tick()
     if todo:
         for i, image in zip(todo, generator([prompts[i] for i in todo], [seed] * len(todo))):
             RunFolder.save_image(paths[i], image)
+            tick()
     scores_path = folder.root / "direct" / "scores.json"
     saved = RunFolder.read_json(scores_path)
     if saved is None:
@@ -169,8 +181,12 @@ def write_table(rows: list[dict[str, Any]], path: str | os.PathLike, columns: tu
 def run_benchmark(references: Mapping[str, Any], generators: Mapping[str, Any], judge: Any,
                   out_dir: str | os.PathLike, *, similarity: SimilarityScorer, text_judge: Any = None,
                   config: LoopConfig | None = None, pack: Any = None, original_prompts: Mapping[str, str] | None = None,
-                  direct_judging: bool = False, grid_cell: int = 128) -> BenchmarkResult:
-    """Regenerate every reference with every model, then write table.csv, rounds.csv, grid.png, progress.png."""
+                  direct_judging: bool = False, grid_cell: int = 128,
+                  on_image: Callable[[], None] | None = None) -> BenchmarkResult:
+    """Regenerate every reference with every model, then write table.csv, rounds.csv, grid.png, progress.png.
+
+    `on_image` is called once per image, made or found saved: `benchmark_images` calls in all.
+    """
     if not generators:
         raise ValueError("no generators to benchmark")
     if direct_judging and not original_prompts:
@@ -186,9 +202,9 @@ def run_benchmark(references: Mapping[str, Any], generators: Mapping[str, Any], 
         generator = load_generator(spec)
         loop = RegenerationLoop(judge, generator, similarity, str(out / "models" / name), text_judge=text_judge,
                                 config=config, pack=pack)
-        results[name] = loop.run(refs, shared_dir=str(out / "understanding"))
-        direct = (_direct_judging(generator, judge, refs, original_prompts or {}, loop.folder, config.seed, pack)
-                  if direct_judging else None)
+        results[name] = loop.run(refs, shared_dir=str(out / "understanding"), on_image=on_image)
+        direct = (_direct_judging(generator, judge, refs, original_prompts or {}, loop.folder, config.seed, pack,
+                                  on_image or (lambda: None)) if direct_judging else None)
         table.append(summarize(name, results[name], direct))
         rounds_rows += [{"model": name, **row} for row in round_means(results[name])]
     files = {"table": str(out / "table.csv"), "rounds": str(out / "rounds.csv"), "grid": str(out / "grid.png"),

@@ -31,9 +31,9 @@ from vlmjudge.cli.summary import print_summary
 from vlmjudge.outputs import write_manifest, write_records
 from vlmjudge.stats.interval import interval_text, mean_with_interval
 
-from .benchmark import load_prompts, load_references, run_benchmark
+from .benchmark import benchmark_images, load_prompts, load_references, run_benchmark
 from .config import DEFAULT_ASPECTS, INTERROGATOR_RUNS, PROMPT_MODES, LoopConfig
-from .core import RegenerationLoop
+from .core import RegenerationLoop, candidate_count
 from .parsing import READINGS
 from .scoring import DEFAULT_SELECTION, SELECTION_PRESETS
 from .similarity import (
@@ -167,6 +167,7 @@ def _loop_flags(parser: argparse.ArgumentParser) -> None:
                      help="guidance_scale for a diffusers pipeline (default: the pipeline's)")
     _encoder_flags(parser)
     add_judge_flags(parser)
+    add_quiet_flag(parser)
 
 
 def parse_weights(text: str) -> dict[str, float]:
@@ -213,7 +214,7 @@ def _text_judge(args: argparse.Namespace) -> Any:
     if not args.text_model:
         return None
     from vlmjudge import load_judge
-    return load_judge(args.text_model, backend=args.text_backend, batch_size=args.batch_size)
+    return quiet_judge(load_judge(args.text_model, backend=args.text_backend, batch_size=args.batch_size))
 
 
 def _require_out(args: argparse.Namespace) -> Path:
@@ -223,7 +224,8 @@ def _require_out(args: argparse.Namespace) -> Path:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Run the loop for one model; prints one line per reference and the means."""
+    """Run the loop for one model under a bar over its candidate images; prints one line per
+    reference and the means."""
     out = _require_out(args)
     try:
         config = _config(args)
@@ -231,10 +233,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    loop = RegenerationLoop(judge_from_args(args), _generator(args.generator, args), _similarity(args), str(out),
-                            text_judge=_text_judge(args), config=config, pack=args.pack)
+    loop = RegenerationLoop(quiet_judge(judge_from_args(args)), _generator(args.generator, args), _similarity(args),
+                            str(out), text_judge=_text_judge(args), config=config, pack=args.pack)
     try:
-        results = loop.run(refs)
+        with progress_bar(candidate_count(config, len(refs)), "regeneration", args, unit="img") as bar:
+            results = loop.run(refs, on_image=bar.update)
     except ValueError as exc:  # a run folder made with other settings, ids that are no folder names, ...
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -258,7 +261,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_benchmark(args: argparse.Namespace) -> int:
-    """Benchmark several models; prints the table and where the figures went."""
+    """Benchmark several models under one bar over all their images; prints the table and where
+    the figures went."""
     out = _require_out(args)
     try:
         config = _config(args)
@@ -273,9 +277,12 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    result = run_benchmark(refs, {n: _generator(s, args) for n, s in generators.items()}, judge_from_args(args), out,
-                           similarity=_similarity(args), text_judge=_text_judge(args), config=config, pack=args.pack,
-                           original_prompts=prompts, direct_judging=args.direct_judging)
+    total = benchmark_images(refs, len(generators), config, prompts, args.direct_judging)
+    with progress_bar(total, "benchmark", args, unit="img") as bar:
+        result = run_benchmark(refs, {n: _generator(s, args) for n, s in generators.items()},
+                               quiet_judge(judge_from_args(args)), out, similarity=_similarity(args),
+                               text_judge=_text_judge(args), config=config, pack=args.pack, original_prompts=prompts,
+                               direct_judging=args.direct_judging, on_image=bar.update)
     print(Path(result.files["table"]).read_text(encoding="utf-8"), end="")
     for name, results in result.results.items():
         rows = [r.to_json() for r in results]

@@ -12,7 +12,7 @@ run folder.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from vlmjudge.generators import generator_name, load_generator
@@ -36,6 +36,11 @@ log = logging.getLogger(__name__)
 #: Settings a resumed run must share with the saved one (rounds may grow; final scoring may change).
 _RESUME_KEYS = ("loop_version", "variants", "aspects", "weights", "prompt_mode", "interrogator", "json_reading",
                 "seed", "max_objects", "pack", "generator")
+
+
+def candidate_count(config: LoopConfig, references: int) -> int:
+    """Candidate images a run over `references` makes in all (the unit of its progress callback)."""
+    return references * config.effective_rounds * (1 if config.single_shot else config.variants)
 
 
 class RegenerationLoop:
@@ -81,12 +86,16 @@ class RegenerationLoop:
 
     # -- the run -----------------------------------------------------------------------
     def run(self, references: Mapping[str, Any] | Sequence[Any], *, shared_dir: str | None = None,
-            user_prompts: Mapping[str, str] | None = None) -> list[ItemResult]:
+            user_prompts: Mapping[str, str] | None = None,
+            on_image: Callable[[], None] | None = None) -> list[ItemResult]:
         """Regenerate every reference; returns one ItemResult per reference, in order.
 
         `shared_dir` holds the understanding (IUT, initial prompt) when several generators share it;
         `user_prompts` (item -> prompt) replaces understanding with the user's own initial prompts.
+        `on_image` is called once per candidate image, made or found saved, and for each image a
+        reference whose understanding failed will never get: `candidate_count` calls in all.
         """
+        tick = on_image or (lambda: None)
         refs = _as_items(references)
         self._check_resume()
         for item, image in refs.items():
@@ -97,13 +106,15 @@ class RegenerationLoop:
         initial = self._understand(refs, self._store, user_prompts)
         alive = [i for i in refs if initial[i].prompt]
         rounds = self.config.effective_rounds
+        for _ in range(candidate_count(self.config, len(refs) - len(alive))):
+            tick()
         if self.config.prompt_mode == "direct" and rounds > 1 and alive:
             self._iuts(alive, refs, self._store)  # "Direct" changes only the initial prompt: feedback sees the IUT
         ref_features = self.similarity.embed([refs[i] for i in alive]) if alive else {}
         ref_index = {item: n for n, item in enumerate(alive)}
         for t in range(1, rounds + 1):
             self._prompts(t, alive, initial)
-            self._generate(t, alive)
+            self._generate(t, alive, tick)
             self._score(t, alive, refs, ref_features, ref_index)
             if t < rounds:
                 self._feedback(t, alive, refs, initial)
@@ -205,12 +216,15 @@ class RegenerationLoop:
                                   "source": source, "failures": failures})
             self.folder.log("prompts", item=i, round=t, aspect=aspect, prompts=prompts, source=source)
 
-    def _generate(self, t: int, alive: list[str]) -> None:
+    def _generate(self, t: int, alive: list[str], tick: Callable[[], None]) -> None:
+        """Make round t's missing candidates in generator batches; `tick` once per candidate."""
         jobs = []
         for i in alive:
             spec = RunFolder.read_json(self.folder.round_dir(i, t) / "prompts.json")
             for k, (prompt, seed) in enumerate(zip(spec["prompts"], spec["seeds"])):
-                if not self.folder.candidate(i, t, k).is_file():
+                if self.folder.candidate(i, t, k).is_file():
+                    tick()
+                else:
                     jobs.append((i, k, prompt, seed))
         size = self.config.generator_batch
         for start in range(0, len(jobs), size):
@@ -221,6 +235,7 @@ class RegenerationLoop:
                 RunFolder.save_image(path, image)
                 self.folder.log("image", item=i, round=t, index=k, prompt=prompt, seed=seed,
                                 image=str(path.relative_to(self.folder.root)))
+                tick()
 
     def _score(self, t: int, alive: list[str], refs: dict[str, Any], ref_features: dict[str, Any],
                ref_index: dict[str, int]) -> None:

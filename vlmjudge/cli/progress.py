@@ -1,4 +1,5 @@
-"""The progress bar of every long command: one tqdm bar on standard error, counting items.
+"""The progress bar of every long command: one tqdm bar on standard error, counting the command's
+unit (images, pairs, prompts); a loop inside a method package reports each unit through a callback.
 
 It is off when standard error is no terminal (a log file or a pipe gets no bar lines) and with
 --quiet, so scripted runs print only their summary.
