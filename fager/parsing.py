@@ -230,12 +230,13 @@ def answer_value(entry: Any) -> Any:
 def _entry_id(entry: dict[str, Any]) -> int:
     """`int(id)` as the release sorts by it; a missing id is 0, a non-integer one an error."""
     value = entry.get("id", 0)
-    if isinstance(value, (int, float, str)):
-        try:
-            return int(value)
-        except (ValueError, OverflowError):
-            pass
-    raise AnswerParseError(f"answer id {_preview(repr(value))} is not an integer")
+    problem = AnswerParseError(f"answer id {_preview(repr(value))} is not an integer")
+    if not isinstance(value, (int, float, str)):
+        raise problem
+    try:
+        return int(value)
+    except (ValueError, OverflowError) as error:
+        raise problem from error
 
 
 def _preview(text: str, limit: int = 80) -> str:

