@@ -296,11 +296,17 @@ class OpenAIJudge(OptionReading, FirstOptionsCheck, Judge):
             answers = self._parallel(order, lambda i: self._answer(self._live(bodies[i])))
         return [answers[i] for i in range(len(requests))]
 
-    def _choice_probs(self, requests: list[Request], options: list[str]) -> list[dict[str, float]]:
+    def _probs_bodies(self, requests: list[Request]) -> tuple[list[int], dict[int, Any]]:
+        """The order to send `requests` in (shared images together) and each one's first-token
+        logprobs body; the requests are counted as asked."""
         urls = ImageURLs()
         order = grouped_order(requests, urls)
         bodies = {i: probs_body(requests[i], self.model_id, urls, self.top_logprobs) for i in order}
         self._account(requests)
+        return order, bodies
+
+    def _choice_probs(self, requests: list[Request], options: list[str]) -> list[dict[str, float]]:
+        order, bodies = self._probs_bodies(requests)
         if self.batch_api:
             firsts = dict(zip(order, self._batch([bodies[i] for i in order])))
             probs = {i: self._probs_from(firsts[i], options, prefix_of(bodies[i])) for i in order}  # not widened
@@ -319,10 +325,7 @@ class OpenAIJudge(OptionReading, FirstOptionsCheck, Judge):
         (an option outside them widened, scored or bounded as `_choice_probs` does). A response
         without logprobs gives `{}` (counted in `failed_requests`): no one-hot stands in for a probability.
         """
-        urls = ImageURLs()
-        order = grouped_order(requests, urls)
-        bodies = {i: probs_body(requests[i], self.model_id, urls, self.top_logprobs) for i in order}
-        self._account(requests)
+        order, bodies = self._probs_bodies(requests)
         if self.batch_api:
             firsts = dict(zip(order, self._batch([bodies[i] for i in order])))
             out = {i: self._raw_or_failed(firsts[i], options, prefix_of(bodies[i])) for i in order}
