@@ -4,9 +4,7 @@ Each page runs in a fresh working folder, its blocks in order (shell blocks unde
 `bash -euo pipefail`, each python block in its own interpreter), so a page's later blocks use the
 files its earlier blocks wrote, as a reader following the page would. `metrics/` is linked into
 the folder because the pages run from a clone's root and use its bundled example images.
-Two kinds of block run elsewhere: README's test command (CI runs it, `.ci/run`), and the
-training page's examples (`tests/vlmjudge/integrations/test_readme.py` runs them against tiny
-stand-ins for the Hub models and for the reader's own model and data loaders).
+One block runs elsewhere: README's test command (CI runs it, `.ci/run`).
 """
 from __future__ import annotations
 
@@ -22,7 +20,6 @@ REPO = Path(__file__).resolve().parents[2]
 RUNNABLE = ("bash", "shell", "sh", "python")
 FENCE = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
 TEST_COMMAND = re.compile(r"<!-- test-command -->\n(.*?)<!-- /test-command -->", re.S)
-TRAINING_EXAMPLES = REPO / "tests" / "vlmjudge" / "integrations" / "use_in_training.md"
 
 
 def pages() -> list[Path]:
@@ -37,10 +34,7 @@ def fenced_blocks(text: str) -> list[tuple[str, str, int]]:
 
 def run_elsewhere(text: str) -> list[str]:
     """Bodies of the blocks on a page that another runner executes (see the module docstring)."""
-    skipped = [body for _, body, _ in fenced_blocks("".join(TEST_COMMAND.findall(text)))]
-    training = TRAINING_EXAMPLES.read_text(encoding="utf-8")
-    skipped += [body for lang, body, _ in fenced_blocks(training) if lang == "python"]
-    return skipped
+    return [body for _, body, _ in fenced_blocks("".join(TEST_COMMAND.findall(text)))]
 
 
 def runnable_blocks(page: Path) -> list[tuple[str, str]]:
@@ -62,12 +56,6 @@ def test_only_the_test_command_block_of_the_readme_is_left_to_ci():
     assert len(command) == 1 and "pytest" in command[0] and "mkdocs build --strict" in command[0]
     readme_blocks = [body for lang, body, _ in fenced_blocks(text) if lang in RUNNABLE]
     assert len(readme_blocks) == len(runnable_blocks(REPO / "README.md")) + 1
-
-
-def test_the_training_examples_are_the_ones_the_integration_tests_run():
-    page = [body for lang, body, _ in fenced_blocks((REPO / "docs" / "training.md").read_text()) if lang == "python"]
-    examples = [body for lang, body, _ in fenced_blocks(TRAINING_EXAMPLES.read_text()) if lang == "python"]
-    assert examples and page == examples
 
 
 def _environment() -> dict[str, str]:

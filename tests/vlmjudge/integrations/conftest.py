@@ -1,4 +1,4 @@
-"""Session fixtures: tiny random Qwen3-VLs (one biased to "Yes", one neutral) and CLIP/DINOv2 encoders."""
+"""Session fixtures: a tiny random Qwen3-VL biased to "Yes", and CLIP/DINOv2 encoders."""
 from __future__ import annotations
 
 import pytest
@@ -10,12 +10,6 @@ pytest.importorskip("xgrammar")
 def vlm_dir(tiny_vlm_path) -> str:
     """Biased towards " Yes", so TerraVis finds images eligible and its short-pack answers are mixed."""
     return tiny_vlm_path(yes_bias=8.0)
-
-
-@pytest.fixture(scope="session")
-def neutral_vlm_dir(tiny_vlm_path) -> str:
-    """No bias: TerraVis's default pack finds every image N/A after the eligibility stage (cheap)."""
-    return tiny_vlm_path()
 
 
 @pytest.fixture(scope="session")

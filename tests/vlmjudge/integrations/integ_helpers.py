@@ -3,32 +3,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
-from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
 from vlmjudge.integrations import Method
-
-HERE = Path(__file__).resolve().parent
-#: The text of docs/training.md's "Use in training" section, kept here so its examples run as tests.
-USE_IN_TRAINING = (HERE / "use_in_training.md").read_text()
-
-
-def python_blocks(markdown: str) -> list[str]:
-    """The bodies of the ```python blocks of `markdown`, in order."""
-    return re.findall(r"```python\n(.*?)```", markdown, flags=re.S)
-
-
-def page_section(title: str, page: str | None = None) -> str:
-    """The text of `## title` in `page` (docs/training.md by default), up to the next `## ` heading;
-    an AssertionError where there is no such section."""
-    page = (HERE.parents[2] / "docs" / "training.md").read_text() if page is None else page
-    found = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", page, flags=re.S | re.M)
-    assert found, f"the page has no '## {title}' section"
-    return found.group(1)
-
 
 # A short TerraVis pack: "No" is the violation word, so the Yes-biased tiny model flags a few
 # violations per image (a cheap mix of scored and N/A images, with some generation).

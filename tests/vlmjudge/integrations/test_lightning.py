@@ -8,13 +8,14 @@ import torch
 
 pytest.importorskip("lightning")
 
+import lightning.pytorch as L  # noqa: E402
 from integ_helpers import regeneration, terravis  # noqa: E402
-from integ_models import L, TinyGenerator, loaders, sample  # noqa: E402
 from lightning.pytorch.loggers import CSVLogger, Logger  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from vlmjudge import get_method  # noqa: E402
 from vlmjudge.integrations.lightning import JudgeCallback  # noqa: E402
+from vlmjudge.testing.training_standins import TinyGenerator, loaders  # noqa: E402
 
 PROMPTS = ["a red car", "a cat on a sofa"]
 
@@ -79,7 +80,7 @@ def read_csv(path):
 def test_fit_logs_two_methods_every_epoch_and_checkpoints_no_judge(tmp_path, judge_kwargs, encoders):
     torch.manual_seed(0)
     references = [Image.new("RGB", (16, 16), (200, 30, 30)), Image.new("RGB", (16, 16), (90, 90, 200))]
-    callback = JudgeCallback([terravis(), regeneration(encoders)], PROMPTS, sample, judge=judge_kwargs,
+    callback = JudgeCallback([terravis(), regeneration(encoders)], PROMPTS, TinyGenerator.generate, judge=judge_kwargs,
                              inputs={"reference": references})
     csv_logger, wandb_like, board_like = CSVLogger(tmp_path / "logs"), WandbLike(), BoardLike()
     trainer, module = fit(tmp_path, callback, [csv_logger, wandb_like, board_like])
@@ -125,20 +126,20 @@ def _tensors_in(obj):
 
 
 def test_every_n_epochs_and_shard_mode_on_one_process(tmp_path, toys):
-    callback = JudgeCallback(["integ_bright"], PROMPTS, sample, every_n_epochs=2, distributed="shard")
+    callback = JudgeCallback(["integ_bright"], PROMPTS, TinyGenerator.generate, every_n_epochs=2, distributed="shard")
     fit(tmp_path, callback, [CSVLogger(tmp_path / "logs")], epochs=3)
     assert [h["epoch"] for h in callback.history] == [1]
     unit = [float(np.asarray(img, dtype=float).mean()) / 255 for img in callback.last.images]
     assert callback.history[0]["integ_bright"] == pytest.approx(sum(unit) / 2, abs=1e-9)
-    restored = JudgeCallback(["integ_bright"], PROMPTS, sample)
+    restored = JudgeCallback(["integ_bright"], PROMPTS, TinyGenerator.generate)
     restored.load_state_dict(callback.state_dict())
     assert restored.history == callback.history
 
 
 def test_bad_settings_fail_at_construction(toys):
     with pytest.raises(ValueError, match="distributed"):
-        JudgeCallback(["integ_bright"], PROMPTS, sample, distributed="all")
+        JudgeCallback(["integ_bright"], PROMPTS, TinyGenerator.generate, distributed="all")
     with pytest.raises(ValueError, match="every_n_epochs"):
-        JudgeCallback(["integ_bright"], PROMPTS, sample, every_n_epochs=0)
+        JudgeCallback(["integ_bright"], PROMPTS, TinyGenerator.generate, every_n_epochs=0)
     with pytest.raises(ValueError, match="1 values for 2 prompts"):
-        JudgeCallback(["integ_bright"], PROMPTS, sample, inputs={"reference": [None]})
+        JudgeCallback(["integ_bright"], PROMPTS, TinyGenerator.generate, inputs={"reference": [None]})

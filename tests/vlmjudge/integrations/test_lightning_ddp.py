@@ -7,13 +7,14 @@ import torch
 
 pytest.importorskip("lightning")
 
+import lightning.pytorch as L  # noqa: E402
 from integ_helpers import regeneration  # noqa: E402
-from integ_models import L, TinyGenerator, loaders, sample  # noqa: E402
 from lightning.pytorch.loggers import CSVLogger  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from vlmjudge import get_method  # noqa: E402
 from vlmjudge.integrations.lightning import JudgeCallback  # noqa: E402
+from vlmjudge.testing.training_standins import TinyGenerator, loaders  # noqa: E402
 
 PROMPTS = ["a red car", "a cat on a sofa", "a bridge at night"]  # 3 prompts over 2 ranks: uneven shards
 
@@ -22,9 +23,9 @@ PROMPTS = ["a red car", "a cat on a sofa", "a bridge at night"]  # 3 prompts ove
 def test_ddp_shard_and_rank_zero_log_the_score_of_all_samples(tmp_path, encoders):
     references = [Image.new("RGB", (16, 16), c) for c in ((200, 30, 30), (90, 90, 200), (20, 160, 40))]
     method = regeneration(encoders)
-    callbacks = [JudgeCallback([method], PROMPTS, sample, inputs={"reference": references}, distributed="shard",
+    callbacks = [JudgeCallback([method], PROMPTS, TinyGenerator.generate, inputs={"reference": references}, distributed="shard",
                                prefix="shard", log_images=False),
-                 JudgeCallback([method], PROMPTS, sample, inputs={"reference": references}, prefix="zero",
+                 JudgeCallback([method], PROMPTS, TinyGenerator.generate, inputs={"reference": references}, prefix="zero",
                                log_images=False),
                  L.callbacks.ModelCheckpoint(tmp_path / "ckpt", save_last=True)]
     train, val = loaders()
@@ -38,7 +39,7 @@ def test_ddp_shard_and_rank_zero_log_the_score_of_all_samples(tmp_path, encoders
     module = TinyGenerator()
     module.load_state_dict(torch.load(tmp_path / "ckpt" / "last.ckpt", weights_only=False)["state_dict"])
     with torch.no_grad():
-        images = sample(module, PROMPTS)
+        images = module.generate(PROMPTS)
     api = get_method("regeneration").build(None, **method.config)
     direct = [r.score / 100 for r in api.score_batch({"reference": references, "generated": list(images)})]
     want = sum(direct) / 3

@@ -8,10 +8,10 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from integ_helpers import terravis  # noqa: E402
-from integ_models import Rows, TinyImageModel, hf_sample  # noqa: E402
 
 from vlmjudge.integrations import JudgePanel  # noqa: E402
 from vlmjudge.integrations.transformers import JudgeTrainerCallback, log_judge_scores  # noqa: E402
+from vlmjudge.testing.training_standins import Rows, TinyImageModel  # noqa: E402
 
 PROMPTS = ["a red car", "a cat on a sofa"]
 
@@ -26,7 +26,7 @@ def trainer_for(tmp_path, callback):
 
 
 def test_trainer_run_logs_judge_scores_in_log_history(tmp_path, judge_kwargs, toys):
-    callback = JudgeTrainerCallback([terravis(), "integ_bright"], PROMPTS, hf_sample, judge=judge_kwargs)
+    callback = JudgeTrainerCallback([terravis(), "integ_bright"], PROMPTS, TinyImageModel.generate_images, judge=judge_kwargs)
     trainer = trainer_for(tmp_path, callback)
     callback.attach(trainer)
     trainer.train()
@@ -46,7 +46,7 @@ def test_trainer_run_logs_judge_scores_in_log_history(tmp_path, judge_kwargs, to
 
 
 def test_without_attach_the_scores_go_straight_into_the_log_history(tmp_path, toys):
-    callback = JudgeTrainerCallback(["integ_bright"], PROMPTS, hf_sample, every_n_evals=2, save_samples=False)
+    callback = JudgeTrainerCallback(["integ_bright"], PROMPTS, TinyImageModel.generate_images, every_n_evals=2, save_samples=False)
     state = transformers.TrainerState(epoch=1.0, global_step=7)
     args = transformers.TrainingArguments(output_dir=str(tmp_path), report_to="none", use_cpu=True)
     control = transformers.TrainerControl()
@@ -56,7 +56,7 @@ def test_without_attach_the_scores_go_straight_into_the_log_history(tmp_path, to
     assert state.log_history == [] and metrics == {}  # the first of every two evaluations is skipped
     callback.on_evaluate(args, state, control, model=model, metrics=metrics)
     (entry,) = state.log_history
-    want = sum(float(img.float().mean()) for img in hf_sample(model, PROMPTS).detach()) / 2
+    want = sum(float(img.float().mean()) for img in model.generate_images(PROMPTS).detach()) / 2
     assert entry["judge/integ_bright"] == pytest.approx(want, abs=1e-3)  # images are 8-bit: mean/255
     assert entry["step"] == 7 and entry["epoch"] == 1.0 and metrics["judge/integ_bright"] == entry["judge/integ_bright"]
 
