@@ -1,5 +1,6 @@
-"""Offline test helpers: tiny random checkpoints, a Hub-cache installer, and the method
-conformance suite. Builders are imported on use, so this package stays light."""
+"""Offline test helpers: tiny random checkpoints, a Hub-cache installer, the method conformance
+suite, training stand-ins (`training_standins`) and local servers (`processes`). Builders are
+imported on use, so this package stays light."""
 from __future__ import annotations
 
 from importlib import import_module
