@@ -127,3 +127,14 @@ def write_answers_jsonl(answers: dict, path) -> str:
             row.update({"finish_reason": "error"} if value is None else {"text": value})
             fh.write(json.dumps(row) + "\n")
     return str(path)
+
+
+def run_cli(argv: list[str]) -> int:
+    """Run `vlmjudge regeneration ARGV` through the method's own parser; its exit status."""
+    import argparse
+
+    from regeneration.cli import configure
+    parser = argparse.ArgumentParser(prog="vlmjudge regeneration")
+    configure(parser)
+    args = parser.parse_args(argv)
+    return args.func(args)

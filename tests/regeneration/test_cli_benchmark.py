@@ -1,7 +1,6 @@
 """The benchmark runner (table, grids, progress plots, direct judging) and the CLI commands."""
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 
@@ -13,6 +12,7 @@ from regen_helpers import (
     noise_generate,
     reference_images,
     replay,
+    run_cli,
     write_answers_jsonl,
 )
 
@@ -23,18 +23,11 @@ from regeneration.benchmark import (
     run_benchmark,
     summarize,
 )
-from regeneration.cli import configure, parse_weights
+from regeneration.cli import parse_weights
 from regeneration.config import LoopConfig
 from regeneration.records import ItemResult
 
 T, N = 2, 3
-
-
-def run_cli(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="vlmjudge regeneration")
-    configure(parser)
-    args = parser.parse_args(argv)
-    return args.func(args)
 
 
 def test_summarize_by_hand():

@@ -3,25 +3,16 @@ image (made, found saved, or never made for a failed reference), and each comman
 counts to its total on a terminal and stays silent with --quiet."""
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
-from regen_helpers import ToyGenerator, loop_answers, noise_generate, reference_images, replay, write_answers_jsonl
+from regen_helpers import run_cli, ToyGenerator, loop_answers, noise_generate, reference_images, replay, write_answers_jsonl
 
 from regeneration.benchmark import benchmark_images, run_benchmark
-from regeneration.cli import configure
 from regeneration.config import LoopConfig
 from regeneration.core import RegenerationLoop, candidate_count
 
 T, N = 2, 3
-
-
-def run_cli(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="vlmjudge regeneration")
-    configure(parser)
-    args = parser.parse_args(argv)
-    return args.func(args)
 
 
 def on_terminal(monkeypatch):
