@@ -65,39 +65,38 @@ def test_a_model_that_is_nowhere_fails_offline_in_one_line_within_seconds(tmp_pa
     assert not (tmp_path / "r.jsonl").exists()
 
 
-def test_online_with_the_hub_unreachable_the_model_is_looked_up_once(tmp_path, images, monkeypatch):
+def score_online(tmp_path, images, monkeypatch, model_info):
+    """`terravis score` on a misspelt model name, online with an empty Hub cache, the Hub's
+    `model_info` replaced by `model_info`: (exit status, stdout, stderr)."""
     import huggingface_hub
     from huggingface_hub import constants
 
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(huggingface_hub, "model_info", model_info)
+    return run_vlmjudge(["terravis", "score", str(images), "--model", "tiny-jduge", "--out", str(tmp_path / "r.jsonl")])
+
+
+def test_online_with_the_hub_unreachable_the_model_is_looked_up_once(tmp_path, images, monkeypatch):
     asked = []
 
     def unreachable(model_id, revision=None, timeout=None):
         asked.append(model_id)
         raise ConnectionError("name or service not known")
 
-    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.setattr(huggingface_hub, "model_info", unreachable)
-    code, _, err = run_vlmjudge(["terravis", "score", str(images), "--model", "tiny-jduge",
-                                 "--out", str(tmp_path / "r.jsonl")])
+    code, _, err = score_online(tmp_path, images, monkeypatch, unreachable)
     assert code == EXIT_USAGE
     assert "--model tiny-jduge" in one_line(err) and "Hub lookup failed" in err
     assert asked == ["tiny-jduge"]  # one try, before the images are decoded and before anything loads
 
 
 def test_online_a_name_the_hub_does_not_know_says_so(tmp_path, images, monkeypatch):
-    import huggingface_hub
-    from huggingface_hub import constants
     from huggingface_hub.errors import RepositoryNotFoundError
 
     def not_found(model_id, revision=None, timeout=None):
         raise RepositoryNotFoundError.__new__(RepositoryNotFoundError)  # as the Hub's 404 raises it
 
-    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.setattr(huggingface_hub, "model_info", not_found)
-    code, _, err = run_vlmjudge(["terravis", "score", str(images), "--model", "tiny-jduge",
-                                 "--out", str(tmp_path / "r.jsonl")])
+    code, _, err = score_online(tmp_path, images, monkeypatch, not_found)
     assert code == EXIT_USAGE
     assert "--model tiny-jduge" in one_line(err) and "no model of that name on the Hub" in err
 
