@@ -6,7 +6,7 @@ finds its evaluate modules and Space apps through importlib.resources.
 """
 from setuptools import find_packages, setup
 
-PACKAGES = ["vlmjudge", "terravis", "viescore2", "fager", "regeneration"]
+PACKAGES = ["vlmjudge", "terravis", "viescore2", "fager", "regeneration", "t2ibaselines"]
 
 setup(
     packages=find_packages(include=[p for name in PACKAGES for p in (name, f"{name}.*")])

@@ -11,7 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("vlmjudge", "terravis", "viescore2", "fager", "regeneration")
+PACKAGES = ("vlmjudge", "terravis", "viescore2", "fager", "regeneration", "t2ibaselines")
 METHODS = PACKAGES[1:]
 
 

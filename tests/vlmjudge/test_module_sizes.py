@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("vlmjudge", "terravis", "viescore2", "fager", "regeneration")
+PACKAGES = ("vlmjudge", "terravis", "viescore2", "fager", "regeneration", "t2ibaselines")
 MAX_LINES, MAX_DOCSTRING_LINES = 450, 15
 
 
