@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from PIL import Image
 
-from vlmjudge.judge import Judge
+from vlmjudge import Judge, load_judge
 
 
 def bench_images(n: int, size: int, seed: int = 0) -> list[Image.Image]:
@@ -41,16 +41,14 @@ def build_tiny(family: str = "qwen3_vl", yes_bias: float = 0.0, folder: str | No
 
 
 def load_model(path: str, device: str | None = None, dtype: str | None = None) -> tuple[Any, Any]:
-    """(model, processor) through the backend's own loading code."""
-    from vlmjudge.backends.hf.judge import TransformersJudge
-    judge = TransformersJudge(path, device=device, dtype=dtype)
+    """(model, processor) through the transformers backend's own loading code."""
+    judge = load_judge(path, backend="transformers", device=device, dtype=dtype)
     return judge.model, judge.processor
 
 
 def judge_on(model: Any, processor: Any, **kwargs: Any) -> Judge:
-    """A fresh judge (zeroed counters) on an already loaded model."""
-    from vlmjudge.backends.hf.judge import TransformersJudge
-    return TransformersJudge(model, processor, progress=False, **kwargs)
+    """A fresh transformers judge (zeroed counters) on an already loaded model."""
+    return load_judge(model, backend="transformers", processor=processor, progress=False, **kwargs)
 
 
 # -- measuring -------------------------------------------------------------------------------

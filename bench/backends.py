@@ -98,8 +98,8 @@ def opened(name: str, checkpoint: str, dtype: str, device: str | None) -> Iterat
 
 def _transformers(checkpoint: str, dtype: str, device: str | None) -> Iterator[Opened]:
     """The in-process transformers judge; it prefills what its prefix KV store does not serve."""
-    from vlmjudge.backends.hf.judge import TransformersJudge
-    judge = TransformersJudge(checkpoint, dtype=dtype, device=device, progress=False)
+    from vlmjudge import load_judge
+    judge = load_judge(checkpoint, backend="transformers", dtype=dtype, device=device, progress=False)
     stats = judge.stats
     yield Opened(judge, lambda: (stats.prefill_tokens + stats.prefix_cache_tokens, stats.prefix_cache_tokens),
                  "the judge's prefix KV store (judge.stats)")
@@ -109,7 +109,7 @@ def _vllm(checkpoint: str, dtype: str) -> Iterator[Opened]:
     """vLLM's engine in this process (`backend="vllm"`), its cached tokens read per request."""
     _need("vllm", "vllm")
     engine_environment()
-    from vlmjudge.judge import load_judge
+    from vlmjudge import load_judge
     extra = {} if on_cuda() else {"block_size": CPU_BLOCK_SIZE}
     judge = load_judge(checkpoint, backend="vllm", dtype=dtype, skip_mm_profiling=True, progress=False, **extra)
     stats = judge.stats
@@ -169,7 +169,7 @@ def _served_judge(checkpoint: str, dtype: str) -> Iterator[Opened]:
     """The openai judge on a local vLLM server, its counters read from `/metrics`."""
     _need("vllm", "vllm-serve")
     _need("openai", "vllm-serve")
-    from vlmjudge.judge import load_judge
+    from vlmjudge import load_judge
     with served(checkpoint, dtype) as base:
         judge = load_judge(SERVED_NAME, backend="openai", base_url=base + "/v1", progress=False)
         yield Opened(judge, lambda: server_counters(base),

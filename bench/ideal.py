@@ -18,7 +18,6 @@ from collections.abc import Hashable, Iterable, Sequence
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from vlmjudge.backends.hf.prefix.units import common_prefix_length
 from vlmjudge.requests import Request
 
 
@@ -33,9 +32,28 @@ def trie_nodes(sequences: Iterable[Sequence[Hashable]]) -> int:
     coded = sorted([numbers.setdefault(t, len(numbers)) for t in seq] for seq in sequences)
     total, previous = 0, []
     for seq in coded:
-        total += len(seq) - common_prefix_length(previous, seq)
+        total += len(seq) - shared_start(previous, seq)
         previous = seq
     return total
+
+
+def shared_start(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens `a` and `b` share (compared 64 at a time, then one by one).
+
+    Written here, not taken from the engine: the ideal is a yardstick for the engine's prefix
+    sharing, so it shares none of that code.
+
+    >>> shared_start([1, 2, 3], [1, 2, 4]), shared_start([], [1])
+    (2, 0)
+    >>> shared_start(list(range(200)), list(range(150)) + [0])  # past one 64-token block
+    150
+    """
+    n, i = min(len(a), len(b)), 0
+    while i + 64 <= n and a[i:i + 64] == b[i:i + 64]:
+        i += 64
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
 
 
 class Recorder:

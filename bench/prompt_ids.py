@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-from vlmjudge.backends.hf.batching import image_tokens
+from vlmjudge.backends.hf import image_tokens
 from vlmjudge.images import image_bytes_digest
 from vlmjudge.requests import Request
 

@@ -1,4 +1,6 @@
-"""`python -m bench.terravis --backends transformers,vllm,vllm-serve`: one TerraVis run per backend.
+"""One TerraVis run per backend, side by side on one checkpoint and the same images.
+
+    python -m bench.side_by_side --backends transformers,vllm,vllm-serve --images 8 --size 256
 
 Why: which engine serves the suite fastest is a question of measured rates on the same model,
 images and prompts. Each backend scores the same images with `TerraVis(judge).score` after a
@@ -10,6 +12,7 @@ weights, as other processes (engines, servers) see no forward hook.
 """
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 import tempfile
@@ -19,8 +22,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import bench_images, option_token_ids
-from .backends import Unavailable, describe, free_memory, on_cuda, opened
+from . import bench_images, grid, judge_on, load_model, option_token_ids
+from .backends import NAMES, Unavailable, describe, free_memory, on_cuda, opened, parse_backends
+from .random_vlm import CONFIGS, build_random_qwen3vl, processor_with_realistic_tokens
+from .terravis_setup import ELIGIBILITY_OPTIONS, TARGET_RATE, bench_pack, positive_rate, record_view
 
 #: Largest difference between two records' floats that still counts as equal.
 TOLERANCE = 1e-4
@@ -79,7 +84,6 @@ def shift_tokens(model: Any, token_ids: Sequence[int], weight: float) -> None:
 
 def _margins(model: Any, processor: Any, requests: Sequence[Any], options: Sequence[str]) -> np.ndarray:
     """log P(first option) / P(second) per request, on a fresh judge (no stale caches)."""
-    from . import judge_on
     probs = judge_on(model, processor).choice_probs(list(requests), list(options))
     return np.array([math.log(p[options[0]] / p[options[1]]) for p in probs])
 
@@ -101,8 +105,6 @@ def set_decisions(model: Any, processor: Any, images: Sequence[Any], positive_ra
     on two images positive; returns (eligibility weight, Yes weight)."""
     from terravis import stages
     from terravis.taxonomy import TAXONOMY
-
-    from .terravis import ELIGIBILITY_OPTIONS, bench_pack
     pack, tok = bench_pack(), processor.tokenizer
     hold_dimension(model)
     eligible_ids = option_token_ids(tok, ELIGIBILITY_OPTIONS[0])
@@ -125,15 +127,13 @@ def build_checkpoint(kind: str, images: Sequence[Any], positive_rate: float, dev
     with its decisions set in its weights; (folder, a line that says what it is)."""
     import torch
 
-    from vlmjudge.testing.tiny_vlm import build_tiny_vlm
+    from vlmjudge.testing import build_tiny_vlm
     folder = tempfile.mkdtemp(prefix="vlmjudge-bench-ckpt-")
     if kind == "tiny":
         build_tiny_vlm(folder + "/build", image_tokens="realistic", vllm=True)
-        from . import load_model
         model, processor = load_model(folder + "/build", device, dtype)
         what = "tiny Qwen3-VL (vLLM head size) with realistic visual tokens"
     else:
-        from .random_vlm import CONFIGS, build_random_qwen3vl, processor_with_realistic_tokens
         config = kind.removeprefix("random:")
         if config not in CONFIGS:
             raise ValueError(f"--model {kind!r}: random configurations are {', '.join(sorted(CONFIGS))}")
@@ -155,8 +155,6 @@ def time_backend(name: str, checkpoint: str, images: Sequence[Any], dtype: str,
     """Warm `name` up on one small image, then time TerraVis on `images`: (row, records, where
     its cache counters come from)."""
     from terravis import TerraVis
-
-    from .terravis import bench_pack
     pack = bench_pack()
     with opened(name, checkpoint, dtype, device) as o:
         TerraVis(o.judge, pack=pack).score(bench_images(1, 64, seed=99))
@@ -172,7 +170,6 @@ def time_backend(name: str, checkpoint: str, images: Sequence[Any], dtype: str,
 
 def record_values(record: Any) -> dict[str, Any]:
     """What two backends must agree on: decisions, texts, scores and the checks' probabilities."""
-    from .terravis import record_view
     return {**record_view(record), "probs": [(c.prob, c.severity_prob) for c in record.checks]}
 
 
@@ -212,7 +209,6 @@ def compare_records(records: Sequence[Any], expected: Sequence[Any]) -> str:
 
 def backend_table(rows: Sequence[Row]) -> str:
     """One line per backend; the ratio columns are against the first row."""
-    from . import grid
     first = rows[0]
     header = ["backend", "images/s", "seconds", "prompt tokens", "prefill tokens", "cache hit tokens",
               "hit rate", "generated", f"images/s vs {first.name}", f"prefill vs {first.name}"]
@@ -244,7 +240,6 @@ def run_backends(names: Sequence[str], checkpoint: str, images: Sequence[Any], *
     if rows:
         print(backend_table(list(rows.values())), file=out)
         first = next(iter(rows))
-        from .terravis import positive_rate
         print(f"records of {first}: eligible {sum(bool(r.checks) for r in records[first])} of {len(images)}, "
               f"positive rate of the checks {positive_rate(records[first]):.3f}", file=out)
         for name in list(rows)[1:]:
@@ -257,21 +252,49 @@ def run_backends(names: Sequence[str], checkpoint: str, images: Sequence[Any], *
     return rows
 
 
-def main(args: Any) -> int:
-    """`bench.terravis --backends`: build or take the checkpoint, then `run_backends`."""
-    from .backends import parse_backends
-    from .terravis import TARGET_RATE
-    names = parse_backends(args.backends)
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.side_by_side", description=__doc__.splitlines()[0])
+    p.add_argument("--backends", default=",".join(NAMES),
+                   help=f"comma-separated, from {', '.join(NAMES)} (default: all; one that cannot run is skipped)")
+    p.add_argument("--images", type=int, default=16)
+    p.add_argument("--size", type=int, default=1024, help="image side in pixels")
+    p.add_argument("--model", default="tiny",
+                   help="'tiny' (built here), 'random:<config>' of bench.random_vlm, or a checkpoint folder")
+    p.add_argument("--device", default=None)
+    p.add_argument("--dtype", default=None)
+    p.add_argument("--positive-rate", type=float, default=TARGET_RATE,
+                   help="share of positive checks a built checkpoint's weights are set for (default: %(default)s)")
+    args = p.parse_args(argv)
+    try:
+        args.backends = parse_backends(args.backends)
+    except ValueError as exc:
+        p.error(str(exc))
+    if args.model.startswith("random:") and args.model.removeprefix("random:") not in CONFIGS:
+        p.error(f"--model {args.model!r}: random configurations are {', '.join(sorted(CONFIGS))}")
+    if args.images < 1 or args.size < 32:
+        p.error("--images must be >= 1 and --size >= 32")
+    if not 0 < args.positive_rate < 1:
+        p.error("--positive-rate must be in (0, 1)")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Build or take the checkpoint, then `run_backends`."""
+    args = parse_args(argv)
+    names = args.backends
     device = args.device or ("cuda" if on_cuda() else "cpu")
     dtype = args.dtype or ("bfloat16" if device.startswith("cuda") else "float32")
     images = bench_images(args.images, args.size)
     header = [f"backends side by side: {', '.join(names)} (TerraVis(judge).score after a one-image warm-up)"]
     if args.model == "tiny" or args.model.startswith("random:"):
-        rate = args.positive_rate if args.positive_rate is not None else TARGET_RATE
-        checkpoint, what = build_checkpoint(args.model, images, rate, device, dtype)
+        checkpoint, what = build_checkpoint(args.model, images, args.positive_rate, device, dtype)
         header.append(what)
     else:
         checkpoint = args.model
         header.append(f"checkpoint {checkpoint}")
     run_backends(names, checkpoint, images, dtype=dtype, device=device, header=header)
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -18,36 +18,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import (LogitShift, Measure, bench_images, build_tiny, judge_on, load_model, option_token_ids,
-               shift_for_rate, table)
+from . import Measure, bench_images, build_tiny, judge_on, load_model, table
 from .compute import Work, count_flops
 from .ideal import IDEAL_COLUMNS, breakdown_line, measure_with_ideal, prefill_over_ideal
-
-#: Positive rate aimed at when the tiny model's yes_bias is calibrated.
-TARGET_RATE = 0.3
-#: Eligibility options of the benchmark pack: words other than the detection options, so that a
-#: random model can be made to find every image eligible without moving its detection rate.
-ELIGIBILITY_OPTIONS = ("Eligible", "Ineligible")
-#: Logit added to the first eligibility option: every image is eligible (all stages run).
-ELIGIBLE_SHIFT = 50.0
-
-
-def bench_pack() -> Any:
-    """The default pack with eligibility answered by its own words (`ELIGIBILITY_OPTIONS`);
-    every other text, option and budget is the default one."""
-    import re
-
-    from terravis.pack import load_pack
-    data = load_pack(None).model_dump()
-    yes, no = ELIGIBILITY_OPTIONS
-    data["eligibility"] = re.sub(r"\bNo\b", no, re.sub(r"\bYes\b", yes, data["eligibility"]))
-    data["options"] = {**data["options"], "eligibility": [yes, no]}
-    data["version"] = data["version"] + "+bench-eligibility"
-    return load_pack(data)
-
-
-def make_all_eligible(model: Any, processor: Any) -> LogitShift:
-    return LogitShift(model, option_token_ids(processor.tokenizer, ELIGIBILITY_OPTIONS[0]), ELIGIBLE_SHIFT)
+from .terravis_setup import (ELIGIBILITY_OPTIONS, TARGET_RATE, bench_pack, detection_margins, force_positive_rate,
+                             make_all_eligible, positive_rate, record_view)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -69,17 +44,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         "untimed pass (default: all; 0: none)")
     p.add_argument("--kv-cache-mb", type=float, default=None,
                    help="budget of the judges' prefix KV store in MiB (default: the backend's; 0: off)")
-    p.add_argument("--backends", default=None,
-                   help="instead of the paths above, TerraVis on each of these backends side by side, comma-"
-                        "separated from transformers, vllm, vllm-serve (bench.side_by_side; --model is then "
-                        "'tiny', 'random:<config>' of bench.random_vlm, or a checkpoint)")
     args = p.parse_args(argv)
-    if args.backends is not None:
-        from .backends import parse_backends
-        try:
-            parse_backends(args.backends)
-        except ValueError as exc:
-            p.error(str(exc))
     if args.images < 1 or args.size < 32:
         p.error("--images must be >= 1 and --size >= 32")
     if args.flops_images is not None and args.flops_images < 0:
@@ -90,17 +55,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 # -- model and calibration --------------------------------------------------------------------
-def detection_margins(model: Any, processor: Any, images: Sequence[Any]) -> list[float]:
-    """log P(Yes)/P(No) of every detection question on these images."""
-    from terravis import stages
-    from terravis.taxonomy import TAXONOMY
-    pack = bench_pack()
-    opts = pack.options.detection
-    requests = [stages.detection_request(pack, im, str(i), v) for i, im in enumerate(images) for v in TAXONOMY]
-    probs = judge_on(model, processor).choice_probs(requests, opts)
-    return [float(np.log(p[opts[0]] / p[opts[1]])) for p in probs]
-
-
 def tiny_model(images: Sequence[Any], yes_bias: float | None, device: str | None) -> tuple[Any, Any, float]:
     """The tiny checkpoint, its yes_bias calibrated on two images unless given: the margin
     moves linearly with the bias, so two builds give the bias for `TARGET_RATE`."""
@@ -115,27 +69,14 @@ def tiny_model(images: Sequence[Any], yes_bias: float | None, device: str | None
 
 
 # -- records --------------------------------------------------------------------------------
-def record_view(record: Any) -> dict[str, Any]:
-    """What the paths must agree on: decisions, texts and scores (not probabilities, which
-    only the choice path reads)."""
-    return {"status": record.status, "eligible": record.eligible, "reason": record.eligibility_reason,
-            "score": record.score, "parse_failures": record.parse_failures,
-            "checks": [(c.type_id, c.detected, c.aspect, c.evidence, c.severity, c.severity_reason)
-                       for c in record.checks]}
-
-
 def assert_same(name: str, records: Sequence[Any], expected: Sequence[Any]) -> None:
+    """Raise, naming the path and the first image, where `records` differ from `expected`."""
     got, want = [record_view(r) for r in records], [record_view(r) for r in expected]
     for i, (g, w) in enumerate(zip(got, want)):
         if g != w:
             raise AssertionError(f"{name} differs from the reference on image {i}:\n{g}\n!=\n{w}")
     if len(got) != len(want):
         raise AssertionError(f"{name} gave {len(got)} records for {len(want)} images")
-
-
-def positive_rate(records: Sequence[Any]) -> float:
-    checks = [c for r in records for c in r.checks if c.detected is not None]
-    return sum(bool(c.detected) for c in checks) / len(checks) if checks else float("nan")
 
 
 def expected_encodes(records: Sequence[Any], severity_sees_image: bool) -> int:
@@ -319,19 +260,8 @@ def run(model: Any, processor: Any, images: Sequence[Any], *, batch_size: int | 
     return {name: m for name, (m, _) in {**results, **ablations}.items()}
 
 
-def force_positive_rate(model: Any, processor: Any, images: Sequence[Any], rate: float) -> LogitShift:
-    """Shift the Yes logits so that `rate` of the detection checks on two images are positive."""
-    tok = processor.tokenizer
-    shift = LogitShift(model, option_token_ids(tok, "Yes"))
-    shift.shift = shift_for_rate(detection_margins(model, processor, images[:2]), rate)
-    return shift
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.backends is not None:
-        from .side_by_side import main as side_by_side
-        return side_by_side(args)
     images = bench_images(args.images, args.size)
     header = [f"pack: the default prompts, eligibility answered {'/'.join(ELIGIBILITY_OPTIONS)} "
               f"(forced to {ELIGIBILITY_OPTIONS[0]}: every image runs every stage)"]

@@ -4,7 +4,7 @@ images come from tests/conftest.py."""
 import pytest
 
 from bench import LogitShift, bench_images, option_token_ids, shift_for_rate
-from bench.terravis import detection_margins, make_all_eligible
+from bench.terravis_setup import detection_margins, make_all_eligible
 from vlmjudge.backends.hf.judge import TransformersJudge
 
 

@@ -1,4 +1,4 @@
-"""`bench.terravis --backends`: the list is parsed, a backend that cannot run is reported as skipped,
+"""`bench.side_by_side`: the list is parsed, a backend that cannot run is reported as skipped,
 and the table's ratios and the records' comparison say what was measured. No vLLM engine starts:
 vllm is hidden from the finder, so this holds in either environment."""
 import importlib.util
@@ -8,17 +8,35 @@ import pytest
 
 from bench import bench_images
 from bench.backends import parse_backends
-from bench.side_by_side import Row, backend_table, build_checkpoint, compare_records, run_backends
-from bench.terravis import parse_args
+from bench.side_by_side import Row, backend_table, build_checkpoint, compare_records, parse_args, run_backends
 
 
 def test_backend_list_is_ordered_deduplicated_and_checked():
     assert parse_backends(" vllm-serve,transformers ,vllm-serve") == ["vllm-serve", "transformers"]
     with pytest.raises(ValueError, match="tensorrt"):
         parse_backends("transformers,tensorrt")
-    with pytest.raises(SystemExit):
-        parse_args(["--backends", "transformers,tensorrt"])
-    assert parse_args([]).backends is None  # without the flag, the paths benchmark runs as before
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--backends", "transformers,tensorrt"], "tensorrt"),
+    (["--backends", " , "], "unknown backend"),
+    (["--model", "random:70b"], "random configurations are 32b, 8b, mini"),
+    (["--images", "0"], "--images must be >= 1"),
+    (["--positive-rate", "1"], "--positive-rate must be in"),
+    (["--positive-rate", "nan"], "--positive-rate must be in"),
+    (["--ablation-images", "2"], "unrecognized arguments: --ablation-images"),  # the paths benchmark's, not this one's
+])
+def test_bad_arguments_end_in_one_line_and_exit_2(capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_info:
+        parse_args(argv)
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_its_own_arguments_default_to_every_backend_and_the_target_rate():
+    from bench.terravis_setup import TARGET_RATE
+    args = parse_args(["--backends", "vllm,transformers"])
+    assert args.backends == ["vllm", "transformers"] and args.positive_rate == TARGET_RATE
+    assert parse_args([]).backends == ["transformers", "vllm", "vllm-serve"]
 
 
 def test_ratios_are_against_the_first_backend():

@@ -3,7 +3,7 @@ KV store serves the image prefix of detection and evidence), severities of one c
 in one call, and the per-stage accounting of the benchmark adds up. Counters only, no timing."""
 from bench import judge_on
 from bench.ideal import Trie, record, stage_breakdown, trie_nodes
-from bench.terravis import bench_pack, record_view
+from bench.terravis_setup import bench_pack, record_view
 from bench.prompt_ids import prompt_token_keys
 
 

@@ -3,7 +3,8 @@ its work counters are what shared-prefix batching promises. Correctness only, no
 import pytest
 
 from bench import judge_on
-from bench.terravis import bench_pack, expected_encodes, positive_rate, record_view
+from bench.terravis import expected_encodes
+from bench.terravis_setup import bench_pack, positive_rate, record_view
 
 
 def test_optimized_records_equal_reference_records(shifted):

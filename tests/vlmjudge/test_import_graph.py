@@ -1,5 +1,6 @@
-"""The import graph of the five packages, drawn from their source: no circles, imports flowing
-from the method packages to the core only, and no private module reached from outside its folder.
+"""The import graph of the packages and of bench/ and metrics/, drawn from their source: no
+circles, imports flowing from bench/ and metrics/ to the method packages to the core only, and no
+private module reached from outside its folder.
 
 Every import counts, function-level ones included: a lazy import still ties two modules together
 for a reader and for a refactoring.
@@ -13,6 +14,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("vlmjudge", "terravis", "viescore2", "fager", "regeneration", "t2ibaselines")
 METHODS = PACKAGES[1:]
+#: Folders over the packages (benchmarks, evaluate modules): they import methods and the core; nothing imports them.
+TOOLS = ("bench", "metrics")
 
 
 def _module_name(path: Path) -> str:
@@ -21,7 +24,7 @@ def _module_name(path: Path) -> str:
 
 
 def _modules() -> dict[str, Path]:
-    return {_module_name(p): p for package in PACKAGES for p in sorted((REPO / package).rglob("*.py"))}
+    return {_module_name(p): p for package in PACKAGES + TOOLS for p in sorted((REPO / package).rglob("*.py"))}
 
 
 def _imported(name: str, path: Path, known: dict[str, Path]) -> set[str]:
@@ -89,6 +92,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_walker_sees_the_packages():
     graph = _graph()
     assert len(graph) > 150 and "vlmjudge.judge" in graph["terravis.core"]
+    assert "bench.terravis_setup" in graph["bench.terravis"] and "terravis" in graph["metrics.terravis.terravis"]
 
 
 def test_the_cycle_finder_finds_a_circle():
@@ -101,15 +105,49 @@ def test_no_import_circles():
         "\n".join(" <-> ".join(c) for c in cycles)
 
 
-def test_imports_flow_from_the_methods_to_the_core():
+def _wrong_flows(graph: dict[str, set[str]]) -> list[str]:
+    """Imports against the flow tools -> methods -> core: the core imports no method, no method
+    another, nothing imports a tool or one tool another, and an evaluate module
+    (metrics/<method>/) imports its own method and the core only."""
     wrong = []
-    for name, targets in _graph().items():
+    for name, targets in graph.items():
         top = name.split(".")[0]
         for target in targets:
             other = target.split(".")[0]
-            if other != top and (top == "vlmjudge" or other in METHODS):
+            if other == top and top != "metrics":
+                continue
+            allowed = other == "vlmjudge" and top != "vlmjudge"
+            if top == "bench":
+                allowed = allowed or other in METHODS
+            elif top == "metrics":  # metrics.<method>.<module>: its own method only, no sibling
+                allowed = allowed or name.split(".")[1:2] == [other]
+            if not allowed:
                 wrong.append(f"{name} -> {target}")
-    assert not wrong, "the core imports no method and no method imports another:\n" + "\n".join(sorted(wrong))
+    return sorted(wrong)
+
+
+def test_the_flow_check_finds_planted_wrong_imports():
+    planted = {"vlmjudge.judge": {"terravis.core", "bench.ideal"}, "terravis.core": {"vlmjudge.judge", "fager.core"},
+               "bench.terravis": {"bench.ideal", "terravis.core", "vlmjudge.judge", "metrics.fager.fager"},
+               "metrics.fager.fager": {"fager.spec", "vlmjudge.faces.module", "terravis.spec", "metrics.fager.app"},
+               "fager.core": {"metrics.fager.fager"}}
+    assert _wrong_flows(planted) == ["bench.terravis -> metrics.fager.fager", "fager.core -> metrics.fager.fager",
+                                     "metrics.fager.fager -> metrics.fager.app", "metrics.fager.fager -> terravis.spec",
+                                     "terravis.core -> fager.core", "vlmjudge.judge -> bench.ideal",
+                                     "vlmjudge.judge -> terravis.core"]
+
+
+def test_imports_flow_from_the_tools_to_the_methods_to_the_core():
+    wrong = _wrong_flows(_graph())
+    assert not wrong, "bench/ and metrics/ -> methods -> core, never back nor across:\n" + "\n".join(wrong)
+
+
+def test_tools_reach_a_backend_only_through_its_package():
+    """bench/ and metrics/ use the engine's public names (`vlmjudge.backends.hf.image_tokens`,
+    `load_judge`), never a room inside a backend (`vlmjudge.backends.hf.batching`)."""
+    wrong = sorted(f"{name} -> {target}" for name, targets in _graph().items() if name.split(".")[0] in TOOLS
+                   for target in targets if target.startswith("vlmjudge.backends.") and target.count(".") > 2)
+    assert not wrong, "export what a tool needs at the backend's package level:\n" + "\n".join(wrong)
 
 
 def test_no_private_module_is_imported_from_outside_its_folder():
