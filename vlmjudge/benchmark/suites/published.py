@@ -116,7 +116,8 @@ def read_tifa(json_path: Path) -> list[SuitePrompt]:
 
 def read_coco_rows(parquet_path: Path) -> list[tuple[int, str]]:
     """(COCO image id, first caption) per image of a Karpathy-split parquet (columns ``cocoid``,
-    ``sentences``; rows of another ``split`` than ``test`` are left out when the column is there)."""
+    ``sentences``: captions as text, or as ``{"raw": ...}`` as Karpathy's JSON holds them; rows of
+    another ``split`` than ``test`` are left out when the column is there)."""
     import pyarrow.parquet as pq
     from pyarrow import ArrowException
 
@@ -141,7 +142,10 @@ def read_coco_rows(parquet_path: Path) -> list[tuple[int, str]]:
             raise SuiteFormatError(f"{where}: cocoid {cocoid!r} is not a whole number")
         if not isinstance(sentences, list) or not sentences:
             raise SuiteFormatError(f"{where}: sentences must be a non-empty list of captions")
-        rows.append((cocoid, checked_text(sentences[0], where, "caption")))
+        first = sentences[0]
+        if isinstance(first, dict) and "raw" in first:  # Karpathy's own dataset_coco.json keeps {"raw": ...}
+            first = first["raw"]
+        rows.append((cocoid, checked_text(first, where, "caption")))
     if not rows:
         raise SuiteFormatError(f"{parquet_path}: holds no test-split images")
     return rows

@@ -92,6 +92,19 @@ def test_coco_takes_each_images_first_caption_from_the_test_split(coco_parquet):
     assert [p.id for p in draw_coco(rows, None)] == [f"coco_image_{c}" for c in sorted(c for c, _ in rows)]
 
 
+def test_coco_reads_captions_kept_as_karpathys_raw_records(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [{"cocoid": 5, "sentences": [{"raw": "A kite over a beach.", "sentid": 1}]},
+            {"cocoid": 9, "sentences": [{"raw": 3, "sentid": 2}]}]
+    pq.write_table(pa.Table.from_pylist(rows[:1]), tmp_path / "ok.parquet")
+    pq.write_table(pa.Table.from_pylist(rows[1:]), tmp_path / "bad.parquet")
+    assert read_coco_rows(tmp_path / "ok.parquet") == [(5, "A kite over a beach.")]
+    with pytest.raises(SuiteFormatError, match="caption must be text, got int"):
+        read_coco_rows(tmp_path / "bad.parquet")
+
+
 def test_coco_refuses_a_draw_larger_than_the_file(coco_parquet):
     with pytest.raises(SuiteFormatError, match="cannot draw 200 COCO images from a file of 5"):
         load_suite("coco-captions", suite_file=coco_parquet)
