@@ -39,8 +39,10 @@ def _locked(path: str, create: bool = True) -> Iterator[IO[str] | None]:
     """The aside file opened for reading and appending under an exclusive `flock` (created, or None
     when it does not exist and `create` is off); reopened when another process moved it away while
     this one waited for the lock."""
-    import fcntl
-
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock, so appends are safe within one process only
+        fcntl = None
     while True:
         try:
             handle = open(path, "a+" if create else "r+", encoding="utf-8")
@@ -50,7 +52,8 @@ def _locked(path: str, create: bool = True) -> Iterator[IO[str] | None]:
             yield None
             return
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+            if fcntl is not None:
+                fcntl.flock(handle, fcntl.LOCK_EX)
             if os.path.exists(path) and os.path.samestat(os.fstat(handle.fileno()), os.stat(path)):
                 yield handle
                 return
@@ -137,6 +140,11 @@ def lock_holder(cache_path: str) -> str:
 
 def _write_lockers(cache_path: str) -> list[int] | None:
     """Pids other than this one holding a write lock on the cache's files; None without /proc/locks."""
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as table:
+            lines = table.read().splitlines()
+    except OSError:  # not Linux, or /proc not mounted
+        return None
     ids = set()
     for suffix in _LOCKED_FILES:
         try:
@@ -144,11 +152,6 @@ def _write_lockers(cache_path: str) -> list[int] | None:
         except OSError:  # a WAL or shared-memory file that does not exist (yet): nothing to lock
             continue
         ids.add((f"{os.major(stat.st_dev):02x}:{os.minor(stat.st_dev):02x}", stat.st_ino))
-    try:
-        with open("/proc/locks", encoding="ascii", errors="replace") as table:
-            lines = table.read().splitlines()
-    except OSError:  # not Linux, or /proc not mounted
-        return None
     pids = []
     for line in lines:
         fields = line.split()
