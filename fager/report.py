@@ -14,7 +14,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
-from vlmjudge.outputs import JsonlError, read_manifest
+from vlmjudge.outputs import JsonlError, read_manifest, staged_writer
 from vlmjudge.reports.items import input_roots, item_cell, model_name
 from vlmjudge.reports.page import (
     NOTHING_SCORED, ReportInputError, add_report_command, figures_section, fmt_number, long_text, low_res_mark, mean,
@@ -91,9 +91,11 @@ def _lowest(verdicts: Sequence[Verdict], worst: int, roots: Sequence[Path]) -> s
                          scored_as="an overall score")
 
 
+@staged_writer
 def write_report(run: str | os.PathLike, out_dir: str | os.PathLike, worst: int = 20) -> list[Path]:
     """Write the report of one FAGER run (folder or details.jsonl) into `out_dir`; returns the
-    written paths (summary.json, the figures drawn, report.html last)."""
+    written paths (summary.json, the figures drawn, report.html last), all or none of them
+    (`staged_writer`: a failure leaves the earlier report)."""
     from vlmjudge.reports.figures import bars, histogram
 
     details = details_path(run)

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
+from vlmjudge.outputs import staged_writer
 from vlmjudge.reports.items import input_roots, item_cell, model_name
 from vlmjudge.reports.page import (
     NOTHING_SCORED, ReportInputError, add_report_command, figures_section, fmt_number, low_res_mark, low_res_note,
@@ -150,9 +151,11 @@ def _plot_score_vs_content(pairs: Sequence[dict[str, Any]], path: Path) -> str:
     return note
 
 
+@staged_writer
 def write_report(result: str | os.PathLike, out_dir: str | os.PathLike, worst: int = 20) -> list[Path]:
     """Write the report of one compare result into `out_dir`; returns the written paths
-    (summary.json, the figures drawn, report.html last)."""
+    (summary.json, the figures drawn, report.html last), all or none of them (`staged_writer`: a
+    failure leaves the earlier report)."""
     from vlmjudge.reports.figures import histogram
 
     data = read_compare(result)

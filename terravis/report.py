@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
+from vlmjudge.outputs import staged_writer, write_text_whole
 from vlmjudge.stats.interval import mean_with_interval
 
 from . import analysis
@@ -295,11 +296,12 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+@staged_writer
 def write_report(paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike, group_by: GroupBy = "auto",
                  human: str | os.PathLike | None = None, worst: int = 20, violation_below: float | None = None,
                  style_classifier: Callable[[Sequence[Any]], Sequence[str]] | None = None) -> list[Path]:
-    """Write summary.json, ranking.csv, the figures and report.html (at the top of `out_dir`);
-    returns the paths. A figure with nothing to show is left out and the page says why: the
+    """Write summary.json, ranking.csv, the figures and report.html (at the top of `out_dir`), all or
+    none of them (`staged_writer`: a failure leaves the earlier report); returns the paths. A figure with nothing to show is left out and the page says why: the
     histogram needs a scored image, the violation shares a detected violation."""
     from vlmjudge.reports.items import input_roots
     from vlmjudge.reports.page import NOTHING_SCORED, write_page
@@ -313,7 +315,7 @@ def write_report(paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike,
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary_json, ranking_csv = out / "summary.json", out / "ranking.csv"
-    summary_json.write_text(json.dumps(json_safe(data), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_text_whole(summary_json, json.dumps(json_safe(data), indent=2, ensure_ascii=False) + "\n")
     write_ranking_csv(data, ranking_csv)
     figures: dict[str, Path] = {}
     any_scored = any(rep["summary"]["n_scored"] for rep in data["evaluators"])
@@ -337,7 +339,8 @@ def write_report(paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike,
 
 def write_ranking_csv(data: Mapping[str, Any], path: Path) -> None:
     """One row per (evaluator, T2I model), best first."""
-    with open(path, "w", newline="", encoding="utf-8") as fh:
+    # an older run's id may hold a lone surrogate (a non-UTF-8 file name): written as its escape
+    with open(path, "w", newline="", encoding="utf-8", errors="backslashreplace") as fh:
         writer = csv.writer(fh)
         writer.writerow(["evaluator", "rank", "model", "mean_score", "n_images", "n_scored", "na_rate"])
         for rep in data["evaluators"]:

@@ -15,6 +15,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
+from vlmjudge.outputs import staged_writer
 from vlmjudge.reports.items import input_roots, item_cell, model_name
 from vlmjudge.reports.page import (
     NOTHING_SCORED, ReportInputError, add_report_command, figures_section, fmt_number, long_text, low_res_mark,
@@ -107,9 +108,11 @@ def _lowest(records: Sequence[dict[str, Any]], worst: int, roots: Sequence[Path]
                          lambda r, _: _row(r, roots))
 
 
+@staged_writer
 def write_report(results: str | os.PathLike, out_dir: str | os.PathLike, worst: int = 20) -> list[Path]:
     """Write the report of one results JSONL into `out_dir`; returns the written paths
-    (summary.json, the figures drawn, report.html last)."""
+    (summary.json, the figures drawn, report.html last), all or none of them (`staged_writer`: a
+    failure leaves the earlier report)."""
     from vlmjudge.reports.figures import histogram
 
     records, manifest = read_run(results)

@@ -1,17 +1,19 @@
 """A persistent response cache, so reruns make no model calls and killed runs resume.
 
 SQLite in WAL mode: readers never block the single writer, and several processes can
-share one file (each write is a short transaction, retried by SQLite's busy timeout).
+share one file (each write is a short transaction, retried by SQLite's busy timeout; past
+it, a run's answers are kept beside the file, `vlmjudge.cache_aside`, never lost).
 Values are JSON. Keys come from `cache_key`, which covers everything that changes an
 answer: backend, model, revision, dtype, the operation (with its options) and the
 request's content hash. A file is only trusted so far: every value is checked against
-its operation before it is served (`answer_problem`), and a damaged file is a
-`CacheFileError` that says how to start afresh, never a traceback or a wrong score.
+its operation before it is served (`answer_problem`), and a damaged, locked or read-only
+file is a `CacheFileError` that says what to do, never a traceback or a wrong score.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import os
 import sqlite3
@@ -19,6 +21,10 @@ import threading
 import time
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, Sequence
+
+from .cache_aside import AsideFileError, append_aside, aside_path, lock_holder, read_aside, take_aside
+
+log = logging.getLogger(__name__)
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 _SQLITE_MAX_VARS = 900
@@ -28,6 +34,11 @@ PROB_SUM_TOLERANCE = 1e-3
 _ANSWER_FIELDS = {"text", "finish_reason", "num_tokens"}
 #: The fields of stored option probabilities (`vlmjudge.options.OptionProbs.to_json`).
 _PROBS_FIELDS = {"probs", "mass", "bounds"}
+#: After a write found the file locked, later writes go aside at once; the file is tried again after
+#: this many seconds, the wait doubling up to the last (a run never stalls a minute per chunk).
+_FIRST_RETRY_S, _LAST_RETRY_S = 1.0, 60.0
+#: SQLite's primary result codes this module tells apart (`sqlite3.Error.sqlite_errorcode & 0xFF`).
+_BUSY, _LOCKED, _READONLY, _CANTOPEN = 5, 6, 8, 14
 
 
 def cache_key(identity: dict[str, Any], operation: str, request_hash: str,
@@ -60,11 +71,30 @@ class CacheFileError(RuntimeError):
         True True
     """
 
-    def __init__(self, path: str, cause: BaseException | str) -> None:
+    def __init__(self, path: str, cause: BaseException | str, message: str | None = None) -> None:
         self.path = path
-        super().__init__(f"the response cache {path} cannot be read ({cause}); move it aside "
+        super().__init__(message or f"the response cache {path} cannot be read ({cause}); move it aside "
                          f"(mv {path} {path}.broken) or delete it and rerun, which starts a new cache, "
                          f"or rerun with --no-cache")
+
+
+class CacheLockedError(CacheFileError):
+    """Another process held the cache file's lock past the wait: who holds it, and what to do."""
+
+    def __init__(self, path: str, holder: str, waited_s: float, kept: str | None = None) -> None:
+        kept_note = f"; this run's answers so far are kept in {kept}, which the next run moves in" if kept else ""
+        super().__init__(path, "locked", f"the response cache {path} is locked by {holder} (waited {waited_s:g} s)"
+                         f"{kept_note}; wait for it to finish, point --cache at another file, or rerun with "
+                         f"--no-cache")
+
+
+class CacheReadOnlyError(CacheFileError):
+    """The cache file cannot be written: its answers are good, so say how to use them, not to delete it."""
+
+    def __init__(self, path: str, cause: BaseException | str) -> None:
+        super().__init__(path, cause, f"the response cache {path} cannot be written ({cause}); its answers are "
+                         f"intact: make it writable (chmod u+w {path}), or copy it to a writable place and pass "
+                         f"the copy with --cache, or pass --cache another file, or rerun with --no-cache")
 
 
 def answer_problem(op: str, value: Any, options: Sequence[str] | None = None) -> str | None:
@@ -165,10 +195,22 @@ class ResponseCache:
     """
 
     def __init__(self, path: str | os.PathLike, timeout_s: float = 60.0) -> None:
-        self.path = os.fspath(path)
-        parent = os.path.dirname(os.path.abspath(self.path))
-        os.makedirs(parent, exist_ok=True)
+        self.path, self.timeout_s = os.fspath(path), timeout_s
+        if os.path.isdir(self.path):
+            raise CacheFileError(self.path, "a folder", f"the response cache {self.path} is a folder, not a "
+                                 f"file: pass --cache a file's path, or rerun with --no-cache")
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        except OSError as error:  # a file where a folder of the path should be, or no permission
+            raise CacheFileError(self.path, error, f"the response cache {self.path} cannot be made ({error}); "
+                                 f"pass --cache another file, or rerun with --no-cache") from None
         self._lock = threading.Lock()
+        #: answers set aside while the file was locked, served until they are moved in (key -> JSON text)
+        self._aside: dict[str, str] = {}
+        #: while not None, the file was found locked: writes go aside until this time, then it is tried again
+        self._retry_at: float | None = None
+        self._retry_wait_s = _FIRST_RETRY_S
+        self._warned = False  # the first answers set aside say so, once
         try:
             self._conn = sqlite3.connect(self.path, timeout=timeout_s, check_same_thread=False,
                                          isolation_level=None)
@@ -178,12 +220,43 @@ class ResponseCache:
             # Every page's structure, once per open (about 0.1 s per 100 MB): damage where this run's
             # keys never lead would otherwise go unnoticed until a later run, or a write, met it.
             verdict = self._conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+            self._check_writable()
         except sqlite3.DatabaseError as exc:  # not a database, a malformed one, or a foreign table
-            if "locked" in str(exc):  # busy, not broken: another process holds it past the timeout
-                raise
-            raise CacheFileError(self.path, exc) from None
+            raise self._named(exc) from None
         if verdict != "ok":
             raise CacheFileError(self.path, f"its pages are damaged: {' '.join(str(verdict).split())[:200]}")
+        self._move_aside_in(wait_s=min(1.0, timeout_s))
+
+    def _named(self, exc: sqlite3.DatabaseError) -> CacheFileError:
+        """The `CacheFileError` an SQLite error means: locked (who holds it), read-only, unopenable or damaged."""
+        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+        if _is_locked(exc):
+            return CacheLockedError(self.path, lock_holder(self.path), self.timeout_s,
+                                    aside_path(self.path) if self._aside else None)
+        if code == _READONLY or "readonly" in str(exc):
+            return CacheReadOnlyError(self.path, exc)
+        if code == _CANTOPEN:
+            return CacheFileError(self.path, exc, f"the response cache {self.path} cannot be opened ({exc}): check "
+                                  f"that it and its folder can be written, pass --cache another file, or rerun "
+                                  f"with --no-cache")
+        return CacheFileError(self.path, exc)
+
+    def _check_writable(self) -> None:
+        """Try a write that changes nothing, so a read-only file is refused now, before this run
+        computes answers it could not keep; a file another process is writing passes (it is writable)."""
+        self._conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if not _is_locked(exc):
+                raise
+            return
+        finally:
+            self._conn.execute(f"PRAGMA busy_timeout = {int(self.timeout_s * 1000)}")
+        try:
+            self._conn.execute("INSERT INTO responses (key, value) SELECT '', '' WHERE 0")
+        finally:
+            self._conn.execute("ROLLBACK")
 
     def _prepare(self, timeout_s: float) -> None:
         """WAL mode and the table, retried while another process does the same: switching a
@@ -207,12 +280,13 @@ class ResponseCache:
         every writer stores JSON and never null, so the file itself was changed."""
         found: dict[str, Any] = {}
         unique = list(dict.fromkeys(keys))
-        with self._lock, _damage_as_file_error(self.path):
+        with self._lock, self._errors_named():
             for start in range(0, len(unique), _SQLITE_MAX_VARS):
                 chunk = unique[start:start + _SQLITE_MAX_VARS]
                 marks = ",".join("?" * len(chunk))
                 rows = self._conn.execute(f"SELECT key, value FROM responses WHERE key IN ({marks})", chunk)
                 found.update((k, self._decoded(k, v)) for k, v in rows)
+            found.update((k, self._decoded(k, self._aside[k])) for k in unique if k not in found and k in self._aside)
         return found
 
     def _decoded(self, key: str, text: Any) -> Any:
@@ -228,22 +302,99 @@ class ResponseCache:
     def put_many(self, items: Iterable[tuple[str, Any]]) -> None:
         """Store values in one transaction: a crash leaves either all of them or none. Values are
         JSON with non-ASCII escaped (a lone surrogate in a text still stores) and never null, NaN
-        or Infinity (a ValueError names the key: the file stays standard JSON)."""
+        or Infinity (a ValueError names the key: the file stays standard JSON).
+
+        When another process holds the file past `timeout_s` (SQLite retries with backoff that
+        long), the values go to the aside file beside it (one warning line says where and who holds
+        the lock) and are served from memory; later writes go aside at once until a retry, after 1 s
+        doubling up to 60 s, finds the file free and moves them all in."""
         rows = [(k, _stored_text(k, v)) for k, v in items]
         if not rows:
             return
-        with self._lock, _damage_as_file_error(self.path):
-            self._conn.execute("BEGIN IMMEDIATE")
+        with self._lock, self._errors_named():
+            if self._retry_at is not None and time.monotonic() < self._retry_at:
+                self._set_aside(rows)
+                return
+            wait_s = self.timeout_s if self._retry_at is None else min(1.0, self.timeout_s)
             try:
-                self._conn.executemany("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)", rows)
-            except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._write(rows, wait_s)
+            except sqlite3.OperationalError as exc:
+                if not _is_locked(exc):
+                    raise
+                self._set_aside(rows, waited_s=wait_s)
+                return
+            if self._retry_at is not None or self._aside:
+                self._retry_at, self._retry_wait_s = None, _FIRST_RETRY_S
+                self._move_aside_in(wait_s)
+
+    def _write(self, rows: list[tuple[str, str]], wait_s: float) -> None:
+        """One transaction of rows, waiting at most `wait_s` for another process's write lock."""
+        self._conn.execute(f"PRAGMA busy_timeout = {int(wait_s * 1000)}")
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        finally:
+            self._conn.execute(f"PRAGMA busy_timeout = {int(self.timeout_s * 1000)}")
+        try:
+            self._conn.executemany("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)", rows)
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    def _set_aside(self, rows: list[tuple[str, str]], waited_s: float | None = None) -> None:
+        """Keep rows the locked file could not take in the aside file and in memory; a failed try
+        (`waited_s`) schedules the next one, and the first says so in one line."""
+        if waited_s is not None:
+            self._retry_at = time.monotonic() + self._retry_wait_s
+            self._retry_wait_s = min(2 * self._retry_wait_s, _LAST_RETRY_S)
+        try:
+            where = append_aside(self.path, rows)
+        except OSError as error:  # nowhere to keep them: say so rather than lose them unsaid
+            raise CacheFileError(self.path, error, f"the response cache {self.path} is locked by "
+                                 f"{lock_holder(self.path)}, and its answers cannot be set aside ({error}); point "
+                                 f"--cache at another file, or rerun with --no-cache") from None
+        self._aside.update(rows)
+        if not self._warned:
+            self._warned = True
+            waited = f" (waited {waited_s:g} s)" if waited_s is not None else ""
+            log.warning("the response cache %s is locked by %s%s: this run's new answers go to %s, which the "
+                        "next run that can write the cache moves in", self.path, lock_holder(self.path), waited, where)
+
+    def _move_aside_in(self, wait_s: float) -> None:
+        """Move the aside file's answers (this run's and earlier runs') into the file when it can be
+        written within `wait_s`; else keep serving them from memory and go on setting answers aside."""
+        try:
+            moved, torn = take_aside(self.path, lambda rows: self._write(rows, wait_s))
+        except AsideFileError as error:
+            raise CacheFileError(self.path, error, str(error)) from None
+        except sqlite3.OperationalError as exc:
+            if not _is_locked(exc):
                 raise
-            self._conn.execute("COMMIT")
+            rows, _ = read_aside(self.path)
+            self._aside.update(rows)
+            if self._retry_at is None:
+                self._retry_at = time.monotonic() + self._retry_wait_s
+            return
+        self._aside.clear()
+        if torn:  # a writer killed mid-append: that answer is asked again, the others are kept
+            log.warning("%s: left out its last line, cut short by a writer that stopped mid-append",
+                        aside_path(self.path))
+        if moved:
+            log.info("moved %d answers set aside while %s was locked into it", moved, self.path)
 
     def __len__(self) -> int:
-        with self._lock, _damage_as_file_error(self.path):
+        """The answers in the file (not those set aside while it was locked)."""
+        with self._lock, self._errors_named():
             return self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+
+    @contextmanager
+    def _errors_named(self) -> Iterator[None]:
+        """SQLite errors as the `CacheFileError` they mean (`_named`): a lock held past the wait, a
+        read-only file, a malformed page or undecodable text."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            raise self._named(exc) from None
 
     def close(self) -> None:
         """Close the connection; a later use of this object fails."""
@@ -268,15 +419,7 @@ def _stored_text(key: str, value: Any) -> str:
         raise ValueError(f"cache key {key[:12]}...: the value holds NaN or Infinity: {value!r}") from None
 
 
-
-@contextmanager
-def _damage_as_file_error(path: str) -> Iterator[None]:
-    """SQLite errors that mean a damaged file (a malformed page, undecodable text) as a
-    `CacheFileError`; "locked" (another process holds the file past the busy timeout) is no
-    damage and passes as it is."""
-    try:
-        yield
-    except sqlite3.DatabaseError as exc:
-        if "locked" in str(exc):
-            raise
-        raise CacheFileError(path, exc) from None
+def _is_locked(exc: sqlite3.Error) -> bool:
+    """Whether an SQLite error says another connection holds the file (busy or locked), not damage."""
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    return code in (_BUSY, _LOCKED) or "locked" in str(exc)

@@ -9,11 +9,17 @@ docs/outputs.md lists the files, the rules, and what each command writes.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
+import re
+import secrets
+import shutil
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from .record_schema import check_record
 
@@ -167,18 +173,137 @@ def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
 
 
 def write_jsonl(path: str | os.PathLike, rows: Iterable[dict[str, Any]]) -> None:
-    """Write `rows` as JSON lines through `<path>.partial`, so a failure leaves no half-written file."""
+    """Write `rows` as JSON lines through a temporary file (`replaced_when_done`), so a failure
+    leaves no half-written file and the earlier one as it was."""
+    file = Path(path)
+    with replaced_when_done(file) as partial, open(partial, "w", encoding="utf-8") as handle:
+        for number, row in enumerate(rows, 1):
+            handle.write(json_text(row, f"{file} record {number}") + "\n")
+
+
+@contextmanager
+def replaced_when_done(path: str | os.PathLike) -> Iterator[Path]:
+    """A temporary path beside `path` to write the file to; it replaces `path` (one `os.replace`: a
+    reader sees the old file or the whole new one) only when the block completes, and is removed
+    when it fails, leaving any earlier file as it was. Every records file, manifest, report page,
+    figure and report JSON is written through here or `staged_folder`.
+
+    Examples:
+        >>> import tempfile
+        >>> page = Path(tempfile.mkdtemp()) / "report.html"
+        >>> _ = page.write_text("earlier")
+        >>> try:
+        ...     with replaced_when_done(page) as partial:
+        ...         _ = partial.write_text("half")
+        ...         raise RuntimeError("the writer failed midway")
+        ... except RuntimeError:
+        ...     pass
+        >>> page.read_text(), sorted(p.name for p in page.parent.iterdir())
+        ('earlier', ['report.html'])
+    """
     file = Path(path)
     file.parent.mkdir(parents=True, exist_ok=True)
-    partial = file.with_name(file.name + ".partial")
+    if file.is_dir():
+        raise IsADirectoryError(f"{file} is a folder, not a file to write")
+    partial = file.with_name(f".{file.name}.{secrets.token_hex(4)}.partial")  # hidden, one per writer
     try:
-        with open(partial, "w", encoding="utf-8") as handle:
-            for number, row in enumerate(rows, 1):
-                handle.write(json_text(row, f"{file} record {number}") + "\n")
-    except BaseException:
+        yield partial
+        os.replace(partial, file)
+    finally:
         partial.unlink(missing_ok=True)
-        raise
-    os.replace(partial, file)
+
+
+def write_text_whole(path: str | os.PathLike, text: str) -> Path:
+    """Write `text` as UTF-8 through `replaced_when_done`; returns the path. A lone surrogate, which
+    UTF-8 cannot hold (a judge's `\\ud800` escape, an older run's id of a non-UTF-8 file name), is
+    written as its backslash escape rather than failing the whole file."""
+    file = Path(path)
+    with replaced_when_done(file) as partial:
+        partial.write_bytes(text.encode("utf-8", "backslashreplace"))
+    return file
+
+
+@contextmanager
+def staged_folder(out_dir: str | os.PathLike) -> Iterator[Path]:
+    """A fresh hidden folder inside `out_dir` to write a whole report into (page, figures, JSON);
+    when the block completes, each of its files replaces its namesake in `out_dir`, and when the
+    block fails, nothing in `out_dir` changes: a report that fails midway leaves the earlier one.
+    A namesake that is a folder is refused before anything moves.
+
+    Examples:
+        >>> import tempfile
+        >>> out = Path(tempfile.mkdtemp())
+        >>> with staged_folder(out) as stage:
+        ...     _ = (stage / "summary.json").write_text("{}")
+        >>> sorted(p.name for p in out.iterdir())
+        ['summary.json']
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=".staged-", dir=out))
+    try:
+        yield stage
+        files = sorted(p for p in stage.rglob("*") if not p.is_dir())
+        blocked = [out / f.relative_to(stage) for f in files if (out / f.relative_to(stage)).is_dir()]
+        if blocked:
+            raise IsADirectoryError(f"{blocked[0]} is a folder, where the report writes a file")
+        for file in files:
+            target = out / file.relative_to(stage)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(file, target)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)  # our own scratch folder: nothing in it is kept
+
+
+def staged_writer(writer: Callable[..., list[Path]]) -> Callable[..., list[Path]]:
+    """A report writer `writer(source, out_dir, ...) -> written paths` made all-or-nothing: it writes
+    into a `staged_folder` of `out_dir`, whose files replace their namesakes only when it returns;
+    the paths returned are those in `out_dir`."""
+    @functools.wraps(writer)
+    def staged(source: Any, out_dir: str | os.PathLike, *args: Any, **kwargs: Any) -> list[Path]:
+        out = Path(out_dir)
+        with staged_folder(out) as stage:
+            written = writer(source, stage, *args, **kwargs)
+        return [out / Path(path).relative_to(stage) for path in written]
+    return staged
+
+
+#: An escape in an item id: a doubled backslash, or a byte that is not UTF-8 as `\\xNN`.
+_ID_ESCAPE = re.compile(r"\\(\\|x[0-9a-f]{2})")
+
+
+def id_from_name(name: str | os.PathLike) -> str:
+    """The item id of a file name (a path relative to the input root): text any JSON or HTML holds,
+    from which `name_from_id` gets the very name back. The name's bytes (`os.fsencode`) as UTF-8,
+    with each byte that is not UTF-8 written `\\xNN` and a backslash doubled; every other name is
+    its own id.
+
+    Examples:
+        >>> import os
+        >>> odd = os.fsdecode(b"caf\\xe9/x\\\\y.png")
+        >>> print(id_from_name(odd))
+        caf\\xe9/x\\\\y.png
+        >>> name_from_id(id_from_name(odd)) == odd, id_from_name("café/cat.png")
+        (True, 'café/cat.png')
+    """
+    return os.fsencode(name).replace(b"\\", b"\\\\").decode("utf-8", "backslashreplace")
+
+
+def name_from_id(item_id: str) -> str:
+    """The file name an id of `id_from_name` was made from (an older run's id, holding the name's
+    undecodable bytes as lone surrogates, gives its name too); a ValueError for an id no file
+    name can have (a surrogate that stands for no byte)."""
+    raw, start = bytearray(), 0
+    try:
+        for match in _ID_ESCAPE.finditer(item_id):
+            raw += item_id[start:match.start()].encode("utf-8", "surrogateescape")
+            escape = match.group(1)
+            raw += b"\\" if escape == "\\" else bytes([int(escape[1:], 16)])
+            start = match.end()
+        raw += item_id[start:].encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raise ValueError(f"{item_id!r} holds a character no file name has") from None
+    return os.fsdecode(bytes(raw))
 
 
 def record_text(record: dict[str, Any], where: str) -> str:
@@ -212,9 +337,7 @@ def default_cache_path(out: str | os.PathLike) -> Path:
 def write_manifest(out: str | os.PathLike, manifest: dict[str, Any]) -> Path:
     """Write the manifest of the run whose records are `out`; returns its path."""
     path = manifest_path(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json_text(manifest, f"{path} (manifest)", indent=2, default=str) + "\n", encoding="utf-8")
-    return path
+    return write_text_whole(path, json_text(manifest, f"{path} (manifest)", indent=2, default=str) + "\n")
 
 
 def is_manifest_line(row: dict[str, Any]) -> bool:

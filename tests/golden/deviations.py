@@ -107,9 +107,35 @@ def _cells_off_the_grid(inp: dict) -> bool:
 
 
 def _unit_score_outside(inp: dict) -> bool:
-    """A human score or axis score outside [0, 1] (`data.scores_from_unit`), e.g. 1.04."""
-    values = [inp.get("score"), *(inp.get("axis_scores") or ())]
-    return any(v is not None and _outside(v, 0.0, 1.0) for v in values)
+    """A score the target is written from outside [0, 1] (`data.scores_from_unit`), e.g. 1.04: the axis
+    scores when the first is given (the overall score is then unused, by the release and the library
+    alike), else the overall score."""
+    axes = inp.get("axis_scores")
+    used = list(axes) if axes is not None and axes[0] is not None else [inp.get("score")]
+    return any(v is not None and _outside(v, 0.0, 1.0) for v in used)
+
+
+def _map_array(inp: dict):
+    """The annotation's map when it is given as an array (`data_form` "array"), else None."""
+    if inp.get("data_form") != "array" or inp.get("type") not in ("mask", "heatmap"):
+        return None
+    from .replay import decode_array
+    return decode_array(inp["array"])
+
+
+def _not_one_plane(inp: dict) -> bool:
+    """A map array that is no single plane: (H, W, 3) and the like, what `raster` refuses (a singleton
+    channel, (H, W, 1) or (1, H, W), is one plane)."""
+    array = _map_array(inp)
+    if array is None:
+        return False
+    return not (array.ndim == 2 or (array.ndim == 3 and 1 in (array.shape[0], array.shape[-1])))
+
+
+def _one_plane_in_three_dims(inp: dict) -> bool:
+    """A map array of one plane with a singleton channel axis: (H, W, 1) or (1, H, W)."""
+    array = _map_array(inp)
+    return array is not None and array.ndim == 3 and 1 in (array.shape[0], array.shape[-1])
 
 
 VIESCORE2: list[Deviation] = [
@@ -137,6 +163,13 @@ VIESCORE2: list[Deviation] = [
     Deviation("viescore2/rewards", _marks_outside_sections,
               "coverage marks written in a single grid (no category sections) weight the Dice reward; the "
               "release weights only marks inside artifact/misalign sections"),
+    Deviation("viescore2/gt_grid", _not_one_plane,
+              "a mask or heatmap array that is not one plane (an (H, W, 3) float array) is refused with "
+              "ValueError; the release returns an empty, clean grid for any array that is not 2-D",
+              refuses=True),
+    Deviation("viescore2/gt_grid", _one_plane_in_three_dims,
+              "a map array with a singleton channel axis, (H, W, 1) or (1, H, W), is read as its one plane; "
+              "the release returns an empty, clean grid for any array that is not 2-D"),
     Deviation("viescore2/gt_grid", _unreadable_annotation,
               "an annotation that cannot be read (missing file, unknown kind, malformed points or boxes, "
               "values outside [0, 1]) raises instead of becoming a clean ground-truth grid"),

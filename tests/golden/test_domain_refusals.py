@@ -6,27 +6,30 @@ must be classified as an expected refusal (an xfail whose reason says so), while
 whose result differs is still a failure, and a library that computed a number out of domain fails too.
 No test here is parametrized: the fidelity table counts parametrized golden cases only.
 """
+import base64
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from . import test_fager, test_regeneration, test_terravis, test_viescore2_evaluation, test_viescore2_parsing
 from .deviations import deviation_for
-from .replay import DEFAULT_DIR, cases, replay
+from .replay import DEFAULT_DIR, cases, decode_array, replay
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def template(corpus: str) -> dict:
-    """The first case of a vendored corpus where the release computed a result (not an error)."""
+def template(corpus: str, where=lambda case: True) -> dict:
+    """The first case of a vendored corpus where the release computed a result (not an error), and
+    `where(case)` holds."""
     with (DEFAULT_DIR / f"{corpus}.jsonl").open(encoding="utf-8") as handle:
         for line in handle:
             case = json.loads(line)
-            if set(case["expected"]) != {"error"}:
+            if set(case["expected"]) != {"error"} and where(case):
                 return case
     raise AssertionError(f"{corpus} has no case with a result")
 
@@ -132,3 +135,39 @@ def test_a_temporary_corpus_under_golden_dir_replays_through_the_real_tests(tmp_
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert "1 failed, 1 passed, 2 xfailed" in done.stdout, done.stdout[-2000:]
     assert done.stdout.count("expected refusal") == 2 and "tv.score_formula.tmp.wrong differs" in done.stdout
+
+
+def test_make_target_s_domain_rule_looks_at_the_scores_it_writes():
+    """With axis scores given, the overall score is unused (by the release and the library): one out of
+    [0, 1] there is in domain, and the library's target is the release's."""
+    axes = template("viescore2/make_target", lambda c: (c["input"]["axis_scores"] or [None])[0] is not None)
+    case = pushed("viescore2/make_target", score=1.04, axis_scores=axes["input"]["axis_scores"],
+                  flat_cells=axes["input"]["flat_cells"], channels=axes["input"]["channels"])
+    case["expected"] = axes["expected"]
+    assert deviation_for("viescore2/make_target", case["input"]) is None
+    assert outcome("viescore2/make_target", case, test_viescore2_parsing.make_target) == ("pass", "")
+    for unused_axes in (None, [None, 0.5]):  # no axis score given first: the overall score is written
+        assert deviation_for("viescore2/make_target", {**case["input"], "axis_scores": unused_axes}).refuses
+
+
+def _encoded(array: np.ndarray) -> dict:
+    """A corpus array (`{"dtype", "shape", "b64"}`) of a float array, stored as float16 as the corpus does."""
+    values = np.ascontiguousarray(array, dtype="<f2")
+    return {"dtype": "float16", "shape": list(values.shape), "b64": base64.b64encode(values.tobytes()).decode()}
+
+
+def test_a_map_array_that_is_not_one_plane_is_a_tabled_refusal_and_a_singleton_channel_a_deviation(tmp_path):
+    """The release returns an empty grid for any array that is not 2-D (`arr.ndim != 2`); the library
+    refuses a 3-channel float mask and reads a (H, W, 1) one as its plane. Both are table rows."""
+    flat = template("viescore2/gt_grid", lambda c: c["input"]["data_form"] == "array" and c["expected"]["cells"])
+    plane = decode_array(flat["input"]["array"]).astype(float)
+    compute = lambda inp: test_viescore2_evaluation.gt_grid(inp, tmp_path)  # noqa: E731
+    for stacked, result, words in ((np.stack([plane] * 3, axis=-1), "xfail", "expected refusal"),
+                                   (plane[..., None], "xfail", "documented deviation"),
+                                   (plane[None], "xfail", "documented deviation")):
+        case = {**flat, "id": f"{flat['id']}+shape={stacked.shape}",
+                "input": {**flat["input"], "array": _encoded(stacked)}, "expected": {"cells": []}}
+        assert deviation_for("viescore2/gt_grid", case["input"]) is not None
+        found, message = outcome("viescore2/gt_grid", case, compute)
+        assert found == result and words in message and "not 2-D" in message, (stacked.shape, found, message)
+    assert deviation_for("viescore2/gt_grid", flat["input"]) is None  # a 2-D array is no deviation

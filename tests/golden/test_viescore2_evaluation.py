@@ -29,7 +29,7 @@ def gt_grid(inp, folder):
     form = inp["data_form"]
     if form == "png_file":
         data = str(folder / "annotation.png")
-        Image.fromarray(decode_array(inp["image"]), mode="L").save(data)
+        Image.fromarray(decode_array(inp["image"])).save(data)  # 2-D: grayscale; (H, W, 3): RGB
     elif form == "array":
         data = decode_array(inp["array"]).astype(float)
     elif form == "missing_file":

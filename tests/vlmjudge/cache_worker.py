@@ -1,4 +1,5 @@
-"""Subprocess side of the cache tests: a run that dies mid-way, and concurrent writers."""
+"""Subprocess side of the cache tests: a run that dies mid-way, concurrent writers, and a process
+that holds the file's write lock (or, "exclusive", every lock) until a line arrives on its stdin."""
 import os
 import signal
 import sys
@@ -47,3 +48,16 @@ if __name__ == "__main__":
         cache = ResponseCache(path)
         for i in range(count):
             cache.put_many([(f"w{worker}-{i}", {"i": i, "worker": worker}), (f"shared-{i}", {"i": i})])
+    elif mode == "hold":
+        import sqlite3
+        conn = sqlite3.connect(path, isolation_level=None)
+        if sys.argv[3:] == ["exclusive"]:  # readers are shut out too
+            conn.execute("PRAGMA locking_mode=EXCLUSIVE")
+            conn.execute("BEGIN EXCLUSIVE")
+        else:
+            conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT OR REPLACE INTO responses (key, value) VALUES ('held', '1')")
+        print("holding", flush=True)
+        sys.stdin.readline()
+        conn.execute("COMMIT")
+        conn.close()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..images import ImageInputError, resolution_note, to_pil
+from ..outputs import id_from_name
 from .errors import CommandError
 
 #: The image files a folder input contributes, everywhere (CLIs, distributed runner, reports).
@@ -74,7 +75,9 @@ def image_items(inputs: Sequence[str | os.PathLike]) -> list[tuple[str, Path]]:
 
     The id is the image's path relative to the input root, with '/' separators and its suffix:
     the root is the folder given, or with several inputs the deepest folder holding them all, so
-    `a/cat.png` and `b/cat.png` never share an id. A folder without images, a missing path or an
+    `a/cat.png` and `b/cat.png` never share an id. A name that is not UTF-8 is written losslessly
+    (`vlmjudge.outputs.id_from_name`: `caf\\xe9.png`, a backslash doubled), so records and reports
+    hold text and the id leads back to its file. A folder without images, a missing path or an
     image given twice is a ValueError.
 
     Examples:
@@ -107,7 +110,7 @@ def image_items(inputs: Sequence[str | os.PathLike]) -> list[tuple[str, Path]]:
     roots = [Path(raw) if Path(raw).is_dir() else Path(raw).parent for raw in inputs]
     root = roots[0] if len(roots) == 1 else Path(os.path.commonpath([os.path.abspath(r) for r in roots]))
     base = os.path.abspath(root)
-    items = [(Path(os.path.relpath(os.path.abspath(p), base)).as_posix(), p) for p in found]
+    items = [(id_from_name(Path(os.path.relpath(os.path.abspath(p), base)).as_posix()), p) for p in found]
     seen: set[str] = set()
     repeated = [item for item, _ in items if item in seen or seen.add(item)]
     if repeated:

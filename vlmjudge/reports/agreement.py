@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from .figures import new_figure, save_figure, title_lines
-from .page import empty_state, figures_section, fmt_cell, fmt_number, page, section, summary_table, table, write_page
+from .page import (PAGE_NAME, empty_state, figures_section, fmt_cell, fmt_number, page, section, summary_table, table,
+                   write_page)
 
 #: Column titles of the five statistics, in the order `vlmjudge.stats.agreement` computes them.
 TITLES = {"pearson": "Pearson r", "spearman": "Spearman rho", "kendall_tau_b": "Kendall tau-b",
@@ -106,9 +107,18 @@ def _unmatched_part(run: dict[str, Any]) -> str:
 
 
 def write_agreement_report(result: dict[str, Any], out_dir: str | os.PathLike) -> Path:
-    """Write report.html (and a scatter PNG per run) into `out_dir`; returns the page's path."""
+    """Write report.html (and a scatter PNG per run) into `out_dir`, all or none of them
+    (`vlmjudge.outputs.staged_folder`: a failure leaves the earlier report); returns the page's path."""
+    from ..outputs import staged_folder
+
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    with staged_folder(out) as stage:
+        _write_agreement_files(result, stage)
+    return out / PAGE_NAME
+
+
+def _write_agreement_files(result: dict[str, Any], out: Path) -> Path:
+    """The scatter PNGs and report.html of `write_agreement_report`, written into `out`."""
     header = ["judge", "items", *TITLES.values()]
     rows = [[run["name"], run["matched"], *(with_interval(run["statistics"][name]) for name in TITLES)]
             for run in result["runs"]]

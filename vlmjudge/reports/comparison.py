@@ -138,12 +138,16 @@ def finite(value: Any) -> Any:
 
 
 def write_comparison(result: dict, out_dir: str | os.PathLike) -> list[Path]:
-    """Write comparison.json, the forest plot and report.html into `out_dir`; returns their paths."""
+    """Write comparison.json, the forest plot and report.html into `out_dir`, all or none of them
+    (`vlmjudge.outputs.staged_folder`: a failure leaves the earlier report); returns their paths."""
+    from ..outputs import staged_folder
+
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    data = out / "comparison.json"
-    data.write_text(json.dumps(finite(result), indent=2, default=str, allow_nan=False) + "\n", encoding="utf-8")
-    head = result["statistics"][result["statistic"]]["label"]
-    drawn = forest_plot(result["pairwise"], out / FOREST_NAME, head, result["confidence"])
-    written = [data, *([out / FOREST_NAME] if drawn else [])]
-    return [*written, write_page(out, render_html(result, FOREST_NAME if drawn else None))]
+    with staged_folder(out) as stage:
+        data = stage / "comparison.json"
+        data.write_text(json.dumps(finite(result), indent=2, default=str, allow_nan=False) + "\n", encoding="utf-8")
+        head = result["statistics"][result["statistic"]]["label"]
+        drawn = forest_plot(result["pairwise"], stage / FOREST_NAME, head, result["confidence"])
+        written = [data, *([stage / FOREST_NAME] if drawn else [])]
+        written.append(write_page(stage, render_html(result, FOREST_NAME if drawn else None)))
+    return [out / path.relative_to(stage) for path in written]

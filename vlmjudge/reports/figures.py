@@ -72,9 +72,13 @@ def new_figure(width: float, height: float):
 
 
 def save_figure(fig, path: str | os.PathLike) -> None:
-    """Lay out and write a figure as PNG."""
+    """Lay out and write a figure as PNG, through a temporary file (a failed draw leaves the
+    earlier figure: `vlmjudge.outputs.replaced_when_done`)."""
+    from ..outputs import replaced_when_done
+
     fig.tight_layout()
-    fig.savefig(os.fspath(path), format="png")
+    with replaced_when_done(path) as partial:
+        fig.savefig(os.fspath(partial), format="png")
 
 
 def luminance(rgba: Sequence[float]) -> float:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..cli.intake import IMAGE_SUFFIXES
+from ..outputs import name_from_id
 
 #: The longer side of a thumbnail, in pixels.
 THUMB_PX = 96
@@ -78,10 +79,20 @@ def find_image(name: str, roots: Iterable[Path], recorded: str | os.PathLike | N
     if recorded:
         candidates.append(Path(recorded))
         candidates += [root / recorded for root in roots if not Path(recorded).is_absolute()]
-    for root in roots:
-        candidates.append(root / name)
-        candidates += [root / f"{name}{suffix}" for suffix in IMAGE_SUFFIXES]
+    for named in dict.fromkeys([name, *_file_name(name)]):  # the id, and the file name it escapes
+        for root in roots:
+            candidates.append(root / named)
+            candidates += [root / f"{named}{suffix}" for suffix in IMAGE_SUFFIXES]
     return next((path for path in candidates if path.is_file()), None)
+
+
+def _file_name(item_id: str) -> list[str]:
+    """The file name an item id stands for (`vlmjudge.outputs.name_from_id`: a non-UTF-8 name is
+    written escaped), or none when no file name can be that id."""
+    try:
+        return [name_from_id(item_id)]
+    except ValueError:  # a surrogate that stands for no byte: the id names no file
+        return []
 
 
 def thumbnail_uri(path: str | os.PathLike, px: int = THUMB_PX) -> str:

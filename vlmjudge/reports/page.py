@@ -222,12 +222,11 @@ def page(title: str, summary: str, parts: Sequence[str], subtitle: str = "") -> 
 
 
 def write_page(out_dir: str | os.PathLike, html: str) -> Path:
-    """Write `report.html` at the top of `out_dir` (created if needed); returns its path."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / PAGE_NAME
-    path.write_text(html, encoding="utf-8")
-    return path
+    """Write `report.html` at the top of `out_dir` (created if needed) through a temporary file,
+    so a failure leaves the earlier page (`vlmjudge.outputs.write_text_whole`); returns its path."""
+    from ..outputs import write_text_whole
+
+    return write_text_whole(Path(out_dir) / PAGE_NAME, html)
 
 
 def low_res_note(record: dict[str, Any]) -> str | None:

@@ -9,21 +9,28 @@ import argparse
 import os
 import shlex
 import sys
+from typing import Mapping
 
-from .engine import ENGINES, ServeOptions, cpu_only, engine_argv, engine_env, engine_installed, install_hint
+from .engine import (ENGINES, LOOPBACK, ServeOptions, cpu_only, engine_argv, engine_env, engine_installed,
+                     install_hint)
+
+#: Bind addresses that listen on every interface of the machine.
+EVERY_INTERFACE = ("0.0.0.0", "::")
 
 
 def configure_serve(parser: argparse.ArgumentParser) -> None:
     """Add `vlmjudge serve`'s flags to its sub-parser."""
     parser.add_argument("--model", required=True, help="Hub id or checkpoint folder the engine loads")
-    parser.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1, loopback only)")
-    parser.add_argument("--port", type=int, default=8000, help="(default: 8000)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="bind address (default: 127.0.0.1, loopback only; 0.0.0.0 serves every interface, "
+                             "with a warning)")
+    parser.add_argument("--port", type=int, default=8000, help="1 to 65535 (default: 8000)")
     parser.add_argument("--dtype", default=None, help="float32, bfloat16, ... (default: the engine's)")
     parser.add_argument("--served-model-name", default=None,
                         help="the model name clients send (default: --model)")
     parser.add_argument("--max-logprobs", type=int, default=-1,
-                        help="vLLM's cap on logprobs per token (default: -1, the whole vocabulary, "
-                             "which choice_probs needs to find every option)")
+                        help="vLLM's cap on logprobs per token: -1 (the default: the whole vocabulary, "
+                             "which choice_probs needs to find every option) or 1 and more")
     parser.add_argument("--engine", choices=ENGINES, default="vllm", help="(default: vllm)")
     parser.add_argument("--print-command", action="store_true",
                         help="print the engine's command line and exit instead of running it")
@@ -42,9 +49,63 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
                         engine=args.engine, extra=tuple(extra))
 
 
+def flag_problem(opts: ServeOptions) -> str | None:
+    """Why the flags cannot start a server, in one line, or None.
+
+    `--host ''` is refused: the engine would bind every interface without anyone having asked for
+    that (0.0.0.0 says so on purpose). vLLM accepts `--max-logprobs` of -1 or more, but 0 lets no
+    request ask for a logprob, which every `choice_probs` does; so -1 or 1 and more.
+
+    Examples:
+        >>> flag_problem(ServeOptions("m", port=0))
+        '--port must be 1 to 65535, got 0'
+        >>> flag_problem(ServeOptions("m", max_logprobs=0)).split(";")[0]
+        '--max-logprobs must be -1 (the whole vocabulary) or 1 and more, got 0'
+        >>> flag_problem(ServeOptions("m", host="0.0.0.0")) is None
+        True
+    """
+    if not opts.host.strip():
+        return (f"--host {opts.host!r} would bind every interface; name the address to serve on "
+                f"(127.0.0.1, the default, for this machine only; 0.0.0.0 for every interface on purpose)")
+    if len(opts.host.split()) != 1 or opts.host != opts.host.strip():
+        return f"--host {opts.host!r} holds spaces; name one address, such as 127.0.0.1"
+    if not 1 <= opts.port <= 65535:
+        return f"--port must be 1 to 65535, got {opts.port}"
+    if opts.max_logprobs == 0 or opts.max_logprobs < -1:
+        return (f"--max-logprobs must be -1 (the whole vocabulary) or 1 and more, got {opts.max_logprobs}; "
+                f"vLLM takes -1 or more, and 0 refuses every request for logprobs, which choice_probs makes")
+    return None
+
+
+def exposure_warning(opts: ServeOptions, environ: Mapping[str, str]) -> str | None:
+    """A warning when the server listens beyond this machine without an API key (`-- --api-key`,
+    or vLLM's `VLLM_API_KEY`): the engine then answers anyone who can reach the port.
+
+    Examples:
+        >>> exposure_warning(ServeOptions("m", host="0.0.0.0"), {}).split(":")[2]
+        ' serving on every interface with no API key'
+        >>> exposure_warning(ServeOptions("m", host="0.0.0.0", extra=("--api-key", "k")), {}) is None
+        True
+    """
+    keyed = any(arg == "--api-key" or arg.startswith("--api-key=") for arg in opts.extra)
+    if opts.host in LOOPBACK or keyed or (opts.engine == "vllm" and environ.get("VLLM_API_KEY")):
+        return None
+    where = "every interface" if opts.host in EVERY_INTERFACE else opts.host
+    return (f"vlmjudge serve: warning: serving on {where} with no API key: anyone who can reach this "
+            f"machine can use the model (add -- --api-key KEY, or keep --host 127.0.0.1)")
+
+
 def run_serve(args: argparse.Namespace) -> int:
-    """Print the engine's command, or become the engine; 2 when the engine is not installed."""
+    """Print the engine's command, or become the engine; 2 when a flag is out of range or the
+    engine is not installed."""
     opts = options_from_args(args)
+    problem = flag_problem(opts)
+    if problem is not None:
+        print(f"vlmjudge serve: error: {problem}", file=sys.stderr)
+        return 2
+    warning = exposure_warning(opts, os.environ)
+    if warning is not None:
+        print(warning, file=sys.stderr)
     argv = engine_argv(opts, sys.executable)
     added = engine_env(opts, dict(os.environ), cpu_only())
     if args.print_command:

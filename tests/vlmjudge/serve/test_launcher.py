@@ -73,3 +73,43 @@ def test_it_becomes_the_engine_with_execvpe(monkeypatch):
     serve_cli.main(["--model", "m", "--engine", "sglang"])
     assert ran["path"] == ran["argv"][0] and ran["argv"][1:3] == ["-m", "sglang.launch_server"]
     assert "PATH" in ran["env"]  # the caller's environment goes along
+
+
+@pytest.mark.parametrize("flags, words", [
+    (["--host", ""], "would bind every interface"),
+    (["--host", "  "], "would bind every interface"),
+    (["--host", "127.0.0.1 8.8.8.8"], "holds spaces"),
+    (["--port", "0"], "--port must be 1 to 65535, got 0"),
+    (["--port", "99999"], "--port must be 1 to 65535, got 99999"),
+    (["--port", "-1"], "--port must be 1 to 65535"),
+    (["--max-logprobs", "0"], "vLLM takes -1 or more, and 0 refuses every request for logprobs"),
+    (["--max-logprobs", "-2"], "--max-logprobs must be -1 (the whole vocabulary) or 1 and more, got -2"),
+])
+def test_a_flag_out_of_range_is_one_line_and_status_2(flags, words, capsys, monkeypatch):
+    monkeypatch.setattr(serve_cli.os, "execvpe", lambda *a: pytest.fail("started an engine on a bad flag"))
+    assert vlmjudge_main(["serve", "--model", "m", *flags, "--print-command"]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("vlmjudge serve: error: ") and words in lines[0], lines
+    assert captured.out == ""  # nothing printed to run
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.5"])
+def test_serving_beyond_loopback_without_a_key_warns(host, capsys, monkeypatch):
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)
+    assert vlmjudge_main(["serve", "--model", "m", "--host", host, "--print-command"]) == 0
+    captured = capsys.readouterr()
+    assert "warning: serving on" in captured.err and "no API key" in captured.err and "--api-key" in captured.err
+    assert _flag(shlex.split(captured.out), "--host") == host
+    for keyed in (["--", "--api-key", "k"], ["--", "--api-key=k"]):
+        assert vlmjudge_main(["serve", "--model", "m", "--host", host, "--print-command", *keyed]) == 0
+        assert capsys.readouterr().err == ""
+    monkeypatch.setenv("VLLM_API_KEY", "k")
+    assert vlmjudge_main(["serve", "--model", "m", "--host", host, "--print-command"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_the_edges_of_each_range_are_accepted(capsys):
+    for flags in (["--port", "1"], ["--port", "65535"], ["--max-logprobs", "1"], ["--max-logprobs", "-1"]):
+        assert vlmjudge_main(["serve", "--model", "m", *flags, "--print-command"]) == 0, flags
+    assert capsys.readouterr().err == ""  # loopback: no warning either
