@@ -51,6 +51,22 @@ def assert_one_line(code: int, err: str, *words: str) -> None:
     assert "Traceback" not in err and all(word in err for word in words), err
 
 
+#: A bad --items case: (the CSV's content, None for no file; words its error line holds).
+ITEMS_CASES = {
+    "items missing": (None, ["is missing"]),
+    "items a folder": (None, ["is a folder"]),
+    "items no column": ("A,prompt\nA/p0.png,x\n", ["missing ['B']"]),
+    "items empty": ("A,B,prompt\n", ["lists no items"]),
+    "items absolute path": ("A,B\nABSOLUTE,B/p0.png\n", ["items.csv:2 (A)", "x.png' is not a path under"]),
+    "items go up": ("A,B\nA/p1.png,../images/B/p1.png\n", ["items.csv:2 (B)", "'../images/B/p1.png' is not a path"]),
+    "items twice": ("A,B\nA/p0.png,B/p0.png\nA/p1.png,B/p1.png\nA/p0.png,B/p1.png\n",
+                    ["items.csv:4 lists 'A/p0.png' again (first at line 2)"]),
+    "items empty cell": ("A,B\nA/p0.png,\n", ["items.csv:2 (B)"]),
+    "items no image": ("A,B\nA/p0.png,B/p7.png\n", ["items.csv:2 names images not under", "B/p7.png"]),
+    "items not text": (b"A,B\n\xff\xfe\n", ["cannot read --items"]),
+}
+
+
 def case_args(tmp_path, case):
     """The arguments of one bad case, with a good --out unless the case is about --out."""
     images, out = tmp_path / "images", str(tmp_path / "labels.jsonl")
@@ -83,32 +99,23 @@ def case_args(tmp_path, case):
         pairs(images)
         (images / "B" / "p1.png").write_text("not an image")
         return ["fager", "--images", str(images), "--out", out], ["cannot show 'B/p1.png'"]
-    if case.startswith("items"):
+    if case in ITEMS_CASES:
         pairs(images)
-        table = tmp_path / "items.csv"
-        content = {"items missing": None, "items a folder": None, "items no column": "A,prompt\nA/p0.png,x\n",
-                   "items empty": "A,B,prompt\n", "items leave images": "A,B\n/etc/passwd,B/p0.png\n",
-                   "items twice": "A,B\nA/p0.png,B/p0.png\nA/p1.png,B/p1.png\nA/p0.png,B/p1.png\n",
-                   "items empty cell": "A,B\nA/p0.png,\n", "items not text": b"A,B\n\xff\xfe\n"}[case]
+        table, (content, words) = tmp_path / "items.csv", ITEMS_CASES[case]
+        content = content.replace("ABSOLUTE", str(tmp_path / "x.png")) if isinstance(content, str) else content
         if case == "items a folder":
             table.mkdir()
         elif isinstance(content, bytes):
             table.write_bytes(content)
         elif content is not None:
             table.write_text(content)
-        words = {"items missing": ["is missing"], "items a folder": ["is a folder"], "items no column": ["missing ['B']"],
-                 "items empty": ["lists no items"], "items leave images": ["'/etc/passwd' is not a path under"],
-                 "items twice": ["items.csv:4 lists 'A/p0.png' again (first at line 2)"],
-                 "items empty cell": ["items.csv:2 (B)"], "items not text": ["cannot read --items"]}[case]
         return ["fager", "--images", str(images), "--out", out, "--items", str(table)], words
     raise ValueError(case)
 
 
 @pytest.mark.parametrize("case", [
     "unknown method", "missing images", "images is a file", "empty images", "missing pair folders",
-    "a lonely image", "one stem twice", "folders leave images", "a text file named png", "items missing",
-    "items a folder", "items no column", "items empty", "items leave images", "items twice", "items empty cell",
-    "items not text"])
+    "a lonely image", "one stem twice", "folders leave images", "a text file named png", *ITEMS_CASES])
 def test_a_bad_input_is_one_line_and_exit_2(tmp_path, no_serving, case):
     argv, words = case_args(tmp_path, case)
     assert_one_line(*run_annotate(argv), *words)

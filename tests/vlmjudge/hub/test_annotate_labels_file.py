@@ -135,7 +135,7 @@ def test_several_processes_on_one_file_never_write_one_label_twice(tmp_path):
 
 @pytest.mark.parametrize("case, content, message", [
     ("a folder", None, "is a folder"),
-    ("a garbage line", json.dumps(FAGER_LABEL) + "\n{\"id\": \"A/p1.png\", \"annot\n", "labels.jsonl:2: not valid JSON"),
+    ("a garbage line", json.dumps(FAGER_LABEL) + '\n{"id": "A/p1.png", "annot\n', "labels.jsonl:2: not valid JSON"),
     ("a scores file", '{"id": "a.png", "status": "scored", "score": 0.5}\n', "labels.jsonl:1: not a label of"),
     ("another method's labels", json.dumps({**FAGER_LABEL, "method": "terravis"}) + "\n",
      "labels.jsonl:1: a terravis label, not fager"),

@@ -37,7 +37,8 @@ GUARD = textwrap.dedent('''
             log.write(host + "\\n")
         raise OSError(f"the test allows loopback only, not {host}")
 
-    real_getaddrinfo, real_connect, real_connect_ex = socket.getaddrinfo, socket.socket.connect, socket.socket.connect_ex
+    real_getaddrinfo = socket.getaddrinfo
+    real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
 
     def getaddrinfo(host, *args, **kwargs):
         if host is not None and off_loopback(host):
