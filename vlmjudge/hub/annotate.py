@@ -3,20 +3,20 @@
 A judge is only trusted while it agrees with people, so each method states what its paper asked
 annotators for (`AnnotationProtocol`: fields, kinds, ranges; found as `MethodSpec.annotation`).
 This module turns that description into a page, lists the items to label from folders or a CSV,
-and appends one JSON line per submitted label to a store that resumes each annotator where they
-stopped. The store loads with `datasets.load_dataset("json", ...)` and feeds `vlmjudge agreement`.
+and appends one JSON line per submitted label to a store (`labels.LabelStore`) that resumes each
+annotator where they stopped and never takes one item twice from one annotator. The store loads
+with `datasets.load_dataset("json", ...)` and feeds `vlmjudge agreement`.
 """
 from __future__ import annotations
 
 import csv
-import json
 import os
-import threading
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Sequence
 
-from ..annotation import AnnotationProtocol, Item, make_label
-from ..outputs import iter_jsonl
+from ..annotation import AnnotationField, AnnotationProtocol, Item, make_label
+from .gradio_setup import import_gradio
+from .labels import AlreadyLabelled, AnnotationSetupError, LabelStore
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
 
@@ -32,89 +32,120 @@ def _image_files(folder: Path) -> list[Path]:
 def _sidecar_prompt(path: Path) -> str | None:
     """The prompt in `<stem>.txt` beside an image, as many text-to-image folders keep it."""
     text = path.with_suffix(".txt")
-    return text.read_text(encoding="utf-8").strip() if text.is_file() else None
+    if not text.is_file():
+        return None
+    try:
+        return text.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as error:
+        raise AnnotationSetupError(f"cannot read the prompt {os.fspath(text)!r}: {error}") from None
+
+
+def _under(root: Path, relative: str, where: str) -> str:
+    """`relative` as a POSIX path under `root`, or an error: a label id never leaves --images."""
+    path = Path(relative)
+    if not relative.strip() or path.is_absolute() or ".." in path.parts:
+        raise AnnotationSetupError(f"{where}: {relative!r} is not a path under {os.fspath(root)!r}")
+    return path.as_posix()
 
 
 def items_from_folders(root: str | os.PathLike, views: Sequence[str],
                        folders: Sequence[str] | None = None) -> list[Item]:
     """Items from image folders: with one view, every image under `root`; with several, one
     subfolder of `root` per view (default: named as the views), paired by file stem. A stem found
-    in only some folders is an error, as is an empty result."""
+    in only some folders, or twice in one (x.png and x.jpg), is an error, as is an empty result."""
     root = Path(root)
     if not root.is_dir():
-        raise FileNotFoundError(f"no image folder {os.fspath(root)!r}")
+        raise AnnotationSetupError(f"--images {os.fspath(root)!r} is {'a file' if root.exists() else 'missing'}: "
+                                   "name the folder of images to label")
     if len(views) == 1:
         items = [Item(p.relative_to(root).as_posix(), {views[0]: p.relative_to(root).as_posix()}, _sidecar_prompt(p))
                  for p in _image_files(root)]
     else:
-        folders = list(folders or views)
-        if len(folders) != len(views):
-            raise ValueError(f"give one folder per view {list(views)}, got {folders}")
+        folders = [_under(root, f, "--folders") for f in (folders or views)]
+        if len(folders) != len(views) or len(set(folders)) != len(folders):
+            raise AnnotationSetupError(f"give {len(views)} different folders, one per view {list(views)}, "
+                                       f"got {folders}")
         by_stem = []
         for folder in folders:
             if not (root / folder).is_dir():
-                raise FileNotFoundError(f"no folder {folder!r} under {os.fspath(root)!r} (one per view {list(views)})")
-            by_stem.append({p.relative_to(root / folder).with_suffix("").as_posix(): p
-                            for p in _image_files(root / folder)})
+                raise AnnotationSetupError(f"no folder {folder!r} under {os.fspath(root)!r} "
+                                           f"(one per view {list(views)})")
+            found: dict[str, Path] = {}
+            for path in _image_files(root / folder):
+                stem = path.relative_to(root / folder).with_suffix("").as_posix()
+                if stem in found:
+                    raise AnnotationSetupError(f"two images of one stem in {folder!r}: {found[stem].name!r} and "
+                                               f"{path.name!r}; keep one, so each pair is certain")
+                found[stem] = path
+            by_stem.append(found)
         stems = set().union(*by_stem)
         unpaired = sorted(s for s in stems if not all(s in found for found in by_stem))
         if unpaired:
-            raise ValueError(f"images without a partner in every folder {folders}: {unpaired[:5]}")
+            raise AnnotationSetupError(f"images without a partner in every folder {folders}: {unpaired[:5]}")
         items = []
         for stem in sorted(stems):
             paths = {view: found[stem].relative_to(root).as_posix() for view, found in zip(views, by_stem)}
             items.append(Item(paths[views[0]], paths, _sidecar_prompt(by_stem[0][stem])))
     if not items:
-        raise ValueError(f"no images ({', '.join(IMAGE_SUFFIXES)}) under {os.fspath(root)!r}")
+        raise AnnotationSetupError(f"no images ({', '.join(IMAGE_SUFFIXES)}) under {os.fspath(root)!r}")
     return items
+
+
+def _csv_rows(table: Path) -> tuple[list[str], list[tuple[int, dict[str, str | None]]]]:
+    """A CSV's header and (line number, row) pairs, or one line saying why it cannot be read."""
+    shown = os.fspath(table)
+    if not table.is_file():
+        raise AnnotationSetupError(f"--items {shown!r} is {'a folder' if table.is_dir() else 'missing'}: name a CSV")
+    try:
+        with open(table, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            rows = [(reader.line_num, row) for row in reader]
+            return list(reader.fieldnames or []), rows
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise AnnotationSetupError(f"cannot read --items {shown!r}: {error}") from None
 
 
 def items_from_csv(root: str | os.PathLike, table: str | os.PathLike, views: Sequence[str]) -> list[Item]:
     """Items from a CSV with one column per view (image paths relative to `root`) and an optional
-    `prompt` column; rows keep their order. A missing column or image file is an error."""
-    root = Path(root)
-    with open(table, newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
-    missing = [v for v in views if not rows or v not in rows[0]]
+    `prompt` column; rows keep their order. A missing column, cell or image file, a path that
+    leaves `root`, or an item listed twice is an error."""
+    root, table = Path(root), Path(table)
+    if not root.is_dir():
+        raise AnnotationSetupError(f"--images {os.fspath(root)!r} is not a folder: the CSV's paths are under it")
+    header, rows = _csv_rows(table)
+    missing = [v for v in views if v not in header]
     if missing:
-        raise ValueError(f"{os.fspath(table)!r} needs a column per view {list(views)}; missing {missing}")
-    items = []
-    for row in rows:
-        paths = {view: Path(row[view]).as_posix() for view in views}
+        raise AnnotationSetupError(f"{os.fspath(table)!r} needs a column per view {list(views)}; missing {missing}")
+    items, seen = [], {}
+    for line, row in rows:
+        where = f"{os.fspath(table)}:{line}"
+        paths = {view: _under(root, row.get(view) or "", f"{where} ({view})") for view in views}
         absent = [p for p in paths.values() if not (root / p).is_file()]
         if absent:
-            raise FileNotFoundError(f"{os.fspath(table)!r} names images not under {os.fspath(root)!r}: {absent}")
-        items.append(Item(paths[views[0]], paths, (row.get("prompt") or "").strip() or None))
+            raise AnnotationSetupError(f"{where} names images not under {os.fspath(root)!r}: {absent}")
+        item_id = paths[views[0]]
+        if item_id in seen:
+            raise AnnotationSetupError(f"{where} lists {item_id!r} again (first at line {seen[item_id]}): "
+                                       "each item once")
+        seen[item_id] = line
+        items.append(Item(item_id, paths, (row.get("prompt") or "").strip() or None))
+    if not items:
+        raise AnnotationSetupError(f"--items {os.fspath(table)!r} lists no items")
     return items
 
 
-class LabelStore:
-    """The JSONL file of labels: read at start to resume, appended one line per submit (flushed and
-    synced at once, under a lock, so concurrent sessions never interleave a line)."""
+def check_images(root: str | os.PathLike, items: Sequence[Item]) -> None:
+    """Open every image's header once at start: an item the page could not show is refused now,
+    not found by an annotator who then cannot get past it."""
+    from PIL import Image
 
-    def __init__(self, path: str | os.PathLike) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
-
-    def records(self) -> list[dict[str, Any]]:
-        """Every stored label, in file order; a line that is not a JSON object is a `JsonlError`."""
-        if not self.path.is_file():
-            return []
-        return [record for _, record in iter_jsonl(self.path)]
-
-    def labelled(self, method: str, annotator: str) -> set[str]:
-        """The item ids this annotator has labelled for this method."""
-        return {r["id"] for r in self.records() if r.get("method") == method and r.get("annotator") == annotator}
-
-    def add(self, record: Mapping[str, Any]) -> None:
-        """Append one label as one line, on disk before returning."""
-        line = json.dumps(dict(record), ensure_ascii=False, allow_nan=False)
-        with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="utf-8") as fh:
-                fh.write(line + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
+    for item in items:
+        for relative in item.images.values():
+            try:
+                with Image.open(Path(root) / relative):
+                    pass
+            except (OSError, ValueError, Image.DecompressionBombError) as error:
+                raise AnnotationSetupError(f"cannot show {relative!r}: {error}") from None
 
 
 def next_index(items: Sequence[Item], done: Iterable[str]) -> int:
@@ -226,32 +257,43 @@ def build_annotation_app(protocol: AnnotationProtocol, items: Sequence[Item], ro
                          store: LabelStore, title: str | None = None):
     """A `gr.Blocks` page that labels `items` (images under `root`) by `protocol` into `store`: the
     annotator enters an id and starts at their first unlabelled item; each submit writes one line."""
-    import gradio as gr
     from PIL import Image
 
+    gr = import_gradio()
     root, items = Path(root), list(items)
+    if store.method != protocol.method:
+        raise ValueError(f"a {store.method} label store cannot hold {protocol.method} labels")
     grid = next((f for f in protocol.fields if f.kind == "grid"), None)
     title = title or f"{protocol.method} annotation"
+
+    def labelled(annotator: str) -> set[str]:
+        """The annotator's labelled ids; a file broken since start is said on the page."""
+        try:
+            return store.labelled(annotator)
+        except AnnotationSetupError as exc:
+            raise gr.Error(str(exc)) from exc
 
     def load(item: Item, view: str):
         """One view's image, read fresh (the app holds no images between events)."""
         with Image.open(root / item.images[view]) as image:
             return image.convert("RGB")
 
-    def show(annotator: str, cells: list[list[int]] | None = None) -> list[Any]:
+    def show(annotator: str, note: str = "") -> list[Any]:
         """Every output for the annotator's first unlabelled item (from the store, so a reload or a
-        second tab resumes), its widgets cleared; the panel hidden once all are labelled."""
-        index = next_index(items, store.labelled(protocol.method, annotator))
+        second tab resumes), its widgets cleared, `note` above the progress line; the panel hidden
+        once all are labelled."""
+        index = next_index(items, labelled(annotator))
         session = {"annotator": annotator, "index": index}
+        progress_line = (f"{note}  \n" if note else "") + progress_text(index, len(items), annotator)
         if index >= len(items):
-            return [session, progress_text(index, len(items), annotator), gr.update(visible=False),
+            return [session, progress_line, gr.update(visible=False),
                     gr.update(), *[gr.update() for _ in images], [], *[gr.update() for _ in flat]]
-        item, cells = items[index], cells or []
+        item, cells = items[index], []
         pictures = [load(item, v) for v in protocol.views]
         if grid is not None:
             pictures[0] = paint_grid(pictures[0], cells, grid.n)
         prompt_text = f"**Prompt:** {item.prompt}" if item.prompt else ""
-        return [session, progress_text(index, len(items), annotator), gr.update(visible=True),
+        return [session, progress_line, gr.update(visible=True),
                 gr.update(value=prompt_text, visible=bool(prompt_text)), *pictures, cells,
                 *[u for f in protocol.fields for u in _reset(gr, f)]]
 
@@ -273,7 +315,15 @@ def build_annotation_app(protocol: AnnotationProtocol, items: Sequence[Item], ro
             label = make_label(protocol, items[session["index"]], session["annotator"], raw)
         except ValueError as exc:  # a missing or out-of-range answer: said on the page
             raise gr.Error(str(exc)) from exc
-        store.add(label)
+        try:
+            store.add(label)
+        except AlreadyLabelled as stale:  # another tab or process labelled it first: that label stays
+            note = f"*{stale.item_id} was already labelled by {stale.annotator} (another tab?); moved on.*"
+            gr.Warning(f"{stale}, in another tab or session: this answer was not saved. Moved on to the "
+                       "next unlabelled item.")
+            return show(session["annotator"], note)
+        except AnnotationSetupError as exc:  # the file changed under the app into something it cannot append to
+            raise gr.Error(str(exc)) from exc
         return show(session["annotator"])
 
     def paint(session: dict, cells: list[list[int]], evt: gr.SelectData):
@@ -330,15 +380,22 @@ def annotation_app(method: str, images: str | os.PathLike, out: str | os.PathLik
                    items: str | os.PathLike | None = None, folders: Sequence[str] | None = None,
                    title: str | None = None):
     """The app for a registered method: its protocol from `MethodSpec.annotation`, items from a CSV
-    (`items`) or from the folders under `images`, labels appended to `out`."""
+    (`items`) or from the folders under `images`, labels appended to `out`. Whatever would stop it
+    serving (an unknown method, a bad --out, no images, an unreadable image) is an
+    `AnnotationSetupError` now, before anything is served."""
     from ..registry import get_method
 
-    protocol = get_method(method).annotation
+    try:
+        protocol = get_method(method).annotation
+    except KeyError as error:
+        raise AnnotationSetupError(error.args[0]) from None
     if protocol is None:
-        raise ValueError(f"method {method!r} declares no annotation protocol (MethodSpec.annotation)")
+        raise AnnotationSetupError(f"method {method!r} declares no annotation protocol (MethodSpec.annotation)")
+    store = LabelStore(out, protocol.method)
     listed = (items_from_csv(images, items, protocol.views) if items is not None
               else items_from_folders(images, protocol.views, folders))
-    return build_annotation_app(protocol, listed, images, LabelStore(out), title=title)
+    check_images(images, listed)
+    return build_annotation_app(protocol, listed, images, store, title=title)
 
 
 def annotation_space(app_file: str, method: str):
@@ -346,14 +403,18 @@ def annotation_space(app_file: str, method: str):
     VLMJUDGE_ANNOTATE_IMAGES (default: images/ beside the file), VLMJUDGE_ANNOTATE_OUT (default:
     labels.jsonl beside it; on a Space, a file under its persistent storage), VLMJUDGE_ANNOTATE_ITEMS
     (a CSV of items) and VLMJUDGE_ANNOTATE_FOLDERS (comma-separated subfolders). The file's folder
-    leaves `sys.path` first: its evaluate script `<method>.py` would shadow the method's package."""
+    leaves `sys.path` first: its evaluate script `<method>.py` would shadow the method's package.
+    What keeps the app from starting ends the process with one line."""
     from .app import unshadow  # lazily: the scoring app's imports are not the labelling app's
 
     unshadow(app_file)
     folder = Path(app_file).resolve().parent
     env = os.environ.get
     folders = env("VLMJUDGE_ANNOTATE_FOLDERS")
-    return annotation_app(method, env("VLMJUDGE_ANNOTATE_IMAGES") or folder / "images",
-                          env("VLMJUDGE_ANNOTATE_OUT") or folder / "labels.jsonl",
-                          items=env("VLMJUDGE_ANNOTATE_ITEMS") or None,
-                          folders=folders.split(",") if folders else None)
+    try:
+        return annotation_app(method, env("VLMJUDGE_ANNOTATE_IMAGES") or folder / "images",
+                              env("VLMJUDGE_ANNOTATE_OUT") or folder / "labels.jsonl",
+                              items=env("VLMJUDGE_ANNOTATE_ITEMS") or None,
+                              folders=folders.split(",") if folders else None)
+    except AnnotationSetupError as exc:
+        raise SystemExit(f"{method} labelling Space cannot start: {exc}") from None

@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ..faces.loading import DEFAULT_BACKEND, judge_or_load, resolve_model
 from ..offline import ModelUnavailableError, unavailable_reason
 from ..registry import MethodSpec, get_method
+from .gradio_setup import import_gradio
 
 #: Columns shown as image uploads; every other input column is a text box.
 IMAGE_COLUMNS = {"image", "images", "reference", "references", "conditioning", "generated"}
@@ -195,8 +196,7 @@ def build_app(method: str | MethodSpec, judge: Any = None, *, model: str | None 
     model), `backend` and `judge_kwargs` (revision, device, dtype, cache, backend options), as every
     face loads it (`vlmjudge.faces.judge_or_load`).
     """
-    import gradio as gr
-
+    gr = import_gradio()
     spec = get_method(method) if isinstance(method, str) else method
     judge = judge_or_load(judge, spec.default_model, model=model, backend=backend,
                           judge_kwargs=judge_kwargs, where=spec.name)

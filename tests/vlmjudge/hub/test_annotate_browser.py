@@ -183,3 +183,31 @@ def test_the_space_file_serves_the_same_app(tmp_path, chromium_path):
     (label,) = [json.loads(line) for line in (tmp_path / "l.jsonl").read_text().splitlines()]
     assert label["rating"] == 1 and label["images"] == {"reference": "reference/p0.png",
                                                             "regenerated": "regenerated/p0.png"}
+
+
+@pytest.mark.timeout(120)
+def test_a_stale_tab_is_told_and_moved_on_without_a_second_label(tmp_path, chromium_path):
+    """Two tabs of one annotator on item 1: the first Submit is kept; the second tab's Submit writes
+    nothing, says the item was labelled already, and shows item 2."""
+    pytest.importorskip("gradio")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    root, out = tmp_path / "images", tmp_path / "labels.jsonl"
+    make_items(root, "fager")
+    with served("fager", root, out) as url, sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path, headless=True, args=["--no-sandbox"])
+        try:
+            tabs = [browser.new_page(viewport={"width": 1280, "height": 1000}) for _ in range(2)]
+            for tab in tabs:
+                tab.goto(url, timeout=60_000)
+                start(tab, "ann-1")
+                wait_progress(tab, f"item 1 of {TOTAL}")
+            for tab, choice in zip(tabs, ("Image A", "Image B")):
+                pick(tab, "field-choice", choice)
+                tab.locator("#submit-button").click()
+                wait_progress(tab, f"item 2 of {TOTAL}")
+            assert "A/p0.png was already labelled by ann-1" in tabs[1].locator("#progress").inner_text()
+            assert "not saved" in tabs[1].locator(".toast-body").first.inner_text()
+        finally:
+            browser.close()
+    labels = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(label["id"], label["choice"]) for label in labels] == [("A/p0.png", "A")]

@@ -7,8 +7,10 @@ import pytest
 from PIL import Image
 
 from vlmjudge.annotation import AnnotationField, AnnotationProtocol, Item, Option, make_label
-from vlmjudge.hub.annotate import (LabelStore, grid_cell, items_from_csv, items_from_folders, next_index,
+from vlmjudge.hub.annotate import (grid_cell, items_from_csv, items_from_folders, next_index,
                                    paint_grid, progress_text, toggle_cell)
+from vlmjudge.hub.labels import AnnotationSetupError, LabelStore
+from vlmjudge.outputs import iter_jsonl
 from vlmjudge.registry import get_method
 
 METHODS = ("terravis", "viescore2", "fager", "regeneration")
@@ -57,7 +59,7 @@ def test_pairs_join_folders_by_stem_and_refuse_a_lonely_image(tmp_path):
     save(tmp_path / "x" / "cat.png"), save(tmp_path / "y" / "cow.png")
     with pytest.raises(ValueError, match="without a partner"):
         items_from_folders(tmp_path, ("A", "B"), folders=("x", "y"))
-    with pytest.raises(FileNotFoundError, match="no folder 'A'"):
+    with pytest.raises(AnnotationSetupError, match="no folder 'A'"):
         items_from_folders(tmp_path, ("A", "B"))
 
 
@@ -76,20 +78,21 @@ def test_csv_items_keep_row_order_and_prompts(tmp_path):
 def test_store_writes_one_line_per_label_and_resumes_per_annotator(tmp_path):
     protocol = rating_protocol()
     items = [Item(f"{k}.png", {"image": f"{k}.png"}) for k in range(4)]
-    store = LabelStore(tmp_path / "labels" / "out.jsonl")
-    assert next_index(items, store.labelled("toy", "ann")) == 0
+    store = LabelStore(tmp_path / "labels" / "out.jsonl", "toy")
+    assert next_index(items, store.labelled("ann")) == 0
     for k, rating in ((0, 4), (2, 2)):
         store.add(make_label(protocol, items[k], " ann ", {"ok": True, "rating": rating, "issues": []}))
     lines = (tmp_path / "labels" / "out.jsonl").read_text().splitlines()
     assert len(lines) == 2 and [json.loads(line)["rating"] for line in lines] == [4, 2]
-    again = LabelStore(store.path)  # a restarted app reads the same file
-    assert again.labelled("toy", "ann") == {"0.png", "2.png"}
-    assert next_index(items, again.labelled("toy", "ann")) == 1  # a gap is filled first
-    assert next_index(items, again.labelled("toy", "bob")) == 0
-    assert again.labelled("other", "ann") == set()
+    again = LabelStore(store.path, "toy")  # a restarted app reads the same file
+    assert again.labelled("ann") == {"0.png", "2.png"}
+    assert next_index(items, again.labelled("ann")) == 1  # a gap is filled first
+    assert next_index(items, again.labelled("bob")) == 0
+    with pytest.raises(AnnotationSetupError, match="out.jsonl:1: a toy label, not other"):
+        LabelStore(store.path, "other")  # another method's labels go to their own file
     store.add(make_label(protocol, items[1], "ann", {"ok": False}))
     store.add(make_label(protocol, items[3], "ann", {"ok": True, "rating": 5, "issues": []}))
-    assert next_index(items, again.labelled("toy", "ann")) == 4
+    assert next_index(items, again.labelled("ann")) == 4
     assert progress_text(2, 10, "ann").startswith("**item 3 of 10**")
     assert progress_text(4, 4, "ann").startswith("All 4 items are labelled")
 
@@ -97,8 +100,8 @@ def test_store_writes_one_line_per_label_and_resumes_per_annotator(tmp_path):
 def test_a_broken_line_is_reported_not_skipped(tmp_path):
     path = tmp_path / "labels.jsonl"
     path.write_text('{"id": "a.png", "annotator": "x", "method": "toy"}\n\n{"id": \n')
-    with pytest.raises(ValueError, match="labels.jsonl:3: not valid JSON"):
-        LabelStore(path).records()
+    with pytest.raises(AnnotationSetupError, match="labels.jsonl:3: not valid JSON"):
+        LabelStore(path, "toy")
 
 
 def test_labels_check_their_fields_and_null_what_a_flag_turns_off():
@@ -150,7 +153,7 @@ def test_labels_load_as_a_dataset_and_terravis_reads_its_own(tmp_path):
 
     protocol = get_method("terravis").annotation
     violations = next(f for f in protocol.fields if f.name == "violations")
-    store = LabelStore(tmp_path / "labels.jsonl")
+    store = LabelStore(tmp_path / "labels.jsonl", "terravis")
     item_a, item_b = Item("a.png", {"image": "a.png"}), Item("b.png", {"image": "b.png"})
     ticked = [(o, o.value == "support_stability", "major") for o in violations.options]
     store.add(make_label(protocol, item_a, "ann", {"eligible": True, "violations": ticked, "rating": 2}))
@@ -158,7 +161,7 @@ def test_labels_load_as_a_dataset_and_terravis_reads_its_own(tmp_path):
     rows = datasets.load_dataset("json", data_files=str(store.path), split="train")
     assert rows.num_rows == 2 and rows["id"] == ["a.png", "b.png"] and rows["rating"] == [2, None]
     assert rows[0]["violations"] == [{"type": "support_stability", "severity": "major"}]
-    first = store.records()[0]
+    (_, first), _ = iter_jsonl(store.path)
     record = score_annotation(Annotation(image_id=first["id"], eligible=first["eligible"],
                                          violations=first["violations"]))
     assert (record.n_major, record.n_minor) == (1, 0)
@@ -182,7 +185,7 @@ def test_the_cli_serves_the_method_app_on_the_given_address(tmp_path, monkeypatc
     args = build_parser().parse_args(["annotate", "fager", "--images", str(tmp_path), "--out",
                                       str(tmp_path / "o.jsonl"), "--port", "7999"])
     assert args.func(args) == 0
-    assert launched == {"server_name": "127.0.0.1", "server_port": 7999, "title": "fager annotation"}
+    assert launched == {"server_name": "127.0.0.1", "server_port": 7999, "share": False, "title": "fager annotation"}
 
 
 @pytest.mark.parametrize("method, views, values", [
