@@ -5,7 +5,9 @@ TIFA had a language model list a prompt's elements and write, per element, a yes
 often a multiple-choice one, each with choices, the answer and the element type; it then dropped
 duplicate questions and those a question-answering model, reading the prompt alone, answered
 differently. Here the judge writes them as JSON held to a schema (element types from TIFA's
-list, bounded strings and lists), and the same judge reading the prompt alone is the filter.
+list, bounded strings and lists; the answer and the other choices apart, so the answer is always
+one of the choices, answer first as in TIFA's file), and the same judge reading the prompt alone
+is the filter.
 """
 from __future__ import annotations
 
@@ -29,10 +31,10 @@ def question_schema(pack: TifaPack) -> dict[str, Any]:
     limits = pack.generate
     text = {"type": "string", "minLength": 1, "maxLength": limits.max_chars}
     item = {"type": "object", "additionalProperties": False,
-            "required": ["element", "element_type", "question", "choices", "answer"],
+            "required": ["element", "element_type", "question", "answer", "other_choices"],
             "properties": {"element": text, "element_type": {"enum": list(ELEMENT_TYPES)}, "question": text,
-                           "choices": {"type": "array", "items": text, "minItems": 2, "maxItems": limits.max_choices},
-                           "answer": text}}
+                           "answer": text, "other_choices": {"type": "array", "items": text, "minItems": 1,
+                                                             "maxItems": limits.max_choices - 1}}}
     return {"type": "object", "additionalProperties": False, "required": ["questions"],
             "properties": {"questions": {"type": "array", "items": item, "minItems": 1,
                                          "maxItems": limits.max_questions}}}
@@ -57,17 +59,18 @@ class Generated:
 
 
 def parse_questions(text: str) -> Generated:
-    """The questions of one answer that are well formed (answer among distinct choices, a known
-    element type after TIFA's merge), first copy of a repeated question only.
+    """The questions of one answer in TIFA's format (choices: the answer, then the other choices)
+    that are well formed (distinct choices, a known element type after TIFA's merge), first copy
+    of a repeated question only.
 
     Examples:
         >>> answer = json.dumps({"questions": [
         ...     {"element": "dog", "element_type": "animal", "question": "is there a dog?",
-        ...      "choices": ["yes", "no"], "answer": "yes"},
+        ...      "answer": "yes", "other_choices": ["no"]},
         ...     {"element": "dog", "element_type": "animal", "question": "is there a dog?",
-        ...      "choices": ["yes", "no"], "answer": "yes"},
+        ...      "answer": "yes", "other_choices": ["no"]},
         ...     {"element": "red", "element_type": "color", "question": "what color?",
-        ...      "choices": ["red", "blue"], "answer": "green"}]})
+        ...      "answer": "red", "other_choices": ["blue", "red"]}]})
         >>> found = parse_questions(answer)
         >>> [q.element_type for q in found.questions], found.written, len(found.dropped)
         (['animal/human'], 3, 2)
@@ -82,10 +85,8 @@ def parse_questions(text: str) -> Generated:
     found = Generated(written=len(items))
     seen: set[str] = set()
     for number, item in enumerate(items):
-        if isinstance(item, dict) and item.get("element_type") in MERGED_TYPES:
-            item = {**item, "element_type": MERGED_TYPES[item["element_type"]]}
         try:
-            question = question_from(item, f"question {number}")
+            question = question_from(tifa_layout(item), f"question {number}")
         except ValueError as error:
             found.dropped.append(str(error))
             continue
@@ -97,6 +98,20 @@ def parse_questions(text: str) -> Generated:
             seen.add(question.question)
             found.questions.append(question)
     return found
+
+
+def tifa_layout(item: Any) -> Any:
+    """A written question in TIFA's layout: choices are the answer then the other choices, and an
+    "animal" or "human" element type is TIFA's merged "animal/human"."""
+    if not isinstance(item, dict):
+        return item
+    others = item.get("other_choices")
+    out = {k: v for k, v in item.items() if k != "other_choices"}
+    if isinstance(others, list):
+        out["choices"] = [item.get("answer"), *others]
+    if out.get("element_type") in MERGED_TYPES:
+        out["element_type"] = MERGED_TYPES[out["element_type"]]
+    return out
 
 
 def write_questions(judge: Any, pack: TifaPack, prompts: Sequence[str], ids: Sequence[str],
@@ -138,4 +153,4 @@ def _verify(judge: Any, pack: TifaPack, prompts: Sequence[str], ids: Sequence[st
         generated.questions = kept[k]
 
 
-__all__ = ["Generated", "generation_request", "parse_questions", "question_schema", "write_questions"]
+__all__ = ["Generated", "generation_request", "parse_questions", "question_schema", "tifa_layout", "write_questions"]

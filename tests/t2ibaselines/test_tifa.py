@@ -15,6 +15,7 @@ from vlmjudge.testing.conformance import check_method
 
 from t2ibaselines.tifa.answering import show
 from t2ibaselines.tifa.core import Tifa
+from t2ibaselines.tifa.generation import tifa_layout
 from t2ibaselines.tifa.pack import load_pack
 from t2ibaselines.tifa.questions import ELEMENT_TYPES, TifaQuestion, read_qa_file
 from t2ibaselines.tifa.scoring import benchmark_summary
@@ -108,31 +109,30 @@ def test_the_spec_passes_the_conformance_suite():
     assert [r.score for r in records] == [1.0, 0.0] and records[0].source == "given"
 
 
-def generation_answer(questions: list[dict]) -> str:
-    return json.dumps({"questions": questions})
+def written(question: str, answer: str, others: list[str], element_type: str) -> dict:
+    """A question as the judge writes it (the schema's form: the answer apart from the other choices)."""
+    return {"element": question.split()[-1].rstrip("?"), "element_type": element_type, "question": question,
+            "answer": answer, "other_choices": others}
 
 
 def test_questions_the_judge_writes_are_held_to_tifas_format_and_checked_against_the_prompt():
-    dog = {"element": "dog", "element_type": "animal", "question": "is there a dog?", "choices": ["yes", "no"],
-           "answer": "yes"}
-    colour = {"element": "red", "element_type": "color", "question": "what color is the dog?",
-              "choices": ["red", "blue", "green", "black"], "answer": "red"}
-    wrong = {"element": "two", "element_type": "counting", "question": "how many dogs?", "choices": ["1", "2"],
-             "answer": "3"}
-    place = {"element": "park", "element_type": "location", "question": "is this a park?", "choices": ["yes", "no"],
-             "answer": "yes"}
-    answers = {("tifa-generate", "a.png", None): generation_answer([dog, colour, wrong, place]),
-               ("tifa-verify", "a.png", "is there a dog?"): letter_of({**dog, "element_type": "animal/human"}, "yes"),
-               ("tifa-verify", "a.png", "what color is the dog?"): letter_of(colour, "red"),
-               ("tifa-verify", "a.png", "is this a park?"): letter_of(place, "no"),  # the prompt says no park
-               ("tifa", "a.png", "is there a dog?"): letter_of({**dog, "element_type": "animal/human"}, "yes"),
-               ("tifa", "a.png", "what color is the dog?"): letter_of(colour, "blue")}
+    dog = written("is there a dog?", "yes", ["no"], "animal")
+    colour = written("what color is the dog?", "red", ["blue", "green", "black"], "color")
+    repeated = written("how many dogs?", "2", ["2", "3"], "counting")
+    park = written("is this a park?", "yes", ["no"], "location")
+    as_asked = {q["question"]: tifa_layout(q) for q in (dog, colour, park)}
+    answers = {("tifa-generate", "a.png", None): json.dumps({"questions": [dog, colour, repeated, park]})}
+    for stage, picks in (("tifa-verify", {"is there a dog?": "yes", "what color is the dog?": "red",
+                                          "is this a park?": "no"}),  # the prompt names no park
+                         ("tifa", {"is there a dog?": "yes", "what color is the dog?": "blue"})):
+        answers.update({(stage, "a.png", q): letter_of(as_asked[q], pick) for q, pick in picks.items()})
     judge = load_judge(answers, backend="replay", key_fields=KEYS)
     [record] = Tifa(judge).score([Image.new("RGB", (32, 32), "red")], ["a red dog"], ["a.png"])
     row = record.to_json()
     assert row["source"] == "generated" and row["generation"]["written"] == 4 and row["generation"]["kept"] == 2
-    assert any("not one of the choices" in d for d in row["generation"]["dropped"])
+    assert any("choices must be distinct" in d for d in row["generation"]["dropped"])
     assert any("is this a park?" in d for d in row["generation"]["dropped"])
+    assert [q["choices"] for q in row["questions"]] == [["yes", "no"], ["red", "blue", "green", "black"]]
     assert [q["element_type"] for q in row["questions"]] == ["animal/human", "color"]  # TIFA's merge
     assert row["score"] == 0.5 and row["accuracy_by_type"] == {"animal/human": 1.0, "color": 0.0}
 
