@@ -195,3 +195,24 @@ def test_a_method_without_a_judge_runs_from_its_spec(tmp_path, inputs, capsys):
         assert "scale must be a number" in capsys.readouterr().err
     finally:
         unregister(name)
+
+
+def test_agreement_and_compare_read_a_vqascore_run_with_its_protocol_and_statistics(tmp_path):
+    assert run_vlmjudge(vqascore_args(tmp_path))[0] == 0
+    run = tmp_path / "run" / "vq.jsonl"
+    labels = write(tmp_path / "labels.jsonl", "".join(json.dumps({"id": f"{stem}.png", "human": k + 1}) + "\n"
+                                                       for k, stem in enumerate(PROMPTS)))
+    code, _, err = run_vlmjudge(["agreement", str(run), labels, "--out", str(tmp_path / "agreement")])
+    assert code == 0, err
+    result = json.loads((tmp_path / "agreement" / "agreement.json").read_text())
+    assert result["method"] == "vqascore" and result["axes"] == {"human": "human alignment rating",
+                                                                 "judge": "VQAScore P(Yes)"}
+    assert result["runs"][0]["statistics"]["spearman"]["value"] == 1.0
+    other = tmp_path / "other"
+    other.mkdir()
+    assert run_vlmjudge(vqascore_args(other))[0] == 0  # the same images scored again: a second run to compare
+    code, out, err = run_vlmjudge(["compare", str(run), str(other / "run" / "vq.jsonl"), "--labels", "a,b",
+                                   "--out", str(tmp_path / "comparison")])
+    assert code == 0, err
+    comparison = json.loads((tmp_path / "comparison" / "comparison.json").read_text())
+    assert comparison["method"] == "vqascore" and comparison["statistic"] == "mean_score"
