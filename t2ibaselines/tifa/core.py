@@ -86,6 +86,15 @@ class Tifa:
         self.judge, self.pack = judge, load_pack(pack)
         self.bank = QuestionBank(qa) if qa is not None else None
         self.generate, self.verify = generate, verify
+        if self.bank is not None:
+            wide = [f"{text_id}: {q.question!r}" for text_id, (_, questions) in self.bank.entries.items()
+                    for q in questions if self._too_many(q)]
+            if wide:
+                raise ValueError(f"{len(wide)} question(s) of the QA file have more choices than the pack's "
+                                 f"{len(self.pack.letters)} letters ({self.pack.letters}), e.g. {wide[0]}")
+
+    def _too_many(self, question: TifaQuestion) -> bool:
+        return len(question.choices) > len(self.pack.letters)
 
     def score(self, images: Sequence[Any], prompts: Sequence[str], ids: Sequence[Any] | None = None,
               questions: Sequence[Any] | None = None) -> list[TifaRecord]:
@@ -110,6 +119,10 @@ class Tifa:
         """A record holding the image's questions from the batch or the QA file (none yet: generated)."""
         if given is not None:
             found = as_questions(given, f"item {item_id!r}")
+            wide = [q.question for q in found if self._too_many(q)]
+            if wide:
+                return TifaRecord(item_id, prompt, "given", errors=[
+                    f"question {wide[0]!r} has more choices than the pack's letters ({self.pack.letters})"])
             return TifaRecord(item_id, prompt, "given", [_result(q) for q in found])
         try:
             found = self.bank.lookup(item_id, prompt) if self.bank is not None else None

@@ -164,6 +164,11 @@ def test_what_cannot_be_scored_fails_with_its_reason():
     assert renamed.status == "failed" and "'dog_1' is 'a dog', not this image's prompt 'a cat'" in renamed.errors[0]
     assert unanswered.status == "failed" and unanswered.score is None
     assert unanswered.to_json()["questions"][0]["error"] == "the judge gave no answer (a failed request)"
+    wide = {**question, "choices": ["yes", "no", "maybe"]}
+    [record] = Tifa(judge, pack={"letters": "AB", "generate": {"max_choices": 2}}).score(images[:1], ["a dog"], questions=[[wide]])
+    assert record.status == "failed" and "more choices than the pack's letters (AB)" in record.errors[0]
+    with pytest.raises(ValueError, match="1 question\\(s\\) of the QA file have more choices"):
+        Tifa(judge, pack={"letters": "AB", "generate": {"max_choices": 2}}, qa={"dog_1": ("a dog", [wide])})
 
 
 @pytest.mark.parametrize("content, message", [
