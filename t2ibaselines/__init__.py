@@ -12,6 +12,9 @@ from vlmjudge.lazy import lazy_exports
 #: Public name -> the module it lives in; each loads on first use.
 _EXPORTS: dict[str, str] = {
     "__version__": "vlmjudge",
+    "VQAScore": ".vqascore.core",
+    "VQAScoreMetric": ".vqascore.metric",
+    "Tifa": ".tifa.core",
 }
 
 __all__ = list(_EXPORTS)

@@ -101,7 +101,9 @@ class MethodSpec:
     saved records (the first is its headline), recomputed on resamples by `vlmjudge compare`.
     `human` says how the paper's human labels are read and matched to the records
     (`vlmjudge agreement`); None: the generic protocol. `annotation` is what the paper asked its
-    annotators, as `vlmjudge annotate` asks it.
+    annotators, as `vlmjudge annotate` asks it. `extra` names the optional extra a method needs
+    (`pip install vlmjudge[<extra>]`; None: the core install runs it) and `requires` the modules it
+    imports from there, which `vlmjudge info` looks for without importing them.
 
     Examples:
         >>> spec = MethodSpec(name="toy", inputs=("image",), build=dict, score_range=(0.0, 10.0),
@@ -123,10 +125,30 @@ class MethodSpec:
     statistics: Mapping[str, "Statistic"] = field(default_factory=dict)
     human: HumanProtocol | None = None
     annotation: AnnotationProtocol | None = None
+    extra: str | None = None
+    requires: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.normalize is None:
             object.__setattr__(self, "normalize", LinearScale(*self.score_range))
+
+    def missing_requirements(self) -> list[str]:
+        """The modules of `requires` that are not installed (found without importing them).
+
+        Examples:
+            >>> spec = MethodSpec(name="toy", inputs=("image",), build=dict, score_range=(0.0, 1.0),
+            ...                   render=dict, extra="toy", requires=("json", "surely_not_a_module_x"))
+            >>> spec.missing_requirements()
+            ['surely_not_a_module_x']
+        """
+        from importlib.util import find_spec
+
+        def absent(module: str) -> bool:
+            try:
+                return find_spec(module) is None
+            except (ImportError, ValueError):  # a parent package that is missing or broken
+                return True
+        return [module for module in self.requires if absent(module)]
 
     def check_batch(self, batch: Mapping[str, Sequence[Any]]) -> int:
         """The batch's length, after checking required columns exist and lengths agree."""

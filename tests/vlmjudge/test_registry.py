@@ -70,7 +70,8 @@ def test_entry_point_method_appears_in_info(tmp_path):
     out = subprocess.run([sys.executable, "-m", "vlmjudge.cli", "info", "--json"], env=env,
                          capture_output=True, text=True, check=True).stdout
     info = json.loads(out)
-    assert info["methods"]["toyphoto"] == {"inputs": ["image"], "score_range": [0.0, 1.0]}
+    assert info["methods"]["toyphoto"] == {"inputs": ["image"], "score_range": [0.0, 1.0], "extra": None,
+                                           "installed": True}
     assert info["backends"]["replay"] == "ok"
     text = subprocess.run([sys.executable, "-m", "vlmjudge.cli", "info"], env=env, capture_output=True,
                           text=True, check=True).stdout

@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from vlmjudge.backends.replay import ReplayJudge
+from vlmjudge.options import OptionProbs
 
 #: A file each load appends a line to (for runs in another process).
 LOAD_LOG_ENV = "CLI_BAD_INPUTS_LOAD_LOG"
@@ -31,10 +32,11 @@ class ConstantJudge(ReplayJudge):
         return self.answer
 
     def _probs(self, request, options, normalize: bool = True) -> dict[str, float]:
-        """All the probability on the first option (Yes, Major, ...); {} when the answer failed."""
+        """All the probability on the first option (Yes, Major, ...), measured (mass 1, so VQAScore
+        reads it as a probability); {} when the answer failed."""
         if self._recorded(request) is None:
             return {}
-        return {option: float(k == 0) for k, option in enumerate(options)}
+        return OptionProbs({option: float(k == 0) for k, option in enumerate(options)}, mass=1.0)
 
 
 class DownJudge(ConstantJudge):

@@ -120,8 +120,32 @@ def compare_records(_csv, stdout):
     return {Path(p["id"]).stem: p.get("resolution_note") for p in json.loads(stdout)["pairs"]}
 
 
+def baseline_cmd(name):
+    """`vqascore score` or `tifa score` over the folder, each image with its prompt (and, for TIFA, one question)."""
+    def build(folder, tmp, backend):
+        stems = sorted(p.stem for p in folder.iterdir())
+        prompts = tmp / "prompts.jsonl"
+        prompts.write_text("".join(json.dumps({"id": s, "prompt": f"a picture of {s}"}) + "\n" for s in stems))
+        qa = tmp / "qa.json"
+        qa.write_text(json.dumps([{"id": s, "caption": f"a picture of {s}", "question": "is this a picture?",
+                                   "choices": ["yes", "no"], "answer": "yes", "element_type": "object",
+                                   "element": "picture"} for s in stems]))
+        out = tmp / name / "results.jsonl"
+        options = ["--method-option", f"qa={qa}"] if name == "tifa" else []
+        return [name, "score", str(folder), "--prompts", str(prompts), *options, "--backend", backend,
+                "--model", "m", "--out", str(out)], out
+    return build
+
+
+def baseline_records(out, _stdout):
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    return {Path(r["id"]).stem: r["meta"].get("resolution_note") for r in rows}
+
+
 COMMANDS = {"terravis score": (terravis_cmd, terravis_records), "viescore2 score": (viescore2_cmd, viescore2_records),
-            "fager score": (fager_cmd, fager_records), "regeneration compare": (compare_cmd, compare_records)}
+            "fager score": (fager_cmd, fager_records), "regeneration compare": (compare_cmd, compare_records),
+            "vqascore score": (baseline_cmd("vqascore"), baseline_records),
+            "tifa score": (baseline_cmd("tifa"), baseline_records)}
 
 
 @pytest.fixture

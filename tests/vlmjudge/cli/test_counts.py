@@ -16,7 +16,8 @@ from vlmjudge.cli.exits import EXIT_SOME_FAILED, failures_path
 FAILS_ON_SMALL = "cli_bad_inputs_judge:FailsOnSmallJudge"  # b_small (40 x 40) gets no answer
 
 #: How each command's own summary says how many were skipped as bad input.
-SUMMARY_COUNT = dict.fromkeys(("terravis score", "viescore2 score", "fager score", "regeneration compare"),
+SUMMARY_COUNT = dict.fromkeys(("terravis score", "viescore2 score", "fager score", "regeneration compare",
+                               "vqascore score", "tifa score"),
                               r"of \d+ \((\d+) skipped as bad input\)")  # the shared summary line
 
 

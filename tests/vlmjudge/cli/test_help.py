@@ -21,7 +21,7 @@ from vlmjudge.cli import main as vlmjudge_main
 
 JUDGING_COMMANDS = [("terravis", "score"), ("viescore2", "score"), ("viescore2", "evaluate"), ("fager", "rubric"),
                     ("fager", "score"), ("fager", "refine"), ("regeneration", "run"), ("regeneration", "benchmark"),
-                    ("regeneration", "compare")]
+                    ("regeneration", "compare"), ("vqascore", "score"), ("tifa", "score")]
 BACKEND = "cli_bad_inputs_judge:ConstantJudge"
 
 
