@@ -41,10 +41,12 @@ def require(method: str, extra: str | None, module: str) -> Any:
     except ImportError as exc:  # installed but broken counts too: the reason goes into the one line
         missing = isinstance(exc, ModuleNotFoundError) and exc.name is not None and (
             module == exc.name or module.startswith(exc.name + "."))
-        detail = (f"{module.split('.')[0]} is not installed" if missing
-                  else f"import {module} failed: {type(exc).__name__}: {one_line(exc)}")
-        where = f"the '{extra}' extra: pip install 'vlmjudge[{extra}]'" if extra else "vlmjudge's own dependencies"
-        raise MissingExtraError(f"{method} needs {where} ({detail})") from exc
+        where = f"the '{extra}' extra" if extra else "vlmjudge's own dependencies"
+        install = f"pip install 'vlmjudge[{extra}]'" if extra else "pip install vlmjudge"
+        if missing:
+            raise MissingExtraError(f"{method} needs {where}: {install} ({module.split('.')[0]} is not installed)") from exc
+        raise MissingExtraError(f"{method} needs {where} ({install}), but import {module} fails here: "
+                                f"{type(exc).__name__}: {one_line(exc)}") from exc
 
 
 def one_line(exc: BaseException) -> str:

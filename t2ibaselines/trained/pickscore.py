@@ -71,7 +71,7 @@ class PickScoreScorer(TrainedScorer):
         self.processor = AutoProcessor.from_pretrained(str(processor))
         if not hasattr(self.model, "get_image_features") or not hasattr(self.model, "logit_scale"):
             raise ValueError(f"pickscore: {model} ({type(self.model).__name__}) is not a CLIP model")
-        self.scale = float(self.model.logit_scale.exp())
+        self.scale = float(self.model.logit_scale.detach().exp())
         if not 0.0 < self.scale <= MAX_SCALE:
             raise ValueError(f"pickscore: {model} has exp(logit_scale) = {self.scale:g}, outside CLIP's (0, 100]")
         self.made_by = {"package": package_version("transformers"), "model": str(model),
