@@ -5,7 +5,8 @@ ones. Two things need a thin layer over transformers 5: `get_image_features`/`ge
 now return an output object whose `pooler_output` is the projected embedding, which torchmetrics
 1.9 reads as a tensor (its issue 3407, fixed after 1.9.0); and SigLIP was trained on text padded
 to its full length with no attention mask (its text tower pools the last position), so its text
-goes in padded to `max_position_embeddings` and unmasked, as SigLIP's own examples do.
+goes in padded to `max_position_embeddings` and unmasked, as SigLIP's own examples do. A prompt
+longer than the text tower is cut by the tokenizer, which keeps the end token CLIP pools at.
 A NaFlex SigLIP2 (`siglip2`) needs patch shapes that CLIPScore cannot pass: it is refused.
 """
 from __future__ import annotations
@@ -53,9 +54,9 @@ def load_feature_model(model_id: str, *, device: str, dtype: Any = None, revisio
     processor = AutoProcessor.from_pretrained(model_id, revision=revision)
     if not hasattr(processor, "image_processor"):
         raise ValueError(f"{model_id}: AutoProcessor gave a {type(processor).__name__}, not an image-text processor")
-    if family == "siglip":
-        return FeatureModel(model, text_mask=False), SiglipFullLengthText(processor, config.text_config.max_position_embeddings)
-    return FeatureModel(model, text_mask=True), processor
+    length = config.text_config.max_position_embeddings
+    siglip = family == "siglip"
+    return FeatureModel(model, text_mask=not siglip), CutText(processor, length, full_length=siglip)
 
 
 class FeatureModel(torch.nn.Module):
@@ -75,14 +76,22 @@ class FeatureModel(torch.nn.Module):
         return _tensor(self.model.get_text_features(input_ids=input_ids, attention_mask=mask))
 
 
-class SiglipFullLengthText:
-    """A SigLIP processor whose text is always padded (and cut) to the text tower's full length."""
+class CutText:
+    """A processor whose text is cut at the text tower's length by the tokenizer, which keeps the
+    end token CLIP pools at (torchmetrics would cut the ids after it and lose it); for SigLIP also
+    padded to that full length."""
 
-    def __init__(self, processor: Any, length: int) -> None:
-        self.processor, self.length = processor, int(length)
+    def __init__(self, processor: Any, length: int, *, full_length: bool) -> None:
+        self.processor, self.length, self.full_length = processor, int(length), full_length
         self.image_processor = processor.image_processor
 
     def __call__(self, *args: Any, text: Any = None, **kwargs: Any) -> Any:
         if text is not None:
-            kwargs.update(padding="max_length", truncation=True, max_length=self.length)
+            kwargs.update(truncation=True, max_length=self.length)
+            if self.full_length:
+                kwargs["padding"] = "max_length"
         return self.processor(*args, text=text, **kwargs)
+
+    def too_long(self, text: str) -> bool:
+        """Whether `text` has more tokens than the text tower takes (so it is cut)."""
+        return len(self.processor.tokenizer(text)["input_ids"]) > self.length

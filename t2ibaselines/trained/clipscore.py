@@ -53,6 +53,10 @@ class ClipScoreScorer(TrainedScorer):
     def spec(self) -> Any:
         return SPEC
 
+    def details(self, item: Item) -> dict[str, Any]:
+        """Whether the prompt was longer than the text tower takes, and so cut (as every CLIPScore does)."""
+        return {} if item.prompt is None else {"prompt_truncated": self.processor.too_long(item.prompt)}
+
     def _pair(self) -> tuple[Any, Any]:
         return self.model, self.processor
 

@@ -72,6 +72,26 @@ def test_clipscore_equals_the_definition_computed_directly(family, tiny_encoder_
     assert records[0].made_by["package"].startswith("torchmetrics ") and records[0].made_by["model"] == folder
 
 
+def test_a_long_prompt_is_cut_keeping_the_end_token_and_the_record_says_so(tiny_encoder_dirs, noise):
+    """torchmetrics alone would cut the ids after the end token, and CLIP would pool another token."""
+    from transformers import AutoModel, AutoProcessor
+
+    folder = tiny_encoder_dirs["clip"]
+    long_prompt = " ".join(["a photo of a red cat"] * 20)
+    image = noise(1)[0]
+    short, long = ClipScoreScorer(model=folder, device="cpu").score_batch(
+        {"image": [image, image], "prompt": [PROMPTS[0], long_prompt]})
+    assert short.to_json()["prompt_truncated"] is False and long.to_json()["prompt_truncated"] is True
+    model, processor = AutoModel.from_pretrained(folder).eval(), AutoProcessor.from_pretrained(folder)
+    with torch.inference_mode():
+        ids = processor(text=[long_prompt], padding=True, truncation=True, max_length=32, return_tensors="pt")
+        assert ids["input_ids"][0, -1] == processor.tokenizer.eos_token_id
+        text = _pooled(model.get_text_features(**ids))
+        pixels = processor(images=[image], return_tensors="pt")["pixel_values"]
+        cosine = float(torch.nn.functional.cosine_similarity(_pooled(model.get_image_features(pixel_values=pixels)), text))
+    assert long.score == pytest.approx(max(100 * cosine, 0.0), abs=1e-4)
+
+
 def test_siglip_text_goes_in_unmasked_as_it_was_trained(tiny_siglip, noise):
     """The masked variant gives other numbers on the same model: the test above can tell them apart."""
     from transformers import AutoModel, AutoProcessor
