@@ -11,6 +11,7 @@ import contextlib
 import importlib
 import math
 import sys
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -21,8 +22,11 @@ from vlmjudge.registry import MethodSpec
 from .records import TrainedRecord, mean_score_statistics, render_record
 
 
-class MissingExtraError(ImportError):
-    """A scorer's package is not installed or cannot be imported here; the message names the extra."""
+class MissingExtraError(ImportError, ValueError):
+    """A scorer's package is not installed or cannot be imported here; the message names the extra.
+
+    Also a ValueError, so a command that turns build errors (OSError, ValueError) into one line and
+    status 2 does so for this one too."""
 
 
 def require(method: str, extra: str | None, module: str) -> Any:
@@ -134,7 +138,10 @@ def read_items(batch: Mapping[str, Sequence[Any]], inputs: Sequence[str], n: int
         (None, '1', True)
     """
     ids = [str(i) for i in batch["id"]] if "id" in batch else [str(i) for i in range(n)]
-    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    blank = [row for row, item_id in enumerate(ids) if not item_id.strip()]
+    if blank:
+        raise ValueError(f"empty ids in the batch, at rows {blank[:5]}")
+    repeated = sorted(i for i, count in Counter(ids).items() if count > 1)
     if repeated:
         raise ValueError(f"duplicate ids in the batch: {repeated[:5]}")
     items = []

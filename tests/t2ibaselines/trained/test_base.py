@@ -73,6 +73,11 @@ def test_duplicate_ids_stop_the_batch_with_a_clear_error():
         read_items({"image": [_png(), _png()], "prompt": ["x", "y"], "id": ["a", "a"]}, ("image", "prompt"), 2)
 
 
+def test_an_empty_id_stops_the_batch_with_a_clear_error():
+    with pytest.raises(ValueError, match=r"empty ids in the batch, at rows \[1\]"):
+        read_items({"image": [_png(), _png()], "prompt": ["x", "y"], "id": ["a", " "]}, ("image", "prompt"), 2)
+
+
 def test_missing_and_uneven_columns_are_refused_before_any_scoring():
     scorer = FixedOutputs([])
     with pytest.raises(ValueError, match="prompt"):
@@ -97,7 +102,7 @@ def test_require_names_the_extra_for_a_missing_and_for_a_broken_package(tmp_path
     monkeypatch.setitem(sys.modules, "hpsv2", None)  # None in sys.modules: import raises ImportError
     with pytest.raises(MissingExtraError) as missing:
         require("hpsv2", "hpsv2", "hpsv2.src.open_clip")
-    assert "\n" not in str(missing.value)
+    assert "\n" not in str(missing.value) and isinstance(missing.value, ValueError)  # one line in the CLI
     assert str(missing.value) == "hpsv2 needs the 'hpsv2' extra: pip install 'vlmjudge[hpsv2]' (hpsv2 is not installed)"
     broken = tmp_path / "broken_scorer_pkg"
     broken.mkdir()
