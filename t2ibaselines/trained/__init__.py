@@ -1,7 +1,7 @@
 """The trained scorers the papers compare against, through their authors' packages.
 
 One module per scorer (`clipscore`, `pickscore`, `hps`, `imagereward`, `aesthetic`, `iqa` for MUSIQ,
-NIQE and BRISQUE, `lpips`), each with its `SPEC`, its extra (`EXTRA`) and the modules it needs
+NIQE and BRISQUE, `lpips`), each with its `SPEC`, which names its extra (`EXTRA`) and the modules it needs
 (`REQUIRES`); `base` holds the shared scoring loop and `records` the one record type. A scorer whose
 package is missing fails in one line that names the extra to install.
 """
@@ -20,7 +20,6 @@ _EXPORTS: dict[str, str] = {
     "AestheticScorer": ".aesthetic",
     "IQAScorer": ".iqa",
     "LpipsScorer": ".lpips",
-    "SCORERS": ".catalogue",
 }
 
 __all__ = list(_EXPORTS)

@@ -211,8 +211,10 @@ class TrainedScorer:
 
 
 def trained_spec(*, name: str, inputs: tuple[str, ...], build: Callable[..., Any], score_range: tuple[float, float],
-                 description: str, label: str, higher_is_better: bool) -> MethodSpec:
-    """A trained scorer's MethodSpec: no judge model, an optional `id` column, one mean statistic."""
+                 description: str, label: str, higher_is_better: bool, extra: str | None,
+                 requires: tuple[str, ...]) -> MethodSpec:
+    """A trained scorer's MethodSpec: no judge model, an optional `id` column, one mean statistic, and
+    the extra and modules it needs (what `vlmjudge info` lists as installed or not)."""
     return MethodSpec(name=name, inputs=inputs, optional_inputs=("id",), build=build, render=render_record,
                       score_range=score_range, default_model=None, description=description,
-                      statistics=mean_score_statistics(label, higher_is_better))
+                      statistics=mean_score_statistics(label, higher_is_better), extra=extra, requires=requires)

@@ -1,5 +1,5 @@
 """The trained scorers as registered methods: every acceptance name is an entry point that loads
-a spec without torch, the catalogue agrees with setup.cfg, and saved runs compare like any method's."""
+a spec without torch, names its extra and modules, and saved runs compare like any method's."""
 from __future__ import annotations
 
 import configparser
@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from t2ibaselines.trained.catalogue import SCORERS, requirement
 from vlmjudge.registry import get_method, method_names
 
 REPO = Path(__file__).resolve().parents[3]
@@ -22,12 +21,13 @@ def _setup_cfg() -> configparser.ConfigParser:
     return config
 
 
-def test_every_scorer_is_an_entry_point_of_setup_cfg_as_the_catalogue_says():
-    lines = _setup_cfg()["options.entry_points"]["vlmjudge.methods"].strip().splitlines()
-    registered = dict(line.replace(" ", "").split("=") for line in lines)
-    assert set(NAMES) == set(SCORERS)
-    for name, (module, attribute) in SCORERS.items():
-        assert registered[name] == f"{module}:{attribute}"
+def test_every_scorer_is_a_method_and_a_command_of_setup_cfg():
+    entry_points = _setup_cfg()["options.entry_points"]
+    methods = dict(line.replace(" ", "").split("=") for line in entry_points["vlmjudge.methods"].strip().splitlines())
+    commands = dict(line.replace(" ", "").split("=") for line in entry_points["vlmjudge.commands"].strip().splitlines())
+    for name in NAMES:
+        assert methods[name].startswith("t2ibaselines.trained."), name
+        assert commands[name] == "t2ibaselines.cli:configure", name
     assert set(NAMES) <= set(method_names())
 
 
@@ -42,7 +42,7 @@ def test_each_spec_is_judge_free_and_says_its_direction(name):
 
 def test_every_extra_named_by_a_scorer_exists_and_the_test_extra_holds_the_installable_ones():
     extras = _setup_cfg()["options.extras_require"]
-    named = {requirement(name).extra for name in NAMES} - {None}
+    named = {get_method(name).extra for name in NAMES} - {None}
     assert named == {"hpsv2", "imagereward", "aesthetic", "iqa"} and named <= set(extras)
     test_extra = extras["test"]
     assert "pyiqa" in test_extra and "aesthetic-predictor-v2-5" in test_extra
@@ -54,17 +54,20 @@ def test_every_extra_named_by_a_scorer_exists_and_the_test_extra_holds_the_insta
 def test_loading_every_spec_imports_no_torch():
     code = ("import sys; from vlmjudge.registry import get_method\n"
             f"[get_method(name) for name in {NAMES!r}]\n"
-            "from t2ibaselines.trained.catalogue import requirement\n"
-            f"[requirement(name).installed for name in {NAMES!r}]\n"
+            f"[get_method(name).missing_requirements() for name in {NAMES!r}]\n"
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert out.stdout.strip() == "False"
 
 
+def test_each_spec_names_what_it_needs():
+    assert (get_method("musiq").extra, get_method("musiq").requires) == ("iqa", ("pyiqa",))
+    assert get_method("lpips").extra is None and get_method("lpips").missing_requirements() == []  # core deps
+
+
 def test_a_missing_package_reads_as_not_installed(monkeypatch):
     monkeypatch.setitem(sys.modules, "pyiqa", None)
-    assert requirement("musiq").installed is False
-    assert requirement("lpips").installed is True  # torchmetrics and torchvision come with vlmjudge
+    assert get_method("musiq").missing_requirements() == ["pyiqa"]
 
 
 def test_saved_runs_of_a_trained_scorer_compare_with_its_statistic(tmp_path):
