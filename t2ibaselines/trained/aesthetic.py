@@ -64,7 +64,7 @@ def build(judge: Any, **config: Any) -> AestheticScorer:
 
 
 SPEC = trained_spec(
-    extra=EXTRA, requires=REQUIRES,
+    extra=EXTRA, requires=REQUIRES, scorer=AestheticScorer,
     name="aesthetic", inputs=("image",), build=build, score_range=SCORE_RANGE, label="mean aesthetic score",
     higher_is_better=True,
     description="LAION-Aesthetic v2.5 through aesthetic-predictor-v2-5: a SigLIP-based predictor of a 1-10 "

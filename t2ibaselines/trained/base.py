@@ -212,9 +212,26 @@ class TrainedScorer:
 
 def trained_spec(*, name: str, inputs: tuple[str, ...], build: Callable[..., Any], score_range: tuple[float, float],
                  description: str, label: str, higher_is_better: bool, extra: str | None,
-                 requires: tuple[str, ...]) -> MethodSpec:
-    """A trained scorer's MethodSpec: no judge model, an optional `id` column, one mean statistic, and
-    the extra and modules it needs (what `vlmjudge info` lists as installed or not)."""
+                 requires: tuple[str, ...], scorer: type) -> MethodSpec:
+    """A trained scorer's MethodSpec: no judge model, an optional `id` column, one mean statistic, the
+    extra and modules it needs (what `vlmjudge info` lists as installed or not), and as its `config`
+    the scorer's keyword settings with their defaults (what `--method-option` may set)."""
     return MethodSpec(name=name, inputs=inputs, optional_inputs=("id",), build=build, render=render_record,
                       score_range=score_range, default_model=None, description=description,
-                      statistics=mean_score_statistics(label, higher_is_better), extra=extra, requires=requires)
+                      statistics=mean_score_statistics(label, higher_is_better), extra=extra, requires=requires,
+                      config=scorer_settings(scorer))
+
+
+def scorer_settings(scorer: type) -> dict[str, Any]:
+    """The keyword-only settings of a scorer's constructor with their defaults.
+
+    Examples:
+        >>> class Toy:
+        ...     def __init__(self, judge=None, *, model="m", device=None): ...
+        >>> scorer_settings(Toy)
+        {'model': 'm', 'device': None}
+    """
+    import inspect
+
+    parameters = inspect.signature(scorer.__init__).parameters.values()
+    return {p.name: p.default for p in parameters if p.kind is p.KEYWORD_ONLY}

@@ -79,7 +79,7 @@ def build(judge: Any, **config: Any) -> ClipScoreScorer:
 
 
 SPEC = trained_spec(
-    extra=EXTRA, requires=REQUIRES,
+    extra=EXTRA, requires=REQUIRES, scorer=ClipScoreScorer,
     name="clipscore", inputs=("image", "prompt"), build=build, score_range=(0.0, 100.0), label="mean CLIPScore",
     higher_is_better=True,
     description="CLIPScore through torchmetrics: max(100 * cosine of image and prompt embeddings, 0), with any "

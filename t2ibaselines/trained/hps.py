@@ -92,7 +92,7 @@ def build(judge: Any, **config: Any) -> HPSv2Scorer:
 
 
 SPEC = trained_spec(
-    extra=EXTRA, requires=REQUIRES,
+    extra=EXTRA, requires=REQUIRES, scorer=HPSv2Scorer,
     name="hpsv2", inputs=("image", "prompt"), build=build, score_range=(-1.0, 1.0), label="mean HPS",
     higher_is_better=True,
     description="Human Preference Score v2.1 (or v2.0) through the authors' hpsv2 package: the cosine of image and "

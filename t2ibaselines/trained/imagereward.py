@@ -52,7 +52,7 @@ def build(judge: Any, **config: Any) -> ImageRewardScorer:
 
 
 SPEC = trained_spec(
-    extra=EXTRA, requires=REQUIRES,
+    extra=EXTRA, requires=REQUIRES, scorer=ImageRewardScorer,
     name="imagereward", inputs=("image", "prompt"), build=build, score_range=SCORE_RANGE,
     label="mean ImageReward", higher_is_better=True,
     description="ImageReward through the authors' image-reward package: a BLIP-based reward model's standardised "

@@ -80,7 +80,7 @@ def build(method: str, judge: Any, **config: Any) -> IQAScorer:
 
 
 SPECS = {method: trained_spec(name=method, inputs=("image",), build=functools.partial(build, method), score_range=score_range,
-                              extra=EXTRA, requires=REQUIRES,
+                              extra=EXTRA, requires=REQUIRES, scorer=IQAScorer,
                               label=label, higher_is_better=higher,
                               description=f"{method.upper()} no-reference image quality through pyiqa "
                                           f"({'higher' if higher else 'lower'} is better).")

@@ -86,7 +86,7 @@ def build(judge: Any, **config: Any) -> LpipsScorer:
 
 
 SPEC = trained_spec(
-    extra=EXTRA, requires=REQUIRES,
+    extra=EXTRA, requires=REQUIRES, scorer=LpipsScorer,
     name="lpips", inputs=("image", "reference"), build=build, score_range=SCORE_RANGE, label="mean LPIPS",
     higher_is_better=False,
     description="LPIPS (learned perceptual image patch similarity) of an image to its reference through "

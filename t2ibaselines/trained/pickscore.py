@@ -104,7 +104,7 @@ def build(judge: Any, **config: Any) -> PickScoreScorer:
 
 
 SPEC = trained_spec(
-    extra=EXTRA, requires=REQUIRES,
+    extra=EXTRA, requires=REQUIRES, scorer=PickScoreScorer,
     name="pickscore", inputs=("image", "prompt"), build=build, score_range=(-MAX_SCALE, MAX_SCALE),
     label="mean PickScore", higher_is_better=True,
     description="PickScore: exp(logit_scale) * cosine of image and prompt embeddings of the Pick-a-Pic CLIP-H "
