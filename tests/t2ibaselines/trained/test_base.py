@@ -24,7 +24,8 @@ class FixedOutputs(TrainedScorer):
         self.outputs = list(outputs)
         self.made_by = {"model": "fixed"}
         self.spec = trained_spec(name="fixed", inputs=("image", "prompt"), build=lambda judge: self,
-                                 score_range=(0.0, 1.0), description="", label="mean", higher_is_better=True)
+                                 score_range=(0.0, 1.0), description="", label="mean", higher_is_better=True,
+                                 extra=None, requires=(), scorer=FixedOutputs)
 
     def score_chunk(self, items):
         return [self.outputs.pop(0) for _ in items]
@@ -94,7 +95,8 @@ def test_records_follow_the_shared_schema_and_the_statistic_skips_failures():
     saved = [check_record(r.to_json()) for r in records]
     assert [list(r)[:3] for r in saved] == [["id", "status", "score"]] * 3
     statistic = trained_spec(name="lpips", inputs=("image", "reference"), build=dict, score_range=(0.0, 2.0),
-                             description="", label="mean LPIPS", higher_is_better=False).statistics["mean_score"]
+                             description="", label="mean LPIPS", higher_is_better=False, extra=None, requires=(),
+                             scorer=FixedOutputs).statistics["mean_score"]
     assert math.isclose(value_of(saved, statistic), 0.4) and statistic.higher_is_better is False
 
 
