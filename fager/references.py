@@ -15,8 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from vlmjudge.images import image_bytes_digest, to_pil
-from vlmjudge.cli.intake import is_image_file
+from vlmjudge.images import image_bytes_digest, is_image_file, to_pil
 
 
 @runtime_checkable

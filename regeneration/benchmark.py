@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from vlmjudge.generators import load_generator
-from vlmjudge.images import to_pil
-from vlmjudge.cli.intake import IMAGE_SUFFIXES, is_image_file
+from vlmjudge.images import IMAGE_SUFFIXES, is_image_file, to_pil
 from vlmjudge.outputs import iter_jsonl
 
 from .config import LoopConfig

@@ -19,11 +19,12 @@ from typing import Any, Iterator
 from vlmjudge.cli.exits import RUN
 from vlmjudge.cli.flags import add_judge_flags, add_no_cache_flag, add_on_error_flag, judge_from_args
 from vlmjudge.cli.help import EXIT_EPILOG, RawDefaultsHelpFormatter, describe
-from vlmjudge.cli.intake import IMAGE_SUFFIXES, Failure, Screened, image_items
+from vlmjudge.cli.intake import Failure, Screened, image_items
 from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl, earlier_manifest, same_answers
 from vlmjudge.cli.scoring import Outcome, ScoreCommand, partial_output, run_scoring
 from vlmjudge.cli.progress import add_quiet_flag, progress_bar, quiet_judge
 from vlmjudge.cli.summary import print_summary
+from vlmjudge.images import IMAGE_SUFFIXES
 from vlmjudge.outputs import iter_jsonl, record_text, with_resolution_note, write_manifest
 from vlmjudge.stats.interval import interval_text, mean_with_interval
 

@@ -15,7 +15,7 @@ _EXPORTS = {
     "Constraint": "vlmjudge.requests", "Judge": "vlmjudge.judge", "JudgeError": "vlmjudge.judge",
     "load_judge": "vlmjudge.judge", "ResponseCache": "vlmjudge.cache", "MethodSpec": "vlmjudge.registry",
     "get_method": "vlmjudge.registry", "list_methods": "vlmjudge.registry", "to_pil": "vlmjudge.images",
-    "to_pil_list": "vlmjudge.images", "ImageInputError": "vlmjudge.images", "compare": "vlmjudge.stats.runs",
+    "to_pil_list": "vlmjudge.images", "ImageInputError": "vlmjudge.images", "compare": "vlmjudge.cli.compare",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -16,6 +16,7 @@ import os
 import sys
 import weakref
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,12 +26,14 @@ from .digests import HELD as _HELD, digests_held, held_digest
 
 __all__ = [
     "DEFAULT_MAX_PIXELS",
+    "IMAGE_SUFFIXES",
     "MAX_PIXELS_ENV",
     "MAX_ASPECT_RATIO",
     "RECOMMENDED_MIN_SIDE",
     "ImageInputError",
     "resolution_note",
     "image_bytes_digest",
+    "is_image_file",
     "digests_held",
     "resolve_max_pixels",
     "to_pil",
@@ -45,10 +48,26 @@ MAX_PIXELS_ENV = "VLMJUDGE_MAX_PIXELS"
 MAX_ASPECT_RATIO = 200
 #: Below this shortest side an image is still scored, but its record says it was small for a judge.
 RECOMMENDED_MIN_SIDE = 64
+#: The files a folder of images contributes, everywhere: the CLIs and the distributed runner,
+#: the reports' thumbnails, the annotation app and the method packages' folder readers.
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff")
 
 _FLOAT_SLACK = 1e-5
 _WHITE = (255, 255, 255)
 _EXIF_ORIENTATION = 0x0112
+
+
+def is_image_file(path: str | os.PathLike) -> bool:
+    """Whether a path names a file with one of `IMAGE_SUFFIXES` (any case).
+
+    Examples:
+        >>> import tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> _ = open(os.path.join(folder, "cat.PNG"), "wb").write(b"")
+        >>> is_image_file(os.path.join(folder, "cat.PNG")), is_image_file(folder), is_image_file("gone.png")
+        (True, False, False)
+    """
+    return Path(path).suffix.lower() in IMAGE_SUFFIXES and Path(path).is_file()
 
 
 class ImageInputError(ValueError):

@@ -17,19 +17,13 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
 
-from .digests import digests_held
+from .backends import BACKENDS
 from .cache import ResponseCache, answer_problem, cache_key
+from .digests import digests_held
 from .options import OptionProbs, as_option_probs
 from .requests import Answer, Request
 
 log = logging.getLogger(__name__)
-
-BACKENDS = {
-    "transformers": "vlmjudge.backends.hf.judge:TransformersJudge",
-    "openai": "vlmjudge.backends.openai:OpenAIJudge",
-    "replay": "vlmjudge.backends.replay:ReplayJudge",
-    "vllm": "vlmjudge.backends.vllm:VLLMJudge",
-}
 
 #: Show a progress bar when a call has more requests than this (and progress is not off).
 PROGRESS_THRESHOLD = 64
@@ -329,8 +323,9 @@ def _progress_bar(total: int, op: str, show: bool):
 def load_judge(model: Any = None, backend: str = "transformers", **kwargs: Any) -> Judge:
     """A judge for `model` (a Hub id, a local dir, a built model, or replay answers).
 
-    `backend` is "transformers" (in-process, the default), "openai" (any OpenAI-compatible
-    server) or "replay" (recorded answers); "module:Class" loads a third-party backend.
+    `backend` is a name in `vlmjudge.backends.BACKENDS`: "transformers" (in-process, the
+    default), "vllm" (in-process vLLM), "openai" (any OpenAI-compatible server) or "replay"
+    (recorded answers); "module:Class" loads a third-party backend.
     Keyword arguments go to the backend (revision, dtype, device, batch_size, cache, ...).
 
     Examples:

@@ -119,8 +119,8 @@ def test_evaluate_module_with_a_judge(encoder_dirs, tmp_path, monkeypatch):
     answers.write_text("\n".join(json.dumps(r) for r in rows))
     module = evaluate.load(str(METRICS_DIR), clip_model=encoder_dirs["clip"], dino_model=encoder_dirs["dino"],
                            device="cpu")
-    import vlmjudge.judge as judge_module
-    monkeypatch.setitem(judge_module.BACKENDS, "replay_meta", "regen_helpers:MetaReplayJudge")
+    import vlmjudge.backends as backends_module
+    monkeypatch.setitem(backends_module.BACKENDS, "replay_meta", "regen_helpers:MetaReplayJudge")
     out = module.compute(images=noise(1, 7), reference_images=noise(1, 8), model=str(answers),
                          backend="replay_meta")
     assert out["mllm_content"] == 0.5 and out["mllm_perceptual"] is None and out["mllm_parse_failures"] == 1

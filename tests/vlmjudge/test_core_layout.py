@@ -40,3 +40,22 @@ def test_every_room_of_the_core_is_in_the_layout_table_with_a_role():
     assert not missing, f"add these to docs/layout.md's 'Core layout' table: {missing}"
     assert not stale, f"docs/layout.md's 'Core layout' table names what vlmjudge/ no longer has: {stale}"
     assert all(len(role.split()) >= 3 for role in rows.values()), "each row says its role in words"
+
+
+#: Rooms that moved into the folder of the one concern they serve; nothing is left behind under the old path.
+MOVED_AWAY = ("wire.py", "families.py", "backends/openai.py", "backends/_openai_batch.py",
+              "backends/_openai_first.py", "backends/_openai_options.py")
+
+
+def test_moved_rooms_leave_nothing_behind():
+    core = REPO / "vlmjudge"
+    left = [path for path in MOVED_AWAY if (core / path).exists()]
+    assert not left, f"moved modules still in vlmjudge/: {left}"
+    assert (core / "backends" / "openai" / "wire.py").is_file() and (core / "backends" / "hf" / "families.py").is_file()
+
+
+def test_the_backend_table_is_in_the_backends_package():
+    from vlmjudge import judge
+    from vlmjudge.backends import BACKENDS
+    assert set(BACKENDS) == {"transformers", "vllm", "openai", "replay"}
+    assert judge.BACKENDS is BACKENDS and "BACKENDS = " not in (REPO / "vlmjudge" / "judge.py").read_text(encoding="utf-8")

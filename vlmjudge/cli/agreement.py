@@ -27,7 +27,7 @@ SHOWN_IDS = 8
 
 def configure_agreement(sub: Any) -> None:
     """Add the `agreement` sub-command to the `vlmjudge` parser."""
-    from ..stats.agreement import STATISTICS
+    from ..stats.human_agreement import STATISTICS
 
     parser = sub.add_parser(
         "agreement", help="how far to trust a judge: agreement of runs with human labels",
@@ -140,7 +140,7 @@ def _judge_run(run: dict[str, Any], rows, protocol, human_path: Path, args: argp
     """One run joined to the people's rows, its statistics and the method's details."""
     import sys
 
-    from ..stats.agreement import agreement
+    from ..stats.human_agreement import agreement
     from ..stats.human_sets.join import index_records, join
 
     try:
@@ -184,7 +184,7 @@ def _details(protocol, rows, records, where: str) -> dict[str, Any]:
 
 def _ceiling(rows) -> dict[str, Any] | None:
     """The human ceiling (`inter_annotator`) when some item has two or more annotators."""
-    from ..stats.agreement import inter_annotator
+    from ..stats.human_agreement import inter_annotator
     from ..stats.human_sets.labels import annotator_table
 
     labelled = [row for row in rows if row.get("human") is not None and row.get("raters")]
@@ -207,7 +207,7 @@ def _ceiling(rows) -> dict[str, Any] | None:
 
 def _comparison(judged: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
     """Which judge agrees best on the items every run scored, with a paired interval per pair."""
-    from ..stats.agreement import agreement_difference, statistic_value
+    from ..stats.human_agreement import agreement_difference, statistic_value
 
     values = [{item["id"]: (item["judge"], item["human"], item.get("group")) for item in run["items"]}
               for run in judged]

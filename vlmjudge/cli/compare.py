@@ -1,17 +1,41 @@
 """`vlmjudge compare RUN.jsonl RUN.jsonl ... --out DIR`: is one run better than another, by how much,
 how sure. Any method's run files (CLI or distributed runner) are read with their manifests; runs
 measured with different instruments are refused in one line (status 2) unless --allow-mixed.
+`compare` (`vlmjudge.compare`) is the command's Python form: it joins the runs to their method's
+statistics through the registry, which `vlmjudge.stats` never imports.
 """
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+def compare(runs: Sequence[Any], *, labels: Sequence[str] | None = None, method: str | None = None,
+            manifests: Sequence[Mapping] | None = None, allow_mixed: bool = False, n_resamples: int = 2000,
+            seed: int = 0, confidence: float = 0.95) -> dict:
+    """Compare runs (record lists or run file paths) under their method's own statistics.
+
+    The method comes from `method`, else from the manifests (beside run files, or given); its
+    registered `MethodSpec.statistics` are recomputed on resamples. Raises
+    `vlmjudge.stats.runs.MixedRunsError` (one line) when the manifests disagree on method,
+    version, pack or judge, unless `allow_mixed`. The result is `vlmjudge.stats.runs.compare_runs`'s:
+    the headline statistic's "leaderboard", "pairwise" and "unpaired", every applicable statistic
+    under "statistics", the "breakdown" by category, and "mixed" with its reasons.
+    """
+    from ..registry import get_method
+    from ..stats.runs import compare_runs, read_runs
+
+    read = read_runs(runs, labels=labels, method=method, manifests=manifests, allow_mixed=allow_mixed)
+    return compare_runs(read, get_method(read.method).statistics, n_resamples=n_resamples, seed=seed,
+                        confidence=confidence)
 
 
 def run_compare(args: argparse.Namespace) -> int:
     """Compare the runs, write comparison.json and report.html, print the leaderboard's head."""
     from ..reports.comparison import write_comparison
-    from ..stats.runs import MixedRunsError, compare
+    from ..stats.runs import MixedRunsError
 
     labels = args.labels.split(",") if args.labels else None
     try:

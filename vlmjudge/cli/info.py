@@ -34,7 +34,7 @@ def collect_info() -> dict[str, Any]:
     """Versions, importable backends, GPUs and registered methods."""
     from importlib.util import find_spec
 
-    from ..judge import BACKENDS
+    from ..backends import BACKENDS
     libs = {name: _version_of(name) for name in OPTIONAL_LIBS}
     gpus: list[str] = []
     if find_spec("torch") is not None:
@@ -46,7 +46,7 @@ def collect_info() -> dict[str, Any]:
         backends[name] = "ok" if not missing else f"unavailable: missing {', '.join(missing)}"
     methods = {name: (f"error: {spec}" if isinstance(spec, Exception) else method_row(spec))
                for name, spec in list_methods().items()}
-    from ..families import FAMILIES
+    from ..backends.hf.families import FAMILIES
     families = {f.model_type: f.name for f in FAMILIES.values()}  # the transformers backend's judges
     return {"vlmjudge": __version__, "python": platform.python_version(), "libraries": libs,
             "backends": backends, "gpus": gpus, "methods": methods, "families": families}

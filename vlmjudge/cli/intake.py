@@ -14,29 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from ..images import ImageInputError, resolution_note, to_pil
+from ..images import IMAGE_SUFFIXES, ImageInputError, resolution_note, to_pil
 from ..outputs import id_from_name
 from .errors import CommandError
 
-#: The image files a folder input contributes, everywhere (CLIs, distributed runner, reports).
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff")
 ON_ERROR_CHOICES = ("skip", "raise")
 #: Files that hold a table or records, never an image: given where images are expected, one clear error.
 TABLE_SUFFIXES = (".csv", ".tsv", ".json", ".jsonl", ".txt")
-
-
-def is_image_file(path: str | os.PathLike) -> bool:
-    """Whether a path names a file with one of `IMAGE_SUFFIXES` (any case).
-
-    Examples:
-        >>> import os, tempfile
-        >>> folder = tempfile.mkdtemp()
-        >>> for name in ("cat.PNG", "notes.txt"):
-        ...     _ = open(os.path.join(folder, name), "wb").write(b"")
-        >>> is_image_file(os.path.join(folder, "cat.PNG")), is_image_file(os.path.join(folder, "notes.txt"))
-        (True, False)
-    """
-    return Path(path).suffix.lower() in IMAGE_SUFFIXES and Path(path).is_file()
 
 
 def is_listed_image(path: Path) -> bool:

@@ -18,7 +18,7 @@ from .common import (
     with_global_ids,
 )
 from .ddp import run_local_group
-from .evaluate_shards import load_evaluate_shard, process_rank, store_scored_rows
+from .evaluate_shards import load_evaluate_shard, process_rank
 from .ray_pool import ScorerActor, score_columns_ray, score_dataset_ray
 
 __all__ = [
@@ -35,6 +35,5 @@ __all__ = [
     "score_records",
     "shard_columns",
     "shard_range",
-    "store_scored_rows",
     "with_global_ids",
 ]

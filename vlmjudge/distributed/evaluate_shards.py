@@ -45,26 +45,3 @@ def load_evaluate_shard(path: str, *, experiment_id: str | None = None, cache_di
     if cache_dir is not None:
         kwargs["cache_dir"] = os.fspath(cache_dir)
     return evaluate.load(path, **kwargs)
-
-
-def store_scored_rows(module: Any, features: Any, rows: dict[str, list[Any]]) -> None:
-    """Write rows a module has already scored (records, not images) to its cache file, as
-    `add_batch` writes raw inputs: how a module scores as it adds, so that in multi-process mode
-    each process scores its own shard and process 0's `compute()` reads every process's rows.
-
-    `features` is the `datasets.Features` of the stored rows; the module's `_feature_names()`
-    must return its keys, so that `compute()` hands `_compute` these columns. Process 0 must
-    store at least one row itself (it reads every file with the features it selected).
-    """
-    names = list(features)
-    if sorted(rows) != sorted(names):
-        raise ValueError(f"rows have columns {sorted(rows)}, the stored features are {sorted(names)}")
-    lengths = {len(values) for values in rows.values()}
-    if len(lengths) != 1:
-        raise ValueError(f"stored columns differ in length: { {k: len(v) for k, v in rows.items()} }")
-    if module.writer is None:
-        module.selected_feature_format = features
-        module._init_writer()
-    elif module.selected_feature_format != features:
-        raise ValueError("this module already stores rows of other features")
-    module.writer.write_batch(features.encode_batch(rows))

@@ -12,13 +12,13 @@ from typing import Any
 from .handle import JudgeNotAttached, ScorerHandle, scorer_handle
 from .loading import (JUDGE_ARGUMENTS, JudgeRecipe,
                       judge_or_load, judge_recipe, load_method_judge, resolve_model)
-from .module import ScoredModule, ScoredRowsModule
+from .module import ScoredModule, ScoredRowsModule, store_scored_rows
 
 _LAZY = {"JudgeMetric": "metric", "State": "metric", "batch_value": "metric", "image_batch": "metric"}
 
 __all__ = ["JUDGE_ARGUMENTS", "JudgeNotAttached", "JudgeRecipe", "ScorerHandle",
            "ScoredModule", "ScoredRowsModule", "judge_or_load", "judge_recipe", "load_method_judge",
-           "resolve_model", "scorer_handle", *_LAZY]
+           "resolve_model", "scorer_handle", "store_scored_rows", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:

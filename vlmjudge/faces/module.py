@@ -1,7 +1,9 @@
 """The base of the suite's `evaluate` modules: score as inputs are added, store scored rows.
 
-`ScoredRowsModule` routes evaluate's `compute` to the stored columns; `ScoredModule` (below)
-adds the template every metrics/<name>/<name>.py follows.
+`store_scored_rows` writes rows already scored where evaluate writes raw inputs (how each process
+of evaluate's multi-process mode scores its own shard); `ScoredRowsModule` routes evaluate's
+`compute` to the stored columns; `ScoredModule` (below) adds the template every
+metrics/<name>/<name>.py follows.
 """
 from __future__ import annotations
 
@@ -13,9 +15,32 @@ from ..stats.interval import mean_keys
 from .loading import JUDGE_ARGUMENTS, judge_or_load, judge_recipe
 
 
+def store_scored_rows(module: Any, features: Any, rows: dict[str, list[Any]]) -> None:
+    """Write rows a module has already scored (records, not images) to its cache file, as
+    `add_batch` writes raw inputs: how a module scores as it adds, so that in multi-process mode
+    each process scores its own shard and process 0's `compute()` reads every process's rows.
+
+    `features` is the `datasets.Features` of the stored rows; the module's `_feature_names()`
+    must return its keys, so that `compute()` hands `_compute` these columns. Process 0 must
+    store at least one row itself (it reads every file with the features it selected).
+    """
+    names = list(features)
+    if sorted(rows) != sorted(names):
+        raise ValueError(f"rows have columns {sorted(rows)}, the stored features are {sorted(names)}")
+    lengths = {len(values) for values in rows.values()}
+    if len(lengths) != 1:
+        raise ValueError(f"stored columns differ in length: { {k: len(v) for k, v in rows.items()} }")
+    if module.writer is None:
+        module.selected_feature_format = features
+        module._init_writer()
+    elif module.selected_feature_format != features:
+        raise ValueError("this module already stores rows of other features")
+    module.writer.write_batch(features.encode_batch(rows))
+
+
 class ScoredRowsModule:
     """Mixin for an `evaluate` module that scores as it adds and stores scored rows (see
-    `vlmjudge.distributed.store_scored_rows`), placed before `evaluate.Metric` in the bases.
+    `store_scored_rows`), placed before `evaluate.Metric` in the bases.
 
     `_feature_names()` names the module's inputs, as evaluate expects: `evaluate.combine`
     routes each module its inputs by these names. Only while `compute_stored` aggregates does
@@ -252,7 +277,6 @@ class ScoredModule(ScoredRowsModule):
         records = scorer.score_batch(self.prepare_batch(batch))
         self._n_added += n
         rows = {"record": [json.dumps(r.to_json(), ensure_ascii=False) for r in records], **kept}
-        from vlmjudge.distributed import store_scored_rows
         store_scored_rows(self, features, rows)
 
     def add(self, **one: Any) -> Any:

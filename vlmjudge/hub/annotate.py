@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from ..annotation import AnnotationField, AnnotationProtocol, Item, make_label
+from ..images import IMAGE_SUFFIXES, is_image_file
 from .gradio_setup import import_gradio
 from .labels import AlreadyLabelled, AnnotationSetupError, LabelStore
-
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
 
 #: Longest side of the image the grid is painted on: large enough to aim at a 16 x 16 cell.
 GRID_SIDE = 512
@@ -26,7 +25,7 @@ GRID_SIDE = 512
 
 def _image_files(folder: Path) -> list[Path]:
     """The images under a folder, sorted, so item order is the same on every start."""
-    return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+    return sorted(p for p in folder.rglob("*") if is_image_file(p))
 
 
 def _sidecar_prompt(path: Path) -> str | None:

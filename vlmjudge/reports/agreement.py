@@ -17,7 +17,7 @@ from .figures import new_figure, save_figure, title_lines
 from .page import (PAGE_NAME, empty_state, figures_section, fmt_cell, fmt_number, page, section, summary_table, table,
                    write_page)
 
-#: Column titles of the five statistics, in the order `vlmjudge.stats.agreement` computes them.
+#: Column titles of the five statistics, in the order `vlmjudge.stats.human_agreement` computes them.
 TITLES = {"pearson": "Pearson r", "spearman": "Spearman rho", "kendall_tau_b": "Kendall tau-b",
           "kendall_tau_c": "Kendall tau-c", "pairwise_accuracy": "pairwise accuracy"}
 #: How many unmatched ids the page lists per kind before it says how many more there are.

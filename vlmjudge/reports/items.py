@@ -15,7 +15,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..cli.intake import IMAGE_SUFFIXES
+from ..images import IMAGE_SUFFIXES
 from ..outputs import name_from_id
 
 #: The longer side of a thumbnail, in pixels.

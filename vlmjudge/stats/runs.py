@@ -3,12 +3,14 @@ and a refusal when the runs were not measured with the same instrument.
 
 Runs scored by different methods, method versions, prompt packs or judges measure different
 things, so a difference between them says nothing about the models; `allow_mixed` overrides the
-refusal and the result says so.
+refusal and the result says so. The method's statistics are given by the caller
+(`vlmjudge.compare` looks them up in the registry): statistics know no method registry.
 """
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from vlmjudge.stats.board import compare_statistic
@@ -74,23 +76,31 @@ def _breakdown(records: list, labels: list, statistics: Mapping[str, Statistic],
     return out
 
 
-def compare(runs: Sequence[Any], *, labels: Sequence[str] | None = None, method: str | None = None,
-            manifests: Sequence[Mapping] | None = None, allow_mixed: bool = False, n_resamples: int = 2000,
-            seed: int = 0, confidence: float = 0.95) -> dict:
-    """Compare runs (record lists or run file paths) under their method's own statistics.
+@dataclass
+class RunSet:
+    """Runs read for one comparison, each with its label, path (None for records given as a
+    list) and manifest; `method` is the method they were scored with, `mixed_reasons` why they
+    are not one instrument (empty unless `allow_mixed` let them through)."""
+
+    records: list[list]
+    labels: list[str]
+    paths: list[str | None]
+    manifests: list[dict]
+    method: str
+    mixed_reasons: list[str]
+
+
+def read_runs(runs: Sequence[Any], *, labels: Sequence[str] | None = None, method: str | None = None,
+              manifests: Sequence[Mapping] | None = None, allow_mixed: bool = False) -> RunSet:
+    """Runs (record lists or run file paths) with their labels and method, checked to be one instrument.
 
     The method comes from `method`, else from the manifests (beside run files, or given). Raises
     MixedRunsError (one line) when the manifests disagree on method, version, pack or judge,
-    unless `allow_mixed`. Returns the headline statistic's "leaderboard", "pairwise" (diff = b - a,
-    interval, swap-test p, Holm's p) and "unpaired", every applicable statistic under
-    "statistics", the "breakdown" by category, and "mixed" with its reasons.
+    unless `allow_mixed`; ValueError for fewer than two runs, repeated labels or no method.
     """
-    from vlmjudge.registry import get_method
-
     loaded = [_load(run) for run in runs]
     if len(loaded) < 2:
         raise ValueError("compare needs at least two runs")
-    records = [recs for recs, _, _ in loaded]
     given = list(manifests) if manifests is not None else [m for _, m, _ in loaded]
     default_labels = [os.path.basename(os.path.dirname(p) or p) if p else f"run{k}" for k, (_, _, p) in enumerate(loaded)]
     if labels is None:
@@ -106,9 +116,21 @@ def compare(runs: Sequence[Any], *, labels: Sequence[str] | None = None, method:
     name = method or (methods.pop() if len(methods) == 1 else None)
     if name is None:
         raise ValueError("cannot tell the runs' method: give method= (or runs with manifests)")
-    statistics = get_method(name).statistics
+    return RunSet([recs for recs, _, _ in loaded], labels, [p for _, _, p in loaded], [m for _, m, _ in loaded],
+                  name, reasons)
+
+
+def compare_runs(runs: RunSet, statistics: Mapping[str, Statistic], *, n_resamples: int = 2000, seed: int = 0,
+                 confidence: float = 0.95) -> dict:
+    """Compare read runs under their method's statistics (`MethodSpec.statistics`).
+
+    Returns the headline statistic's "leaderboard", "pairwise" (diff = b - a, interval, swap-test
+    p, Holm's p) and "unpaired", every applicable statistic under "statistics", the "breakdown"
+    by category, and "mixed" with its reasons.
+    """
     if not statistics:
-        raise ValueError(f"method {name!r} declares no statistics to compare")
+        raise ValueError(f"method {runs.method!r} declares no statistics to compare")
+    records, labels = runs.records, runs.labels
     options = {"n_resamples": n_resamples, "seed": seed, "confidence": confidence}
     ungrouped = {k: s for k, s in statistics.items() if s.group is None}
     # The first statistic always heads the report, even where no item was scored (it then says n = 0).
@@ -116,9 +138,10 @@ def compare(runs: Sequence[Any], *, labels: Sequence[str] | None = None, method:
     results = {k: {"label": s.label, "description": s.description, "higher_is_better": s.higher_is_better,
                    **compare_statistic(records, labels, s, **options)} for k, s in headline.items()}
     first = next(iter(results))
-    return {"method": name, "statistic": first, "labels": labels, "mixed": bool(reasons), "mixed_reasons": reasons,
+    return {"method": runs.method, "statistic": first, "labels": labels, "mixed": bool(runs.mixed_reasons),
+            "mixed_reasons": runs.mixed_reasons,
             "runs": [{"label": label, "path": path, "n_records": len(recs), "manifest": manifest}
-                     for label, (recs, manifest, path) in zip(labels, loaded)],
+                     for label, recs, path, manifest in zip(labels, records, runs.paths, runs.manifests)],
             "leaderboard": results[first]["leaderboard"], "pairwise": results[first]["pairwise"],
             "unpaired": results[first]["unpaired"], "statistics": results,
             "breakdown": _breakdown(records, labels, statistics, options), **options}

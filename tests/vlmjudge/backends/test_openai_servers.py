@@ -14,7 +14,7 @@ from vlmjudge import Constraint, Decoding, Request
 from vlmjudge.backends.vllm_first_options import FIRST_OPTIONS_ARG, check_params
 from vlmjudge.backends.openai import OpenAIJudge
 from vlmjudge.grammar import constraint_to_ebnf
-from vlmjudge.wire import SERVERS, ImageURLs, fallback_body, generate_body, grammar_extension, probs_body
+from vlmjudge.backends.openai.wire import SERVERS, ImageURLs, fallback_body, generate_body, grammar_extension, probs_body
 
 GRAMMAR = 'root ::= "1" | "2"'
 SCHEMA = {"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]}

@@ -49,6 +49,18 @@ def test_single_view_items_are_every_image_by_relative_path_with_sidecar_prompts
     assert items[1].images == {"image": "sub/a.jpg"}
 
 
+def test_folders_list_every_image_kind_scoring_takes(tmp_path):
+    """The app reads folders by the suffixes scoring reads (`vlmjudge.images.IMAGE_SUFFIXES`):
+    .gif and .tif included, in any case."""
+    from vlmjudge.images import IMAGE_SUFFIXES
+    names = sorted(f"img{k}{suffix.upper() if k % 2 else suffix}" for k, suffix in enumerate(IMAGE_SUFFIXES))
+    for name in names:
+        save(tmp_path / name)
+    (tmp_path / "table.csv").write_text("a,b\n")
+    assert [i.id for i in items_from_folders(tmp_path, ("image",))] == names
+    assert {".gif", ".tif"} <= {"." + name.rpartition(".")[2].lower() for name in names}
+
+
 def test_pairs_join_folders_by_stem_and_refuse_a_lonely_image(tmp_path):
     for folder in ("reference", "regenerated"):
         save(tmp_path / folder / "cat.png")

@@ -2,8 +2,8 @@
 and the page fits 1280 px without a horizontal scroll (the wide tables scroll inside their box)."""
 from browser import looks_blank
 
+from vlmjudge.cli.compare import compare
 from vlmjudge.reports.comparison import write_comparison
-from vlmjudge.stats.runs import compare
 
 
 def _runs():

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vlmjudge.stats.agreement import agreement, inter_annotator
+from vlmjudge.stats.human_agreement import agreement, inter_annotator
 from vlmjudge.stats.human_sets.evalmuse import read_evalmuse
 from vlmjudge.stats.human_sets.genai_bench import read_genai_bench
 from vlmjudge.stats.human_sets.rows import human_scores, rater_table

@@ -3,7 +3,7 @@ and one at a time, under a grammar, and (where it has one) from its vision cache
 
 Run on tiny random checkpoints with each family's real classes (see conftest); the windowed
 families (Gemma 3/4, Mistral 3, Llama 4) are built with a 12-token window, shorter than the
-long prompts below. The "Supported families" table of docs/judges.md states these results (`vlmjudge.families`).
+long prompts below. The "Supported families" table of docs/judges.md states these results (`vlmjudge.backends.hf.families`).
 """
 import json
 import os
@@ -12,7 +12,7 @@ import pytest
 
 from vlmjudge import Constraint, Decoding, Request
 from vlmjudge.backends.hf.judge import TransformersJudge
-from vlmjudge.families import FAMILIES as SUPPORTED
+from vlmjudge.backends.hf.families import FAMILIES as SUPPORTED
 from vlmjudge.testing.tiny_families import FAMILIES, WINDOWED
 
 

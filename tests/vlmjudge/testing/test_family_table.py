@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from vlmjudge.backends.hf.judge import TransformersJudge
-from vlmjudge.families import FAMILIES, UnsupportedArchitecture, family_of, markdown_table
+from vlmjudge.backends.hf.families import FAMILIES, UnsupportedArchitecture, family_of, markdown_table
 from vlmjudge.testing.tiny_families import FAMILIES as BUILT
 
 JUDGES_PAGE = Path(__file__).resolve().parents[3] / "docs" / "judges.md"

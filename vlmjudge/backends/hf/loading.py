@@ -105,9 +105,9 @@ def eos_token_ids(model: Any, tokenizer: Any) -> list[int]:
 
 
 def check_family(model: Any) -> Any:
-    """The model's supported family (a `vlmjudge.families.Family`, None for the generic path,
+    """The model's supported family (a `vlmjudge.backends.hf.families.Family`, None for the generic path,
     which warns), refusing known-wrong architectures, with the workarounds it needs applied."""
-    from ...families import family_of
+    from .families import family_of
     family = family_of(model.config)
     if getattr(model.config, "model_type", None) == "llama4":
         _add_image_outputs_field(model)

@@ -1,5 +1,5 @@
 """The pieces every human-set reader shares: opening the file and checking scores, plus
-turning rows into the arrays `vlmjudge.stats.agreement` takes."""
+turning rows into the arrays `vlmjudge.stats.human_agreement` takes."""
 from __future__ import annotations
 
 import json

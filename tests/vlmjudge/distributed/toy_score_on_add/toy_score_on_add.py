@@ -1,11 +1,12 @@
 """A toy evaluate module that scores images with any registered method as they are added and
-stores only the records (vlmjudge.distributed.store_scored_rows): the pattern for metrics/ modules."""
+stores only the records (vlmjudge.faces.store_scored_rows): the pattern for metrics/ modules."""
 import json
 
 import datasets
 import evaluate
 
-from vlmjudge.distributed import resolve_method, score_records, store_scored_rows
+from vlmjudge.distributed import resolve_method, score_records
+from vlmjudge.faces import store_scored_rows
 
 STORED = datasets.Features({"record": datasets.Value("string")})
 

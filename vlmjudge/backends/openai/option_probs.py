@@ -14,8 +14,8 @@ import logging
 import math
 from typing import Any, Sequence
 
-from ..options import OptionProbs, read_top_logprobs, surface_form
-from ..wire import WireBody, fallback_body
+from ...options import OptionProbs, read_top_logprobs, surface_form
+from .wire import WireBody, fallback_body
 
 log = logging.getLogger("vlmjudge.openai")
 

@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..judge import JudgeError
-from ..outputs import JsonlError, parse_jsonl_lines
-from ..wire import WireBody
+from ...judge import JudgeError
+from ...outputs import JsonlError, parse_jsonl_lines
+from .wire import WireBody
 
 log = logging.getLogger("vlmjudge.openai")
 

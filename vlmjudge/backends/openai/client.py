@@ -21,13 +21,14 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from ..judge import Judge, JudgeError, JudgeStats
-from ..options import OptionProbs
-from ..requests import Answer, Request
-from ._openai_batch import BatchRunner
-from ._openai_first import FirstOptionsCheck
-from ._openai_options import OptionReading, prefix_of
-from ..wire import (
+from ...judge import Judge, JudgeError, JudgeStats
+from ...options import OptionProbs
+from ...requests import Answer, Request
+from ..replay import first_option
+from .batch_api import BatchRunner
+from .first_options_check import FirstOptionsCheck
+from .option_probs import OptionReading, prefix_of
+from .wire import (
     SERVERS,
     ImageURLs,
     MalformedResponse,
@@ -44,7 +45,6 @@ from ..wire import (
     retry_after_seconds,
     usage_counts,
 )
-from .replay import first_option
 
 log = logging.getLogger("vlmjudge.openai")
 
@@ -99,10 +99,10 @@ class OpenAIJudge(OptionReading, FirstOptionsCheck, Judge):
       (the vLLM / SGLang extension). A constraint goes to vLLM and SGLang as the grammar the
       in-process backends compile (vLLM: `structured_outputs`, SGLang: `ebnf`), to a hosted API
       (`server="openai"`) as a `response_format` JSON schema. `first_options` goes to vLLM in
-      `vllm_xargs`; where the server does not enforce it (`_openai_first`), a warning says so once
+      `vllm_xargs`; where the server does not enforce it (`first_options_check`), a warning says so once
       and `first_options_unenforced` counts the requests.
     - `choice_probs` reads the first token's `top_logprobs` as `vlmjudge.options` defines an
-      option's probability. An option missing from the top-k is never 0: `_openai_options`
+      option's probability. An option missing from the top-k is never 0: `option_probs`
       asks again with `max_top_logprobs`, then scores it with `prompt_logprobs` (`score_unseen`,
       vLLM only), else bounds it (`truncated`). Where the server gives no logprobs at all, it generates a few tokens and
       takes the leading option (one-hot, no mass); the manifest counts `choice_probs_fallbacks`.

@@ -6,10 +6,11 @@ import pytest
 from PIL import Image
 
 from vlmjudge import Request
-from vlmjudge.backends.openai import OpenAIJudge, _public_url
+from vlmjudge.backends.openai import OpenAIJudge
+from vlmjudge.backends.openai.client import _public_url
+from vlmjudge.backends.openai.wire import ImageURLs, first_token_alternatives, grouped_order
 from vlmjudge.cache import cache_key
 from vlmjudge.options import read_top_logprobs
-from vlmjudge.wire import ImageURLs, first_token_alternatives, grouped_order
 
 
 def test_top_logprobs_count_an_option_as_the_next_word():

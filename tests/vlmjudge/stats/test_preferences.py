@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from vlmjudge.stats.bradley_terry import bradley_terry
+from vlmjudge.stats.preferences import bradley_terry
 
 
 def test_two_players_hand_case():

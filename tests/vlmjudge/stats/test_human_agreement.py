@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
-from vlmjudge.stats import agreement as agreement_module
-from vlmjudge.stats.agreement import (
+from vlmjudge.stats import human_agreement as agreement_module
+from vlmjudge.stats.human_agreement import (
     STATISTICS,
     PairwiseAccuracy,
     _correlations,

@@ -3,10 +3,10 @@ consistent with paired_bootstrap / paired_permutation_test, Holm across pairs.""
 import numpy as np
 import pytest
 
-from vlmjudge.stats.compare import compare
 from vlmjudge.stats.multiple import holm
 from vlmjudge.stats.paired import paired_bootstrap
 from vlmjudge.stats.permutation import paired_permutation_test
+from vlmjudge.stats.score_runs import compare
 
 
 def records(scores, **extra):

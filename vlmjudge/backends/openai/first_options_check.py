@@ -3,7 +3,7 @@
 Why: without the restriction a constrained answer may start with an option other than the one
 `choice_probs` ranks first, so records differ from the in-process backends'. A vLLM server
 started by `vlmjudge serve` runs the first-options processor (`vllm_first_options`); another vLLM server
-ignores the words in `vllm_xargs` without a word, so the backend asks once (`first_options_probe`).
+ignores the words in `vllm_xargs` without a word, so the backend asks once (`wire.first_options_probe`).
 SGLang and hosted APIs get no restriction. Where it is not enforced, a warning says so once and
 `counters["first_options_unenforced"]` counts the requests sent without it.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from ..requests import Request
-from ..wire import first_options_probe
-from .vllm_first_options import FIRST_OPTIONS_ARG
+from ...requests import Request
+from ..vllm_first_options import FIRST_OPTIONS_ARG
+from .wire import first_options_probe
 
 log = logging.getLogger("vlmjudge.openai")
 

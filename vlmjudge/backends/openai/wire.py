@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .backends.vllm_first_options import FIRST_OPTIONS_ARG
-from .images import image_bytes_digest
-from .requests import Answer, Constraint, Request
+from ...images import image_bytes_digest
+from ...requests import Answer, Constraint, Request
+from ..vllm_first_options import FIRST_OPTIONS_ARG
 
 #: The server families whose request extensions differ (`constraint_fields`); "openai" is a hosted API.
 SERVERS = ("vllm", "sglang", "openai")
@@ -123,7 +123,7 @@ def constraint_fields(c: Constraint, server: str) -> tuple[dict[str, Any], dict[
     (`backends.vllm_first_options`). A hosted API ("openai") gets a JSON schema as `response_format` and
     no grammar (it takes none); `first_options` reaches neither SGLang nor a hosted API.
     """
-    from .grammar import constraint_to_ebnf, server_json_schema
+    from ...grammar import constraint_to_ebnf, server_json_schema
     if server == "openai":
         if c.kind != "json_schema":
             raise ValueError(f"a hosted OpenAI-compatible API takes no {c.kind} grammar, only a JSON schema")
