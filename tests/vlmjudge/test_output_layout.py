@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from vlmjudge.cli import main as vlmjudge_main
-from vlmjudge.distributed import main as runner_main
+from vlmjudge.cli.distributed import main as runner_main
 from vlmjudge.outputs import default_cache_path, is_manifest_line, manifest_path, read_jsonl, read_run
 
 #: Two images whose stems collide: ids must keep their folders apart.

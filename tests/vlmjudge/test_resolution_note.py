@@ -6,7 +6,7 @@ import json
 import pytest
 from PIL import Image
 
-from vlmjudge.distributed import main as runner_main
+from vlmjudge.cli.distributed import main as runner_main
 from vlmjudge.outputs import read_jsonl, resolution_note_of, with_resolution_note
 
 NOTE = "low resolution: 32x32"

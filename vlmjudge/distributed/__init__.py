@@ -4,12 +4,11 @@ multi-process mode, torchmetrics DDP in local process groups, and Ray Data actor
 Every path finds the method through the registry (or "module:SPEC"), gives each process or actor
 its own judge and moves records as JSON, so it works for any method. Heavy libraries
 (accelerate, evaluate, ray, torch.distributed) are imported only when used. Usage and the
-command line (`python -m vlmjudge.distributed`) are in docs/scaling.md.
+command line (`python -m vlmjudge.distributed`, in `vlmjudge.cli.distributed`) are in docs/scaling.md.
 """
 from __future__ import annotations
 
 from .accelerate_shards import DistributedScores, score_dataset_accelerate
-from .cli import main
 from .common import (
     resolve_method,
     score_records,
@@ -25,7 +24,6 @@ __all__ = [
     "DistributedScores",
     "ScorerActor",
     "load_evaluate_shard",
-    "main",
     "process_rank",
     "resolve_method",
     "run_local_group",

@@ -83,9 +83,9 @@ def test_saved_runs_of_a_trained_scorer_compare_with_its_statistic(tmp_path):
 
 
 def test_two_clipscore_runs_compare_under_vlmjudge_compare(tiny_encoder_dirs, noise):
-    """Records the scorer wrote, paired by id and resampled by `vlmjudge.stats.runs.compare`."""
+    """Records the scorer wrote, paired by id and resampled by `vlmjudge.compare`."""
     from t2ibaselines.trained.clipscore import ClipScoreScorer
-    from vlmjudge.stats.runs import compare
+    from vlmjudge import compare
 
     scorer = ClipScoreScorer(model=tiny_encoder_dirs["clip"], device="cpu")
     prompts = ["a photo of a red cat", "a drawing of a blue house", "a sketch of a dog", "an image of a green tree"]

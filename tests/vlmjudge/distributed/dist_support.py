@@ -138,12 +138,8 @@ def group_worker(rank: int, world_size: int, args: dict) -> dict:
     import torch.distributed as dist
 
     from terravis.metric import TerraVisScore
-    from vlmjudge.distributed import (
-        load_evaluate_shard,
-        main,
-        score_dataset_accelerate,
-        shard_columns,
-    )
+    from vlmjudge.cli.distributed import main
+    from vlmjudge.distributed import load_evaluate_shard, score_dataset_accelerate, shard_columns
     from vlmjudge.judge import load_judge
 
     paths, model = args["paths"], args["model"]

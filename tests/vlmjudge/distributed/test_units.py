@@ -10,7 +10,7 @@ import pytest
 from dist_support import JUDGE_KWARGS, REPO, TOY, TOY_SPEC, assert_close
 from PIL import Image
 
-from vlmjudge.distributed.cli import build_parser, read_columns
+from vlmjudge.cli.distributed import build_parser, read_columns
 from vlmjudge.distributed import (
     ScorerActor,
     load_evaluate_shard,

@@ -9,7 +9,7 @@ from test_output_layout import cli_argv, inputs, runner_argv  # noqa: F401  (inp
 
 import vlmjudge
 from vlmjudge.cli import main as vlmjudge_main
-from vlmjudge.distributed import main as runner_main
+from vlmjudge.cli.distributed import main as runner_main
 from vlmjudge.outputs import manifest_path, read_run, write_jsonl, write_manifest
 from vlmjudge.registry import get_method
 from vlmjudge.stats.board import NO_STATUS, ROW

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from vlmjudge.cli.intake import IMAGE_SUFFIXES
+from vlmjudge.images import IMAGE_SUFFIXES
 
 from .custom import PROMPT_FORMATS, read_prompt_rows
 from .published import locate

@@ -16,13 +16,13 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .common import ID_COLUMN, resolve_method
-from ..cli.errors import CommandError
-from ..cli.exits import EXIT_NONE_SCORED, RUN, exit_status
-from ..cli.flags import add_on_error_flag
-from ..cli.help import EXIT_EPILOG
-from ..cli.intake import image_items, looks_like_path
-from ..cli.summary import print_summary
+from ..distributed.common import ID_COLUMN, resolve_method
+from .errors import CommandError
+from .exits import EXIT_NONE_SCORED, RUN, exit_status
+from .flags import add_on_error_flag
+from .help import EXIT_EPILOG
+from .intake import image_items, looks_like_path
+from .summary import print_summary
 from ..outputs import default_cache_path, with_resolution_note, write_manifest, write_records
 
 
@@ -110,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, check the images, score this process's shard, gather, and write on process 0.
 
     Exit status as `vlmjudge` judging commands (see --help); Ctrl-C or SIGTERM prints one line."""
-    from ..cli.exits import run_command
+    from .exits import run_command
 
     args = build_parser().parse_args(argv)
     return run_command(lambda: _run(args), "vlmjudge.distributed",
@@ -136,9 +136,9 @@ def _check_model(spec, args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .accelerate_shards import default_state, score_dataset_accelerate
-    from ..cli.exits import finish, nothing_readable, start_run
-    from ..cli.intake import screen
+    from ..distributed.accelerate_shards import default_state, score_dataset_accelerate
+    from .exits import finish, nothing_readable, start_run
+    from .intake import screen
 
     start_run(args.output)
     try:
