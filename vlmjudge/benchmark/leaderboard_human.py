@@ -64,8 +64,8 @@ def _label_rows(path: Path) -> tuple[list[dict], str | None]:
     if not lines:
         raise LeaderboardError(f"{path} holds no labels")
     method = label_method(lines)
-    placed = [{**line, "id": f"{line['model']}/{line.get('id')}"} if isinstance(line.get("model"), str) else line
-              for line in lines]
+    placed = [{**line, "id": f"{line['model']}/{line['id']}"}
+              if isinstance(line.get("model"), str) and line.get("id") is not None else line for line in lines]
     return label_rows(placed, _protocol(method), where=str(path)), method
 
 
