@@ -10,7 +10,6 @@ by its own protocol; labels naming no model under test are counted, not guessed.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import math
 import os
 from dataclasses import dataclass
@@ -18,17 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from vlmjudge.registry import get_method
-from vlmjudge.stats.agreement import STATISTICS, agreement
+from vlmjudge.stats.human_agreement import STATISTICS, agreement
+from vlmjudge.stats.human_sets import PUBLIC_SETS, read_public_set
 from vlmjudge.stats.human_sets.join import index_records, join
 from vlmjudge.stats.human_sets.protocol import GENERIC, HumanProtocol, no_details, only_value, single_source
 
 from .leaderboard_runs import BenchmarkRuns, LeaderboardError, shown
 
-#: `--human-format` values: the annotation app's label lines, or a public set -> (module, reader) in
-#: vlmjudge.stats.human_sets (the sets `vlmjudge agreement` reads).
-HUMAN_SETS = {"genai-bench": ("genai_bench", "read_genai_bench"), "evalmuse": ("evalmuse", "read_evalmuse"),
-              "tifa": ("tifa", "read_tifa"), "t2iscorescore": ("t2iscorescore", "read_t2iscorescore")}
-HUMAN_FORMATS = ("labels", *HUMAN_SETS)
+#: `--human-format` values: the annotation app's label lines, or a public set `vlmjudge agreement` reads.
+HUMAN_FORMATS = ("labels", *PUBLIC_SETS)
 
 
 @dataclass
@@ -95,8 +92,7 @@ def read_human(human: Any, bench: BenchmarkRuns) -> People:
         if form == "labels":
             rows, method = _label_rows(path)
         else:
-            module, reader = HUMAN_SETS[form]
-            rows = getattr(importlib.import_module(f"vlmjudge.stats.human_sets.{module}"), reader)(path)
+            rows = read_public_set(form, path)
             method = None
     except (OSError, KeyError, ValueError) as error:  # UnicodeDecodeError and JsonlError are ValueErrors
         reason = error.args[0] if isinstance(error, KeyError) and error.args else error

@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import itertools
 from pathlib import Path
 from typing import Any
 
+from ..stats.human_sets import PUBLIC_SETS, read_public_set
 from .errors import CommandError
 
-#: Public human-judgment sets `--human-format` reads: name -> (module, reader) in vlmjudge.stats.human_sets.
-PUBLIC_SETS = {"genai-bench": ("genai_bench", "read_genai_bench"), "evalmuse": ("evalmuse", "read_evalmuse"),
-               "tifa": ("tifa", "read_tifa"), "t2iscorescore": ("t2iscorescore", "read_t2iscorescore")}
 #: How many ids a console line lists before it says "and N more".
 SHOWN_IDS = 8
 
@@ -116,8 +113,7 @@ def _human_rows(args: argparse.Namespace, path: Path, runs: list[dict[str, Any]]
             method = _method(args, runs, lines)
             protocol = _protocol(method)
             return label_rows(lines, protocol, where=str(path)), protocol, method
-        module, reader = PUBLIC_SETS[args.human_format]
-        rows = getattr(importlib.import_module(f"vlmjudge.stats.human_sets.{module}"), reader)(path)
+        rows = read_public_set(args.human_format, path)
     except (JsonlError, OSError, KeyError, ValueError) as error:
         raise CommandError(f"cannot read human labels {path}: {error}") from None
     method = _method(args, runs, None)

@@ -25,6 +25,7 @@ _EXPORTS = {
     **dict.fromkeys(("PermutationTest", "paired_permutation_test"), ".permutation"),
     **dict.fromkeys(("minimum_detectable_effect", "required_n"), ".power"),
     **dict.fromkeys(("BradleyTerry", "PlayerStrength", "bradley_terry"), ".preferences"),
+    **dict.fromkeys(("kendall_tau", "mean_ranks", "ranking_agreement", "ranks"), ".rankings"),
     **dict.fromkeys(("MixedRunsError", "RunSet", "compare_runs", "mixed_reasons", "read_runs"), ".runs"),
     "compare": ".score_runs",
     **dict.fromkeys(("ColumnMean", "ColumnShare", "Statistic", "categories_of", "item_rows", "stacked", "value_of"),

@@ -10,7 +10,7 @@ import pytest
 
 from vlmjudge.benchmark.leaderboard import build_leaderboard
 from vlmjudge.benchmark.leaderboard_runs import LeaderboardError
-from vlmjudge.stats.agreement import STATISTICS, agreement
+from vlmjudge.stats.human_agreement import STATISTICS, agreement
 
 MODELS = ("A", "B", "C")
 IDS = [f"p{k}" for k in range(6)]

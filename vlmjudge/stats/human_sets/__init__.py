@@ -5,3 +5,26 @@ float, higher is better) and, where the set has them, `raters` (each person's sc
 (the generator) and `prompt_id` (to pass as `groups` so a prompt's images resample together).
 Nothing is downloaded here: point a reader at the file the set's page lets you fetch.
 """
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: The public sets by the name `--human-format` takes: name -> (module here, its reader function).
+PUBLIC_SETS = {"genai-bench": ("genai_bench", "read_genai_bench"), "evalmuse": ("evalmuse", "read_evalmuse"),
+               "tifa": ("tifa", "read_tifa"), "t2iscorescore": ("t2iscorescore", "read_t2iscorescore")}
+
+
+def read_public_set(name: str, path: Any) -> list[dict[str, Any]]:
+    """The rows of the public set `name` read from `path`, through that set's reader (loaded only now).
+
+    Examples:
+        >>> read_public_set("crowd-guess", "x.json")
+        Traceback (most recent call last):
+        ...
+        KeyError: "no public human set 'crowd-guess'; these are ['evalmuse', 'genai-bench', 't2iscorescore', 'tifa']"
+    """
+    if name not in PUBLIC_SETS:
+        raise KeyError(f"no public human set {name!r}; these are {sorted(PUBLIC_SETS)}")
+    module, reader = PUBLIC_SETS[name]
+    return getattr(importlib.import_module(f"{__name__}.{module}"), reader)(path)
