@@ -17,7 +17,7 @@ _EXPORTS = {
     **dict.fromkeys(("RunResult", "TerraVis", "summarize"), ".core"),
     **dict.fromkeys(("Annotation", "score_annotation", "score_annotations"), ".human"),
     **dict.fromkeys(("PromptPack", "load_pack"), ".pack"),
-    "record_from_raw_answers": ".raw_answers",
+    "record_from_raw_answers": ".saved_runs",
     **dict.fromkeys(("CheckRecord", "ImageRecord", "load_records", "save_records"), ".records"),
     "score_from_counts": ".scoring",
     **dict.fromkeys(("LEVELS", "TAXONOMY", "TYPE_IDS", "ViolationType", "get_type"), ".taxonomy"),

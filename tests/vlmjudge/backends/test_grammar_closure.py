@@ -22,10 +22,10 @@ def _fager_constraints():
 
 
 def _terravis_constraints():
-    from terravis import stages
+    from terravis import schema
     from terravis.pack import load_pack
     pack = load_pack()
-    return {stage: Constraint.json_schema(stages.continuation_schema(pack, stage))
+    return {stage: Constraint.json_schema(schema.continuation_schema(pack, stage))
             for stage in ("detection", "eligibility", "severity")}
 
 
