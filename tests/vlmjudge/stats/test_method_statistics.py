@@ -42,7 +42,7 @@ def test_viescore2_score_f1_iou_and_srcc_match_the_evaluation():
     from viescore2.evaluation import Reference, srcc
     from viescore2.grid import Grid
     from viescore2.report import summarize_run
-    from viescore2.suite_report import suite_report
+    from viescore2.saved_runs import suite_report
 
     rng = np.random.default_rng(5)
     texts, refs = [], []
