@@ -64,7 +64,7 @@ def test_viescore2_score_f1_iou_and_srcc_match_the_evaluation():
 
 
 def test_fager_overall_levels_and_ab_accuracy_match_the_method():
-    from fager.abtest import TIE_MODES, ab_test
+    from fager.evaluation import TIE_MODES, ab_test
     from fager.report import summarize_verdicts
     from fager.schema import QAItem
     from fager.scoring import score_answers
