@@ -14,14 +14,14 @@ from vlmjudge.lazy import lazy_exports
 #: Public name -> the module it lives in; each loads on first use, so `import regeneration` imports no torch.
 _EXPORTS = {
     "IUT": ".schema",
-    **dict.fromkeys(("build_iuts", "initial_prompts", "IUTResult", "InitialPrompt"), ".iut"),
+    **dict.fromkeys(("build_iuts", "initial_prompts", "IUTResult", "InitialPrompt"), ".asking.iut"),
     **dict.fromkeys(("SimilarityScorer", "ClipEncoder", "DinoEncoder", "regeneration_similarity"), ".similarity"),
-    **dict.fromkeys(("judge_pairs", "judge_text_image"), ".judging"),
+    **dict.fromkeys(("judge_pairs", "judge_text_image"), ".asking.judging"),
     **dict.fromkeys(("direct_prompts", "interrogator_prompts"), ".baselines"),
     "LoopConfig": ".config",
     "RegenerationLoop": ".core",
     "ItemResult": ".records",
-    **dict.fromkeys(("run_benchmark", "load_references", "release_summary"), ".benchmark"),
+    **dict.fromkeys(("run_benchmark", "load_references", "release_summary"), ".evaluation.benchmark"),
     "RegenerationSimilarity": ".metric",
     **dict.fromkeys(("PromptPack", "load_pack"), ".pack"),
     "SPEC": ".spec",

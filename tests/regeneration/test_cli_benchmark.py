@@ -16,7 +16,7 @@ from regen_helpers import (
     write_answers_jsonl,
 )
 
-from regeneration.benchmark import (
+from regeneration.evaluation.benchmark import (
     load_prompts,
     load_references,
     release_summary,

@@ -89,7 +89,7 @@ def test_fager_overall_levels_and_ab_accuracy_match_the_method():
 
 
 def test_regeneration_clip_and_dino_match_the_benchmark_summary():
-    from regeneration.benchmark import summarize
+    from regeneration.evaluation.benchmark import summarize
     from regeneration.records import ItemResult
 
     rng = np.random.default_rng(11)
