@@ -2,10 +2,10 @@
 
 The layout every method package shares (docs/layout.md): `core` (`Fager`: `build_qa`, `score`), `pack`
 (the agents' prompts), `scoring` (answer points and gating), `parsing`, `metric` (`FagerScore`,
-torchmetrics), `spec`, `cli` and `report`; `records` (`Verdict`) and `baselines` (VQAScore-style).
-Besides: the schemas of what the agents write, the QA-set store, the agents (`FagerAgents`),
-reference providers, refinement (`refine`), the Factual A/B test and replay of saved runs
-(formats in fager/README.md).
+torchmetrics), `spec`, `cli` and `report`; `records` (`Verdict`), `baselines` (VQAScore-style),
+`asking` (the agents, `FagerAgents`), `schema` (what the agents write, and its decoding schemas),
+`saved_runs` (released runs re-scored) and `evaluation` (the Factual A/B test). Besides: the QA-set
+store, reference providers and refinement (`refine`) (formats in fager/README.md).
 """
 from __future__ import annotations
 

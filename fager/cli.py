@@ -184,7 +184,7 @@ def run_rubric(args: argparse.Namespace) -> int:
 def run_score(args: argparse.Namespace) -> int:
     """Check the images, score the readable items and write details.jsonl and summary.csv into --out;
     unreadable images and items without a result are listed, and the exit status says so (--help)."""
-    return run_scoring(_FagerScore(args, records_path(args.out)))
+    return run_scoring(_FagerScore(args, _records_path(args)))
 
 
 class _FagerScore(ScoreCommand):
@@ -247,9 +247,10 @@ class _FagerScore(ScoreCommand):
 DEFAULT_DETAILS = Path("fager_run") / "details.jsonl"
 
 
-def records_path(out: str | os.PathLike | None) -> Path:
+def _records_path(args: argparse.Namespace) -> Path:
     """The Verdict lines' file of `fager score --out`; a folder (an existing one, or a name without
     a suffix) is a usage error naming the file to give, as writing into it would be a guess."""
+    out = args.out
     if out is None:
         return DEFAULT_DETAILS
     path = Path(out)

@@ -4,8 +4,10 @@ reference image again, from prompts an MLLM writes and revises over rounds.
 The layout every method package shares (docs/layout.md): `core` (`RegenerationLoop`), `pack` (the
 prompt pack), `scoring` (similarity percent, ratings, selection), `parsing`, `metric`
 (`RegenerationSimilarity`, torchmetrics), `spec`, `cli` and `report`; `records` (`ItemResult`),
-`baselines` (direct and interrogator prompts) and `figures`. Besides: `similarity` (the CLIP and
-DINOv2 encoders), `judging` (MLLM ratings), `iut`, `benchmark`, `config`.
+`baselines` (direct and interrogator prompts), `figures`, `asking` (the stage runner, `asking.iut`
+and `asking.judging`, the MLLM ratings), `schema`, `saved_runs` (the run folder) and `evaluation`
+(`evaluation.benchmark`, `evaluation.compare`). Besides: `similarity` (the CLIP and DINOv2 encoders)
+and `config`.
 """
 from __future__ import annotations
 

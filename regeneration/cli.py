@@ -32,7 +32,7 @@ from vlmjudge.outputs import write_manifest, write_records
 from vlmjudge.stats.interval import interval_text, mean_with_interval
 
 from .evaluation import benchmark
-from .config import DEFAULT_ASPECTS, INTERROGATOR_RUNS, PROMPT_MODES, LoopConfig
+from .config import DEFAULT_ASPECTS, INTERROGATOR_RUNS, PROMPT_MODES, LoopConfig, parse_weights
 from .core import RegenerationLoop, candidate_count
 from .parsing import READINGS
 from .scoring import DEFAULT_SELECTION, SELECTION_PRESETS
@@ -168,20 +168,6 @@ def _loop_flags(parser: argparse.ArgumentParser) -> None:
     _encoder_flags(parser)
     add_judge_flags(parser)
     add_quiet_flag(parser)
-
-
-def parse_weights(text: str) -> dict[str, float]:
-    """'clip=0.5,dino=0.5' -> {'clip': 0.5, 'dino': 0.5}."""
-    weights = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        name, sep, value = part.partition("=")
-        if not sep:
-            raise ValueError(f"weight {part!r} is not name=value")
-        try:
-            weights[name.strip()] = float(value)
-        except ValueError:
-            raise ValueError(f"weight {part!r} has no number") from None
-    return weights
 
 
 def _config(args: argparse.Namespace) -> LoopConfig:

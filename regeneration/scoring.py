@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 class Ratings(Protocol):
     """What `summarize_ratings` reads of one pair's ratings (`regeneration.asking.judging.MLLMScores` has
-    it); judging.py imports this module for `normalize_rating`, so the type is described here.
+    it); asking/judging.py imports this module for `normalize_rating`, so the type is described here.
 
     Examples:
         Any object with these attributes will do:

@@ -95,12 +95,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 # -- score ---------------------------------------------------------------------------------
-def collect_images(inputs: Sequence[str]) -> list[tuple[str, Path]]:
-    """(image id, path) for every image file given or found under a given folder, sorted within
-    each folder; the id is the path relative to the input root (`vlmjudge.cli.intake.image_items`)."""
-    return image_items(inputs)
-
-
 #: Manifest fields that decide the judge's answers: a rerun differing in one asks anew (lam and alpha do not).
 ANSWER_KEYS = ("method_version", "variant", "backend", "model", "revision", "dtype", "pack_sha256", "decoding")
 
@@ -121,7 +115,7 @@ class _TerraVisScore(ScoreCommand):
 
     def read(self) -> list[tuple[Path]]:
         """The images given, each item one image."""
-        self.images = collect_images(self.args.inputs)
+        self.images = image_items(self.args.inputs)
         return [(path,) for _, path in self.images]
 
     def build(self, screened: Screened) -> None:
@@ -235,4 +229,4 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["configure", "main", "run_score", "run_report", "collect_images"]
+__all__ = ["configure", "main", "run_score", "run_report"]

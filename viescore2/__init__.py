@@ -4,9 +4,10 @@ The layout every method package shares (docs/layout.md): `core` (`VIEScore2` ove
 (field configurations and instruction packs), `scoring` (the overall score and reward math),
 `parsing` (judge text to scores and grids), `metric` (`VIEScore2Score`, torchmetrics), `spec`,
 `cli` and `report`; `records` (`VIEScore2Record`), `human` (ground-truth grids from stored
-annotations) and `figures` (overlays). Besides: `grid` (the grid format), `raster` (ground truth from
-masks, heatmaps and boxes), `rewards` (GRPO reward callables), `evaluation` (paper metrics),
-`explain`, `data` (SFT/GRPO examples) and `output_grammar` (EBNF constraints).
+annotations), `figures` (overlays), `asking` (the request and its reading), `schema` (the EBNF output
+grammar), `saved_runs` (the release's report layouts) and `evaluation` (paper metrics). Besides:
+`grid` (the grid format), `raster` (ground truth from masks, heatmaps and boxes), `rewards` (GRPO
+reward callables), `explain` and `data` (SFT/GRPO examples).
 """
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from regeneration.evaluation.benchmark import (
     run_benchmark,
     summarize,
 )
-from regeneration.cli import parse_weights
+from regeneration.config import parse_weights
 from regeneration.config import LoopConfig
 from regeneration.records import ItemResult
 

@@ -4,7 +4,8 @@ import math
 import pytest
 from PIL import Image
 
-from viescore2 import VIEScore2, VIEScore2Record, build_instruction, output_grammar, read_answer, token_budget
+from viescore2 import VIEScore2, VIEScore2Record, build_instruction, read_answer, token_budget
+from viescore2.schema import output_grammar  # the function; `viescore2.output_grammar` was a module before 0.1.0
 from viescore2.grid import CategoryGrids, Grid
 from viescore2.spec import SPEC
 from vlmjudge.backends.replay import ReplayJudge
