@@ -103,18 +103,18 @@ def _slopes(model: Any, processor: Any, ids: Sequence[int], requests: Sequence[A
 def set_decisions(model: Any, processor: Any, images: Sequence[Any], positive_rate: float) -> tuple[float, float]:
     """Weights that make every image eligible and about `positive_rate` of the detection checks
     on two images positive; returns (eligibility weight, Yes weight)."""
-    from terravis import stages
+    from terravis import asking
     from terravis.taxonomy import TAXONOMY
     pack, tok = bench_pack(), processor.tokenizer
     hold_dimension(model)
     eligible_ids = option_token_ids(tok, ELIGIBILITY_OPTIONS[0])
     m0, slope = _slopes(model, processor, eligible_ids,
-                        [stages.eligibility_request(pack, im, str(i)) for i, im in enumerate(images)],
+                        [asking.eligibility_request(pack, im, str(i)) for i, im in enumerate(images)],
                         ELIGIBILITY_OPTIONS)
     eligible_w = max(0.0, float(np.max((ELIGIBLE_MARGIN - m0) / slope)))
     shift_tokens(model, eligible_ids, eligible_w)
     yes_ids = option_token_ids(tok, "Yes")
-    detection = [stages.detection_request(pack, im, str(i), v) for i, im in enumerate(images[:2]) for v in TAXONOMY]
+    detection = [asking.detection_request(pack, im, str(i), v) for i, im in enumerate(images[:2]) for v in TAXONOMY]
     m0, slope = _slopes(model, processor, yes_ids, detection, pack.options.detection)
     yes_w = float(np.quantile(-m0 / slope, positive_rate))  # check i is positive once the weight passes -m0/slope
     shift_tokens(model, yes_ids, yes_w)

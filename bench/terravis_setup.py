@@ -45,11 +45,11 @@ def make_all_eligible(model: Any, processor: Any) -> LogitShift:
 
 def detection_margins(model: Any, processor: Any, images: Sequence[Any]) -> list[float]:
     """log P(Yes)/P(No) of every detection question on these images."""
-    from terravis import stages
+    from terravis import asking
     from terravis.taxonomy import TAXONOMY
     pack = bench_pack()
     opts = pack.options.detection
-    requests = [stages.detection_request(pack, im, str(i), v) for i, im in enumerate(images) for v in TAXONOMY]
+    requests = [asking.detection_request(pack, im, str(i), v) for i, im in enumerate(images) for v in TAXONOMY]
     probs = judge_on(model, processor).choice_probs(requests, opts)
     return [float(np.log(p[opts[0]] / p[opts[1]])) for p in probs]
 

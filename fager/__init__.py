@@ -2,10 +2,10 @@
 
 The layout every method package shares (docs/layout.md): `core` (`Fager`: `build_qa`, `score`), `pack`
 (the agents' prompts), `scoring` (answer points and gating), `parsing`, `metric` (`FagerScore`,
-torchmetrics), `spec`, `cli` and `report`; `records` (`Verdict`) and `baselines` (VQAScore-style).
-Besides: the schemas of what the agents write, the QA-set store, the agents (`FagerAgents`),
-reference providers, refinement (`refine`), the Factual A/B test and replay of saved runs
-(formats in fager/README.md).
+torchmetrics), `spec`, `cli` and `report`; `records` (`Verdict`), `baselines` (VQAScore-style),
+`asking` (the agents, `FagerAgents`), `schema` (what the agents write, and its decoding schemas),
+`saved_runs` (released runs re-scored) and `evaluation` (the Factual A/B test). Besides: the QA-set
+store, reference providers and refinement (`refine`) (formats in fager/README.md).
 """
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from vlmjudge.lazy import lazy_exports
 
 #: Public name -> the module it lives in; each loads on first use (`FagerScore` needs torch and torchmetrics).
 _EXPORTS = {
-    **dict.fromkeys(("ABReport", "ab_test"), ".abtest"),
-    **dict.fromkeys(("AgentOutput", "FagerAgents"), ".agents"),
+    **dict.fromkeys(("ABReport", "ab_test"), ".evaluation"),
+    **dict.fromkeys(("AgentOutput", "FagerAgents"), ".asking"),
     **dict.fromkeys(("VQAScoreBaseline", "baseline_ab_test"), ".baselines"),
     **dict.fromkeys(("PromptPack", "load_pack"), ".pack"),
     **dict.fromkeys(("AnswerParseError", "normalize_answer", "parse_answer", "read_answer_list"), ".parsing"),
@@ -26,7 +26,7 @@ _EXPORTS = {
     **dict.fromkeys(("RefineReport", "refine"), ".refine"),
     **dict.fromkeys(("ReplayFormatError", "details_scores", "format_summary", "read_details", "read_summary",
                      "rescore", "rescore_details", "summary_scores", "verdict_to_record", "write_summary",
-                     "write_verdicts"), ".replay"),
+                     "write_verdicts"), ".saved_runs"),
     **dict.fromkeys(("CATEGORIES", "LEVELS", "CategoryFacts", "FactChange", "LevelRubric", "QAItem", "QAItems",
                      "QASet", "QuestionAnswer", "ReferenceExtraction", "Rubric", "Verification"), ".schema"),
     **dict.fromkeys(("AnswerCounts", "Gating", "LevelScores", "ParseFailure", "QuestionResult", "Verdict"),

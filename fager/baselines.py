@@ -18,7 +18,7 @@ from typing import Any
 from vlmjudge.images import to_pil
 from vlmjudge.requests import Request
 
-from .abtest import ABReport, TieMode, ab_test
+from .evaluation import ABReport, TieMode, ab_test
 from .pack import PromptPack, load_pack
 
 BASELINE_QUESTION_ID = "vqascore"

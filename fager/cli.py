@@ -21,7 +21,6 @@ from vlmjudge.cli.flags import (
 from vlmjudge.cli.generator_flags import add_generator_call_flags, generator_call_kwargs
 from vlmjudge.cli.help import EXIT_EPILOG, DefaultsHelpFormatter, describe
 from vlmjudge.cli.intake import Failure, Screened
-from vlmjudge.cli.preflight import require_file
 from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl
 from vlmjudge.cli.scoring import Outcome, ScoreCommand, run_scoring
 from vlmjudge.cli.progress import add_quiet_flag, progress_bar, quiet_judge
@@ -29,14 +28,22 @@ from vlmjudge.cli.summary import print_summary
 from vlmjudge.outputs import write_manifest
 from vlmjudge.stats.interval import interval_text, mean_with_interval
 
-from .qa_store import read_qa_csv
-from .replay import format_summary, write_verdicts
-from .saved_runs import INPUT_ERRORS, add_policy_flags, configure_saved_run_commands, policy_from_args
+from .evaluation import TIE_MODES, ab_test
+from .parsing import AnswerParseError
+from .qa_store import QAFormatError, read_qa_csv
+from .records import level_values, no_result_reason, with_resolution_note
+from .saved_runs import (
+    ReplayFormatError, ab_scores, format_summary, read_details, read_items, read_table, rescore, summary_path,
+    summary_row, write_verdicts,
+)
 from .scoring import GatingPolicy
 
 #: `fager score` and `refine` score this many images, `rubric` builds this many prompts' QA sets, between
 #: progress-bar updates (each batch still fills the judge's calls).
 PROGRESS_ITEMS = 16
+#: What an unreadable or malformed input raises: one line and exit status 2, never a traceback.
+INPUT_ERRORS = (ReplayFormatError, QAFormatError, AnswerParseError, OSError, ValueError)
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the fager subcommands to the `vlmjudge fager` parser (entry point `vlmjudge.commands`)."""
@@ -142,38 +149,6 @@ def _pipeline(args: argparse.Namespace, policy: GatingPolicy | None = None):
                  policy=policy or GatingPolicy())
 
 
-def read_table(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
-    """Rows of a CSV that must have `columns` (others are ignored), with clear errors."""
-    import csv
-    require_file(path, f"a CSV file with the columns {', '.join(columns)}"
-                       + (" (image: a path relative to the CSV's folder)" if "image" in columns else ""))
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in columns if c not in (reader.fieldnames or [])]
-        if missing:
-            raise ValueError(f"{path}: missing column(s) {missing}; has {reader.fieldnames}")
-        rows = list(reader)
-    if not rows:
-        raise ValueError(f"{path}: no rows")
-    for line_no, row in enumerate(rows, start=2):
-        empty = [c for c in columns if not (row.get(c) or "").strip()]
-        if empty:
-            raise ValueError(f"{path}:{line_no}: empty {empty}")
-    ids = [row["index"] for row in rows]
-    if len(set(ids)) != len(ids):
-        raise ValueError(f"{path}: index values repeat")
-    return rows
-
-
-def _items(path: Path, require_files: bool = True) -> tuple[list[str], list[str], list[Path]]:
-    rows = read_table(path, ("index", "prompt", "image"))
-    images = [(path.parent / row["image"]) for row in rows]
-    absent = [str(p) for p in images if not p.is_file()]
-    if absent and require_files:
-        raise FileNotFoundError(f"{path}: image file(s) not found: {absent[:5]}")
-    return [row["index"] for row in rows], [row["prompt"] for row in rows], images
-
-
 def run_rubric(args: argparse.Namespace) -> int:
     """Build QA sets under a bar over the prompts and write QA.csv; 1 if any prompt failed (the
     others are written), 2 on bad input."""
@@ -209,7 +184,7 @@ def run_rubric(args: argparse.Namespace) -> int:
 def run_score(args: argparse.Namespace) -> int:
     """Check the images, score the readable items and write details.jsonl and summary.csv into --out;
     unreadable images and items without a result are listed, and the exit status says so (--help)."""
-    return run_scoring(_FagerScore(args, records_path(args.out)))
+    return run_scoring(_FagerScore(args, _records_path(args)))
 
 
 class _FagerScore(ScoreCommand):
@@ -218,7 +193,7 @@ class _FagerScore(ScoreCommand):
 
     def read(self) -> list[tuple[Path]]:
         """The items of the CSV, each one image; a missing image file is a bad item, not an error."""
-        self.ids, self.prompts, self.images = _items(self.args.items, require_files=False)
+        self.ids, self.prompts, self.images = read_items(self.args.items, require_files=False)
         return [(image,) for image in self.images]
 
     def done_before(self, screened: Screened) -> int | None:
@@ -250,7 +225,7 @@ class _FagerScore(ScoreCommand):
         """Write the Verdicts, summary.csv and the manifest; print the shared summary, then each level's
         mean with its 95% interval and n, and the parse failures."""
         args, details, images, kept = self.args, self.out, self.images, screened.kept
-        verdicts = [_with_note(v, screened.notes.get(i)) for i, v in zip(kept, verdicts)]
+        verdicts = [with_resolution_note(v, screened.notes.get(i)) for i, v in zip(kept, verdicts)]
         details.parent.mkdir(parents=True, exist_ok=True)
         write_verdicts(verdicts, details)
         summary = summary_path(details)
@@ -258,28 +233,24 @@ class _FagerScore(ScoreCommand):
         manifest = write_manifest(details, _manifest(args, self.fager, len(images), len(screened.failures)))
         RUN.saved = len(verdicts)
         unanswered = [Failure(i, str(images[i]), reason) for i, v in zip(kept, verdicts)
-                      if (reason := _no_result(v)) is not None]
+                      if (reason := no_result_reason(v)) is not None]
         print_summary([{"status": v.status, "score": v.score} for v in verdicts], [details, summary, manifest],
                       "{:.2f}", skipped=len(screened.failures))
         if any(v.score is not None for v in verdicts):
             print("levels: " + ", ".join(f"{name} {interval_text(mean_with_interval(values))}"
-                                         for name, values in _level_values(verdicts).items()))
+                                         for name, values in level_values(verdicts).items()))
         print(f"parse failures: {sum(v.counts.failed for v in verdicts)}")
         return Outcome(len(verdicts) - len(unanswered), unanswered)
-
-
-def _level_values(verdicts: list) -> dict[str, list[float | None]]:
-    """Each level's score per image (None where the level had no scored question), for its mean."""
-    return {level: [getattr(v.level_scores, level) for v in verdicts] for level in ("level_1", "level_2", "level_3")}
 
 
 #: Where `fager score` writes without --out: the released run layout.
 DEFAULT_DETAILS = Path("fager_run") / "details.jsonl"
 
 
-def records_path(out: str | os.PathLike | None) -> Path:
+def _records_path(args: argparse.Namespace) -> Path:
     """The Verdict lines' file of `fager score --out`; a folder (an existing one, or a name without
     a suffix) is a usage error naming the file to give, as writing into it would be a guess."""
+    out = args.out
     if out is None:
         return DEFAULT_DETAILS
     path = Path(out)
@@ -287,11 +258,6 @@ def records_path(out: str | os.PathLike | None) -> Path:
         raise CommandError(f"fager score --out {out}: --out takes the records file, not a folder, "
                            f"e.g. --out {path / 'details.jsonl'}")
     return path
-
-
-def summary_path(details: Path) -> Path:
-    """summary.csv beside the records: summary.csv for details.jsonl (the released layout), else <stem>.summary.csv."""
-    return details.with_name("summary.csv" if details.name == "details.jsonl" else f"{details.stem}.summary.csv")
 
 
 def _manifest(args: argparse.Namespace, fager: Any, n_items: int, n_skipped: int) -> dict[str, Any]:
@@ -307,30 +273,12 @@ def _manifest(args: argparse.Namespace, fager: Any, n_items: int, n_skipped: int
             "text_model": args.text_model, "n_items": n_items, "n_skipped": n_skipped, "cache": args.cache}
 
 
-def _with_note(verdict, note: str | None):
-    """The verdict with the image's low-resolution flag in its provenance (the image was scored)."""
-    if note is None:
-        return verdict
-    return verdict.model_copy(update={"provenance": {**verdict.provenance, "resolution_note": note}})
-
-
-def _no_result(verdict) -> str | None:
-    """Why an item got no result, or None: no QA set could be built for it, or the judge answered
-    none of its questions (a counted parse failure is a result)."""
-    if "qa_error" in verdict.provenance:
-        return f"no QA set: {verdict.provenance['qa_error']}"
-    missing = [f for f in verdict.parse_failures if f.reason == "missing answer"]
-    if verdict.counts.total == 0 and missing and len(missing) == len(verdict.parse_failures):
-        return "the judge gave no answer"
-    return None
-
-
 def run_refine(args: argparse.Namespace) -> int:
     """Refine the items under a bar over images x evaluations (the first scoring and each round) and
     write the round folders and the before/after report into --out."""
     from .refine import refine, refine_steps
     try:
-        ids, prompts, images = _items(args.items)
+        ids, prompts, images = read_items(args.items)
         qa_sets = read_qa_csv(args.qa) if args.qa else None
         fager = _pipeline(args, policy_from_args(args))
         quiet_judge(fager.judge)
@@ -365,6 +313,90 @@ def _image_tools(args: argparse.Namespace) -> tuple[Any, Any]:
     return generator, editor
 
 
+# ---- commands over saved runs, with no judge ---------------------------------------------------
+
+def configure_saved_run_commands(commands: argparse._SubParsersAction) -> None:
+    """Add `abtest` and `rescore` to the `vlmjudge fager` sub-commands."""
+    abtest = commands.add_parser("abtest", help="Factual A/B test: factual vs generated scores per prompt",
+                                 description="Pairwise accuracy of FAGER scores: factual (reference) images "
+                                             "should score at least as high as generated ones.")
+    abtest.add_argument("factual", type=Path, help="details.jsonl or summary.csv of the factual images")
+    abtest.add_argument("generated", type=Path, help="details.jsonl or summary.csv of the generated images")
+    abtest.add_argument("--tie", choices=TIE_MODES, default="full",
+                        help="ties count as correct (full, default), wrong (zero) or are left out (skip)")
+    abtest.add_argument("--json", action="store_true", help="print the whole report, margins included, as JSON")
+    add_policy_flags(abtest)
+    abtest.set_defaults(func=run_abtest)
+
+    rescore_cmd = commands.add_parser("rescore", help="re-score a details.jsonl from its per-question answers "
+                                                      "(writes a summary.csv to --out or standard output)",
+                                      description="Recompute level and overall scores and decisions from the "
+                                                  "recorded answers and write a summary.csv.")
+    rescore_cmd.add_argument("details", type=Path, help="a details.jsonl from a FAGER run")
+    rescore_cmd.add_argument("--out", type=Path, help="summary.csv to write (default: standard output)")
+    rescore_cmd.add_argument("--verdicts", type=Path, help="also write the re-scored Verdicts as JSON lines")
+    rescore_cmd.add_argument("--check", action="store_true",
+                             help="exit 1 if a re-scored record differs from what the file recorded")
+    add_policy_flags(rescore_cmd)
+    rescore_cmd.set_defaults(func=run_rescore)
+
+
+def add_policy_flags(parser: argparse.ArgumentParser) -> None:
+    """The gating thresholds every command that decides keep/edit/regenerate takes."""
+    parser.add_argument("--regenerate-threshold", type=float, default=20.0,
+                        help="level-1 score at or below which the image is regenerated (default 20)")
+    parser.add_argument("--keep-threshold", type=float, default=95.0,
+                        help="overall score at or above which the image is kept (default 95)")
+    parser.add_argument("--exclusive", action="store_true",
+                        help="use strict comparisons (< regenerate, > keep), the paper's wording")
+
+
+def policy_from_args(args: argparse.Namespace) -> GatingPolicy:
+    """The gating policy the flags of `add_policy_flags` give."""
+    return GatingPolicy(regenerate_threshold=args.regenerate_threshold, keep_threshold=args.keep_threshold,
+                        inclusive=not args.exclusive)
+
+
+def run_abtest(args: argparse.Namespace) -> int:
+    """Print the A/B report; 2 on unreadable or unpaired input."""
+    try:
+        factual, generated = ab_scores(args.factual, args.generated, policy_from_args(args))
+        report = ab_test(factual, generated, tie=args.tie, strict=True)
+    except INPUT_ERRORS as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(report.model_dump_json(indent=2) if args.json else report.describe())
+    return 0
+
+
+def run_rescore(args: argparse.Namespace) -> int:
+    """Write the re-scored summary; report parse failures; with --check, 1 on any difference."""
+    try:
+        policy = policy_from_args(args)
+        recorded = read_details(args.details)
+    except INPUT_ERRORS as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    rescored = [rescore(v, policy) for v in recorded]
+    text = format_summary(rescored)
+    if args.out is None:
+        sys.stdout.write(text)
+    else:
+        args.out.write_text(text, encoding="utf-8", newline="")
+    if args.verdicts is not None:
+        write_verdicts(rescored, args.verdicts)
+    failures = sum(v.counts.failed for v in rescored)
+    print(f"rescored {len(rescored)} records, {failures} parse failures", file=sys.stderr)
+    if not args.check:
+        return 0
+    differing = [(old, new) for old, new in zip(recorded, rescored) if summary_row(old) != summary_row(new)]
+    for old, new in differing:
+        print(f"differs: index {old.id}: recorded {summary_row(old)[2:11]} re-scored {summary_row(new)[2:11]}",
+              file=sys.stderr)
+    print(f"check: {len(recorded) - len(differing)}/{len(recorded)} records reproduced", file=sys.stderr)
+    return 1 if differing else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the fager commands standalone (`python -m fager.cli`), e.g. where the core CLI is absent."""
     parser = argparse.ArgumentParser(prog="vlmjudge fager", description=__doc__.splitlines()[0])
@@ -377,4 +409,4 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["configure", "main", "read_table", "run_refine", "run_rubric", "run_score"]
+__all__ = ["configure", "main", "run_abtest", "run_refine", "run_rescore", "run_rubric", "run_score"]

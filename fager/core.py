@@ -23,7 +23,7 @@ from typing import Any
 from vlmjudge.images import digests_held, to_pil
 from vlmjudge.requests import Answer, Request
 
-from .agents import FagerAgents, feedback_text
+from .asking import FagerAgents, feedback_text
 from .pack import PromptPack
 from .parsing import AnswerParseError, parse_answer
 from .qa_store import AgentModels, QARecord, QASetKey, QAStore

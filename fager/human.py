@@ -2,7 +2,7 @@
 
 The paper's Factual A/B test asks whether a metric scores the factual image at least as high as
 the other; with people's choices as the truth, a judge agrees on a pair when it scores the image
-people chose higher, a tie counting as FAGER's A/B test counts it (`fager.abtest`, tie="full" by
+people chose higher, a tie counting as FAGER's A/B test counts it (`fager.evaluation`, tie="full" by
 default). A label line carries `a` and `b` (the ids of the two images in the judge's run) and
 `choice` ("A", "B" or "tie"); the judge's value for a pair is score(a) - score(b).
 """
@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from vlmjudge.stats.human_sets.protocol import HumanProtocol, confusion_table, generic_metric
 
-from .abtest import TIE_MODES, ab_test
+from .evaluation import TIE_MODES, ab_test
 
 #: An annotator's choice as a number: +1 prefers image A, -1 image B, 0 neither.
 CHOICES = {"a": 1.0, "b": -1.0, "tie": 0.0}

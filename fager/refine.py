@@ -26,7 +26,7 @@ from vlmjudge.outputs import iter_jsonl
 
 from .core import Fager
 from .records import Verdict
-from .replay import write_summary, write_verdicts
+from .saved_runs import write_summary, write_verdicts
 
 Action = Literal["keep", "edit", "regenerate", "none"]
 ActionStatus = Literal["done", "reused", "unchanged", "no_generator", "no_editor", "no_feedback", "undecided"]

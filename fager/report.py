@@ -27,7 +27,7 @@ from .records import Verdict
 #: The question levels of a Verdict's level scores, and how the summary table names them.
 LEVELS = ("level_1", "level_2", "level_3")
 LEVEL_NAMES = ("level 1", "level 2", "level 3")
-from .replay import ReplayFormatError, read_details
+from .saved_runs import ReplayFormatError, read_details
 
 #: FAGER scores are in 0-100: the histogram's x axis.
 SCORE_RANGE = (0.0, 100.0)

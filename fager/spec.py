@@ -25,10 +25,12 @@ from .statistics import STATISTICS
 
 
 class FagerRecord:
-    """One scored image: `score` is the overall FAGER score (0-100), None when unscorable."""
+    """One scored image: `score` is the overall FAGER score (0-100), None when unscorable, and
+    `status` the shared one its JSON form carries (`vlmjudge.record_schema`)."""
 
     def __init__(self, verdict: Verdict) -> None:
         self.verdict = verdict
+        self.status = verdict.status
         self.score = verdict.score
         self.valid = verdict.score is not None
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from vlmjudge.stats.statistic import ColumnMean, Statistic
 
-from .abtest import TIE_MODES, ABReport
+from .evaluation import TIE_MODES, ABReport
 
 LEVELS = ("level_1", "level_2", "level_3")
 

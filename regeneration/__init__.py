@@ -4,8 +4,10 @@ reference image again, from prompts an MLLM writes and revises over rounds.
 The layout every method package shares (docs/layout.md): `core` (`RegenerationLoop`), `pack` (the
 prompt pack), `scoring` (similarity percent, ratings, selection), `parsing`, `metric`
 (`RegenerationSimilarity`, torchmetrics), `spec`, `cli` and `report`; `records` (`ItemResult`),
-`baselines` (direct and interrogator prompts) and `figures`. Besides: `similarity` (the CLIP and
-DINOv2 encoders), `judging` (MLLM ratings), `iut`, `benchmark`, `config`.
+`baselines` (direct and interrogator prompts), `figures`, `asking` (the stage runner, `asking.iut`
+and `asking.judging`, the MLLM ratings), `schema`, `saved_runs` (the run folder) and `evaluation`
+(`evaluation.benchmark`, `evaluation.compare`). Besides: `similarity` (the CLIP and DINOv2 encoders)
+and `config`.
 """
 from __future__ import annotations
 
@@ -14,14 +16,14 @@ from vlmjudge.lazy import lazy_exports
 #: Public name -> the module it lives in; each loads on first use, so `import regeneration` imports no torch.
 _EXPORTS = {
     "IUT": ".schema",
-    **dict.fromkeys(("build_iuts", "initial_prompts", "IUTResult", "InitialPrompt"), ".iut"),
+    **dict.fromkeys(("build_iuts", "initial_prompts", "IUTResult", "InitialPrompt"), ".asking.iut"),
     **dict.fromkeys(("SimilarityScorer", "ClipEncoder", "DinoEncoder", "regeneration_similarity"), ".similarity"),
-    **dict.fromkeys(("judge_pairs", "judge_text_image"), ".judging"),
+    **dict.fromkeys(("judge_pairs", "judge_text_image"), ".asking.judging"),
     **dict.fromkeys(("direct_prompts", "interrogator_prompts"), ".baselines"),
     "LoopConfig": ".config",
     "RegenerationLoop": ".core",
     "ItemResult": ".records",
-    **dict.fromkeys(("run_benchmark", "load_references", "release_summary"), ".benchmark"),
+    **dict.fromkeys(("run_benchmark", "load_references", "release_summary"), ".evaluation.benchmark"),
     "RegenerationSimilarity": ".metric",
     **dict.fromkeys(("PromptPack", "load_pack"), ".pack"),
     "SPEC": ".spec",

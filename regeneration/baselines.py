@@ -13,7 +13,7 @@ from typing import Any
 from vlmjudge.images import to_pil
 
 from .asking import json_request, run_stage
-from .iut import InitialPrompt
+from .asking.iut import InitialPrompt
 from .parsing import ParseFailure
 from .pack import PromptPack, load_pack
 from .schema import Caption, PromptAnswer

@@ -31,8 +31,8 @@ from vlmjudge.cli.summary import print_summary
 from vlmjudge.outputs import write_manifest, write_records
 from vlmjudge.stats.interval import interval_text, mean_with_interval
 
-from .benchmark import benchmark_images, load_prompts, load_references, run_benchmark
-from .config import DEFAULT_ASPECTS, INTERROGATOR_RUNS, PROMPT_MODES, LoopConfig
+from .evaluation import benchmark
+from .config import DEFAULT_ASPECTS, INTERROGATOR_RUNS, PROMPT_MODES, LoopConfig, parse_weights
 from .core import RegenerationLoop, candidate_count
 from .parsing import READINGS
 from .scoring import DEFAULT_SELECTION, SELECTION_PRESETS
@@ -63,7 +63,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     _loop_flags(run)
     describe(run, "--out", "the run folder, with records.jsonl (one record per reference) and its manifest "
                            "records.manifest.json; rerunning the same command resumes it (required)")
-    run.set_defaults(func=cmd_run)
+    run.set_defaults(func=run_run)
 
     bench = commands.add_parser("benchmark", help="several models over one reference folder: table, grids, plots",
                                 formatter_class=DefaultsHelpFormatter)
@@ -77,7 +77,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     _loop_flags(bench)
     describe(bench, "--out", "the benchmark folder: one run folder per model (models/NAME, each with its "
                              "records.jsonl), the table, grids and plots (required)")
-    bench.set_defaults(func=cmd_benchmark)
+    bench.set_defaults(func=run_benchmark)
 
     compare = commands.add_parser("compare", help="CLIP %% and DINO %% (and MLLM ratings) of two image folders",
                                   description="Pairs images by file name (stem) and reports per-pair and mean "
@@ -111,7 +111,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                                  "CLIP and DINO only)")
     add_on_error_flag(compare)
     add_quiet_flag(compare)
-    compare.set_defaults(func=cmd_compare)
+    compare.set_defaults(func=run_compare)
 
     from .report import configure_report  # the report of a compare run
     configure_report(commands)
@@ -170,20 +170,6 @@ def _loop_flags(parser: argparse.ArgumentParser) -> None:
     add_quiet_flag(parser)
 
 
-def parse_weights(text: str) -> dict[str, float]:
-    """'clip=0.5,dino=0.5' -> {'clip': 0.5, 'dino': 0.5}."""
-    weights = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        name, sep, value = part.partition("=")
-        if not sep:
-            raise ValueError(f"weight {part!r} is not name=value")
-        try:
-            weights[name.strip()] = float(value)
-        except ValueError:
-            raise ValueError(f"weight {part!r} has no number") from None
-    return weights
-
-
 def _config(args: argparse.Namespace) -> LoopConfig:
     if args.weights is not None and args.selection is not None:
         raise ValueError("give --selection or --weights, not both")
@@ -223,13 +209,13 @@ def _require_out(args: argparse.Namespace) -> Path:
     return Path(args.out)
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def run_run(args: argparse.Namespace) -> int:
     """Run the loop for one model under a bar over its candidate images; prints one line per
     reference and the means."""
     out = _require_out(args)
     try:
         config = _config(args)
-        refs = load_references(args.references)
+        refs = benchmark.load_references(args.references)
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -260,29 +246,30 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if any(r.status == "scored" for r in results) else 1
 
 
-def cmd_benchmark(args: argparse.Namespace) -> int:
+def run_benchmark(args: argparse.Namespace) -> int:
     """Benchmark several models under one bar over all their images; prints the table and where
     the figures went."""
     out = _require_out(args)
     try:
         config = _config(args)
-        refs = load_references(args.references)
+        refs = benchmark.load_references(args.references)
         generators = {}
         for entry in args.generator:
             name, sep, spec = entry.partition("=")
             if not sep or not name or not spec:
                 raise ValueError(f"--generator needs NAME=GEN, got {entry!r}")
             generators[name] = spec
-        prompts = load_prompts(args.prompts) if args.prompts else None
+        prompts = benchmark.load_prompts(args.prompts) if args.prompts else None
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    total = benchmark_images(refs, len(generators), config, prompts, args.direct_judging)
+    total = benchmark.benchmark_images(refs, len(generators), config, prompts, args.direct_judging)
     with progress_bar(total, "benchmark", args, unit="img") as bar:
-        result = run_benchmark(refs, {n: _generator(s, args) for n, s in generators.items()},
-                               quiet_judge(judge_from_args(args)), out, similarity=_similarity(args),
-                               text_judge=_text_judge(args), config=config, pack=args.pack, original_prompts=prompts,
-                               direct_judging=args.direct_judging, on_image=bar.update)
+        result = benchmark.run_benchmark(refs, {n: _generator(s, args) for n, s in generators.items()},
+                                         quiet_judge(judge_from_args(args)), out, similarity=_similarity(args),
+                                         text_judge=_text_judge(args), config=config, pack=args.pack,
+                                         original_prompts=prompts, direct_judging=args.direct_judging,
+                                         on_image=bar.update)
     print(Path(result.files["table"]).read_text(encoding="utf-8"), end="")
     for name, results in result.results.items():
         rows = [r.to_json() for r in results]
@@ -295,17 +282,6 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     return 0
 
 
-#: Why an MLLM rating is missing when the judge itself failed (regeneration.parsing.parse_answer's words).
-_BACKEND_ERROR = "backend error"
-
-
-def _judge_failed(record: Any) -> bool:
-    """True when a pair asked for MLLM ratings got no answer at all: the judge failed, not the parse."""
-    mllm = record.mllm
-    return (mllm is not None and mllm.content is None and mllm.perceptual is None and bool(mllm.failures)
-            and all(_BACKEND_ERROR in f.reason for f in mllm.failures))
-
-
 def _compare_manifest(args: argparse.Namespace, scorer: Any, judge: Any, result: dict[str, Any]) -> dict[str, Any]:
     """The manifest beside compare's pair rows: what judged, the encoders, the folders, the summary
     and the files left unpaired (the report lists them)."""
@@ -315,7 +291,7 @@ def _compare_manifest(args: argparse.Namespace, scorer: Any, judge: Any, result:
             "unpaired_files": result["unpaired_files"], "cache": args.cache if judge is not None else None}
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
+def run_compare(args: argparse.Namespace) -> int:
     """Per-pair and mean score, CLIP % / DINO % (and MLLM ratings with --model) of two folders;
     unpaired files and pairs with an unreadable image are listed and left out, and the exit
     status says so (see --help). --out gets the pair rows as JSON lines, --json prints the whole result."""
@@ -333,7 +309,7 @@ class _CompareScore(ScoreCommand):
     def read(self) -> list[tuple[Path, Path]]:
         """The pairs of the two folders, each item its reference and its regenerated image; the
         files without a partner are listed here."""
-        from .compare import pair_folders
+        from .evaluation.compare import pair_folders
 
         self.pairing = pair_folders(self.args.refs, self.args.gens)
         if self.pairing.unpaired:
@@ -355,7 +331,7 @@ class _CompareScore(ScoreCommand):
 
     def done_before(self, screened: Screened) -> int | None:
         """Pairs an earlier run rated with the MLLM (only its answers are cached)."""
-        from .compare import rated_earlier
+        from .evaluation.compare import rated_earlier
 
         args = self.args
         if self.judge is None or not cache_has_answers(args.cache):
@@ -382,14 +358,14 @@ class _CompareScore(ScoreCommand):
     def summarize(self, screened: Screened, scored: tuple[Any, list]) -> Outcome:
         """Write the rows (CSV, JSON lines with the manifest), print them and the shared summary (on
         standard error with --json, whose standard output is the one JSON object)."""
-        from .compare import pair_row, plain_lines, result_json, summarize, write_csv
+        from .evaluation.compare import judge_failed, pair_row, plain_lines, result_json, summarize, write_csv
 
         args, pairs, judged = self.args, self.pairing.pairs, self.judge is not None
         scorer, records = scored
         rows = [pair_row(pairs[index][1].name, rec, screened.notes.get(index))
                 for index, rec in zip(screened.kept, records)]
         unanswered = [Failure(index, str(pairs[index][2]), "the judge gave no answer for either MLLM rating")
-                      for index, rec in zip(screened.kept, records) if _judge_failed(rec)]
+                      for index, rec in zip(screened.kept, records) if judge_failed(rec)]
         summary = summarize(rows, records, self.pairing, skipped=len(screened.failures), judged=judged)
         result = result_json(summary, rows, self.pairing)
         written: list[Any] = []

@@ -123,3 +123,22 @@ class LoopConfig:
         data["aspects"] = list(self.aspects)
         data["weights"] = self.weight_map
         return data
+
+
+def parse_weights(text: str) -> dict[str, float]:
+    """A selection mix written as text (`--weights clip=0.5,dino=0.5`), as weights by name.
+
+    Examples:
+        >>> parse_weights("clip=0.5, dino=0.5")
+        {'clip': 0.5, 'dino': 0.5}
+    """
+    weights = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        if not sep:
+            raise ValueError(f"weight {part!r} is not name=value")
+        try:
+            weights[name.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"weight {part!r} has no number") from None
+    return weights

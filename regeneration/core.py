@@ -21,12 +21,12 @@ from vlmjudge.images import to_pil
 from .asking import json_request, run_stage
 from .baselines import direct_prompts, interrogator_prompts
 from .config import LOOP_VERSION, LoopConfig
-from .iut import InitialPrompt, IUTResult, build_iuts, initial_prompts
-from .judging import MLLMScores, judge_pairs
+from .asking.iut import InitialPrompt, IUTResult, build_iuts, initial_prompts
+from .asking.judging import MLLMScores, judge_pairs
 from .pack import PromptPack, load_pack
 from .parsing import ParseFailure
 from .records import ItemResult
-from .runfolder import RunFolder, check_item_id
+from .saved_runs import RunFolder, check_item_id
 from .schema import Feedback, PromptList, prompt_list_schema
 from .scoring import combined_score, final_pick, select
 from .similarity import SimilarityScorer

@@ -17,8 +17,8 @@ from typing import Any, Protocol
 
 
 class Ratings(Protocol):
-    """What `summarize_ratings` reads of one pair's ratings (`regeneration.judging.MLLMScores` has
-    it); judging.py imports this module for `normalize_rating`, so the type is described here.
+    """What `summarize_ratings` reads of one pair's ratings (`regeneration.asking.judging.MLLMScores` has
+    it); asking/judging.py imports this module for `normalize_rating`, so the type is described here.
 
     Examples:
         Any object with these attributes will do:
@@ -110,7 +110,7 @@ def summarize_ratings(ratings: Sequence[Ratings]) -> dict[str, Any]:
     number of parse failures: `mllm_content`, `mllm_perceptual`, `mllm_parse_failures`.
 
     Examples:
-        >>> from regeneration.judging import MLLMScores
+        >>> from regeneration.asking.judging import MLLMScores
         >>> summarize_ratings([MLLMScores(content=5, perceptual=3), MLLMScores(content=3, perceptual=None)])
         {'mllm_content': 0.75, 'mllm_perceptual': 0.5, 'mllm_parse_failures': 0}
     """

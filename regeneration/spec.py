@@ -15,7 +15,7 @@ from vlmjudge.registry import MethodSpec, renders
 
 from .human import PROTOCOL
 from .annotation import ANNOTATION
-from .judging import MLLMScores, judge_pairs
+from .asking.judging import MLLMScores, judge_pairs
 from .scoring import combined_score, normalize
 from .similarity import DEFAULT_CLIP_MODEL, DEFAULT_DINO_MODEL, SimilarityScorer
 from .statistics import STATISTICS

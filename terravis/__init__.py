@@ -4,8 +4,9 @@ Eligibility, 18 independent violation checks, severity of each violation, then
 S = exp(-lam (N_major + alpha N_minor)). The layout every method package shares (docs/layout.md):
 `core` (`TerraVis`, to score), `pack` (prompt packs), `scoring` (the formula), `parsing`,
 `metric` (`TerraVisScore`, torchmetrics), `spec`, `cli` and `report` (rankings, HTML); `records`
-(`ImageRecord`), `baselines` (TerraVis-H, GPTScore), `human` (human annotations) and `figures`;
-`analysis` holds the paper's analyses over saved records.
+(`ImageRecord`), `baselines` (TerraVis-H, GPTScore), `human` (human annotations), `figures`,
+`asking` (each stage's requests), `schema` (the answer grammar), `saved_runs` (the release's saved
+answers) and `evaluation` (the paper's analyses over saved records).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ _EXPORTS = {
     **dict.fromkeys(("RunResult", "TerraVis", "summarize"), ".core"),
     **dict.fromkeys(("Annotation", "score_annotation", "score_annotations"), ".human"),
     **dict.fromkeys(("PromptPack", "load_pack"), ".pack"),
-    "record_from_raw_answers": ".raw_answers",
+    "record_from_raw_answers": ".saved_runs",
     **dict.fromkeys(("CheckRecord", "ImageRecord", "load_records", "save_records"), ".records"),
     "score_from_counts": ".scoring",
     **dict.fromkeys(("LEVELS", "TAXONOMY", "TYPE_IDS", "ViolationType", "get_type"), ".taxonomy"),

@@ -12,7 +12,7 @@ from typing import Literal, Sequence
 
 from vlmjudge.judge import Judge
 
-from . import stages
+from . import asking
 from .pack import PromptPack
 from .records import ImageRecord
 from .workflow import Item, WorkflowConfig, count_truncated, fail, note_mass
@@ -32,18 +32,18 @@ def run_rating(judge: Judge, items: Sequence[Item], pack: PromptPack, variant: R
     """Rate every image with one batched call; unreadable answers are retried, then the
     image fails (counted), never scored silently."""
     if variant == "holistic":
-        options, build = pack.options.holistic, stages.holistic_request
+        options, build = pack.options.holistic, asking.holistic_request
     elif variant == "gptscore":
-        options, build = pack.options.gptscore, stages.gptscore_request
+        options, build = pack.options.gptscore, asking.gptscore_request
     else:
         raise ValueError(f"rating variant must be 'holistic' or 'gptscore', got {variant!r}")
     counts = counts if counts is not None else Counter()
     records = [ImageRecord(id=it.image_id, variant=variant, lam=config.lam, alpha=config.alpha,
                            meta=dict(it.meta)) for it in items]
     base = [build(pack, it.image, it.image_id) for it in items]
-    asked = [stages.as_decision_request(r, pack, config.decision, options) for r in base]
+    asked = [asking.as_decision_request(r, pack, config.decision, options) for r in base]
     counts[variant] += len(asked)
-    decisions = stages.decide(judge, asked, options, config.decision)
+    decisions = asking.decide(judge, asked, options, config.decision)
     for attempt in range(1, config.max_retries + 1):
         todo = [i for i, d in enumerate(decisions) if d.outcome == "unparseable"]
         if not todo:
@@ -51,10 +51,10 @@ def run_rating(judge: Judge, items: Sequence[Item], pack: PromptPack, variant: R
         for i in todo:
             records[i].retries += 1
             records[i].parse_failures += 1
-        again = [stages.as_decision_request(base[i], pack, config.decision, options, attempt,
+        again = [asking.as_decision_request(base[i], pack, config.decision, options, attempt,
                                             config.retry_temperature) for i in todo]
         counts["retries"] += len(again)
-        for i, d in zip(todo, stages.decide(judge, again, options, config.decision)):
+        for i, d in zip(todo, asking.decide(judge, again, options, config.decision)):
             decisions[i] = d
     count_truncated(counts, decisions)
     for record, d in zip(records, decisions):

@@ -12,7 +12,6 @@ answered yet.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -28,6 +27,8 @@ from vlmjudge.images import ImageInputError, to_pil
 from vlmjudge.cli.progress import add_quiet_flag, progress_bar, quiet_judge
 from vlmjudge.cli.summary import print_summary
 from vlmjudge.outputs import record_text, write_manifest
+
+from .records import image_meta
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -94,12 +95,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 # -- score ---------------------------------------------------------------------------------
-def collect_images(inputs: Sequence[str]) -> list[tuple[str, Path]]:
-    """(image id, path) for every image file given or found under a given folder, sorted within
-    each folder; the id is the path relative to the input root (`vlmjudge.cli.intake.image_items`)."""
-    return image_items(inputs)
-
-
 #: Manifest fields that decide the judge's answers: a rerun differing in one asks anew (lam and alpha do not).
 ANSWER_KEYS = ("method_version", "variant", "backend", "model", "revision", "dtype", "pack_sha256", "decoding")
 
@@ -120,7 +115,7 @@ class _TerraVisScore(ScoreCommand):
 
     def read(self) -> list[tuple[Path]]:
         """The images given, each item one image."""
-        self.images = collect_images(self.args.inputs)
+        self.images = image_items(self.args.inputs)
         return [(path,) for _, path in self.images]
 
     def build(self, screened: Screened) -> None:
@@ -166,7 +161,7 @@ class _TerraVisScore(ScoreCommand):
                             failures.append(Failure(index, str(images[index][1]), error.reason, bad_input=True))
                             continue
                         chunk.append(index)
-                    meta = [_meta(images[i][1], args.t2i_model, screened.notes.get(i)) for i in chunk]
+                    meta = [image_meta(images[i][1], args.t2i_model, screened.notes.get(i)) for i in chunk]
                     records = self.tv.score(pils, ids=[images[i][0] for i in chunk], meta=meta) if chunk else []
                     for index, record in zip(chunk, records):
                         fh.write(record_text(record.to_json(), f"{self.out} record {record.id}") + "\n")
@@ -194,19 +189,10 @@ class _TerraVisScore(ScoreCommand):
         return Outcome(sum(r["status"] != "failed" for r in written), failures)
 
 
-def _meta(path: Path, t2i_model: str | None, resolution_note: str | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"path": str(path.resolve())}
-    if t2i_model is not None:
-        meta["model"] = t2i_model
-    if resolution_note is not None:
-        meta["resolution_note"] = resolution_note
-    return meta
-
-
 # -- report --------------------------------------------------------------------------------
 def run_report(args: argparse.Namespace) -> int:
     """Write the report folder; 2 on unreadable input."""
-    from .report import ReportError, write_report
+    from .report import ReportError, report_notes, write_report
 
     for results in args.results:
         require_file(results, "the results JSONL files `terravis score --out` writes (one JSON record per image, "
@@ -226,17 +212,9 @@ def run_report(args: argparse.Namespace) -> int:
         return 2
     for path in written:
         print(f"wrote {path}")
-    for note in _report_notes(written[0]):
+    for note in report_notes(written[0]):
         print(f"note: {note}")
     return 0
-
-
-def _report_notes(summary_json: Path) -> list[str]:
-    """What the report had to leave out, said once per reason (e.g. detection without labels)."""
-    data = json.loads(summary_json.read_text(encoding="utf-8"))
-    notes = [ev["human"]["detection_skipped"] for ev in data["evaluators"]
-             if "detection_skipped" in ev.get("human", {})]
-    return list(dict.fromkeys(notes))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -251,4 +229,4 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["configure", "main", "run_score", "run_report", "collect_images"]
+__all__ = ["configure", "main", "run_score", "run_report"]

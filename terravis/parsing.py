@@ -13,7 +13,9 @@ import re
 from json.decoder import scanstring
 from typing import Any, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
+
+from .schema import Evidence, Reason
 
 _LEAD = re.compile(r"^[\s\"'`*_>#:\-\[\(]*")
 
@@ -171,58 +173,6 @@ def _scalar(text: str, pos: int) -> tuple[Any, int]:
     if fraction or exponent:
         return float(integer + (fraction or "") + (exponent or "")), number.end()
     return int(integer), number.end()  # ValueError past Python's digit limit: no object
-
-
-class Evidence(BaseModel):
-    """What a positive detection adds: the affected aspect and one sentence of evidence.
-
-    Examples:
-        A judge's answer is read leniently: keys it adds of its own are dropped, the two kept.
-
-        >>> Evidence.model_validate({"aspect": "hand", "evidence": "The left hand has six fingers.",
-        ...                          "confidence": "high"})
-        Evidence(aspect='hand', evidence='The left hand has six fingers.')
-    """
-
-    model_config = ConfigDict(extra="ignore")
-    aspect: str = Field(min_length=1)
-    evidence: str = Field(min_length=1)
-
-
-class Reason(BaseModel):
-    """A short stated reason (why an image is N/A, why a violation is major or minor).
-
-    Examples:
-        >>> Reason(reason="A bar chart.").reason
-        'A bar chart.'
-    """
-
-    model_config = ConfigDict(extra="ignore")
-    reason: str = Field(min_length=1)
-
-
-def evidence_schema(max_aspect: int, max_evidence: int) -> dict[str, Any]:
-    """The JSON schema a backend enforces for evidence: both strings bounded so output closes.
-
-    Examples:
-        >>> schema = evidence_schema(max_aspect=40, max_evidence=200)
-        >>> schema["required"], schema["properties"]["evidence"]["maxLength"]
-        (['aspect', 'evidence'], 200)
-    """
-    return {"type": "object", "additionalProperties": False, "required": ["aspect", "evidence"],
-            "properties": {"aspect": {"type": "string", "minLength": 1, "maxLength": max_aspect},
-                           "evidence": {"type": "string", "minLength": 1, "maxLength": max_evidence}}}
-
-
-def reason_schema(max_reason: int) -> dict[str, Any]:
-    """The JSON schema a backend enforces for a stated reason, its length bounded so output closes.
-
-    Examples:
-        >>> reason_schema(120)["properties"]["reason"]
-        {'type': 'string', 'minLength': 1, 'maxLength': 120}
-    """
-    return {"type": "object", "additionalProperties": False, "required": ["reason"],
-            "properties": {"reason": {"type": "string", "minLength": 1, "maxLength": max_reason}}}
 
 
 def parse_evidence(text: str) -> Evidence | None:

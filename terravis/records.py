@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any, Iterable, Literal
 
 from .scoring import score_from_counts
@@ -214,3 +215,21 @@ def load_records(path: str | os.PathLike) -> tuple[list[ImageRecord], dict[str, 
             raise ValueError(f"{path}:{lineno}: neither a manifest nor a TerraVis record")
         records.append(ImageRecord.from_json(row))
     return records, read_manifest(path)
+
+
+def image_meta(path: str | os.PathLike, t2i_model: str | None = None,
+               resolution_note: str | None = None) -> dict[str, Any]:
+    """The `meta` of a scored image file's record: its absolute path (the report's thumbnails and
+    style split read it), the T2I model that made it, and a low-resolution note where it has one.
+
+    Examples:
+        >>> meta = image_meta("cup.png", "sdxl")
+        >>> os.path.isabs(meta["path"]), meta["model"], "resolution_note" in meta
+        (True, 'sdxl', False)
+    """
+    meta: dict[str, Any] = {"path": str(Path(path).resolve())}
+    if t2i_model is not None:
+        meta["model"] = t2i_model
+    if resolution_note is not None:
+        meta["resolution_note"] = resolution_note
+    return meta

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 from vlmjudge.outputs import staged_writer, write_text_whole
 from vlmjudge.stats.interval import mean_with_interval
 
-from . import analysis
+from . import evaluation
 from .core import METHOD_VERSION, summarize
 from .records import ImageRecord, load_records
 
@@ -147,11 +147,11 @@ def image_models(ev: Evaluator, group_by: GroupBy = "auto") -> dict[str, str]:
 def evaluator_report(ev: Evaluator, models: Mapping[str, str], human: HumanData | None) -> dict[str, Any]:
     """Everything the report shows for one evaluator, as plain data (the mean score's 95% interval
     and n under `score_interval`, N/A images left out as the mean leaves them)."""
-    means = analysis.model_means(ev.records, models)
+    means = evaluation.model_means(ev.records, models)
     out: dict[str, Any] = {
         "label": ev.label, "sources": ev.sources, "manifest": ev.manifest, "summary": summarize(ev.records),
         "score_interval": mean_with_interval(r.score for r in ev.records),
-        "models": per_model(ev.records, models), "ranking": analysis.model_ranking(means), "model_means": means,
+        "models": per_model(ev.records, models), "ranking": evaluation.model_ranking(means), "model_means": means,
     }
     if human is not None:
         out["human"] = human_analyses(ev.records, models, human)
@@ -164,19 +164,19 @@ def human_analyses(records: Sequence[ImageRecord], models: Mapping[str, str], hu
     if not rated:
         raise ReportError("no record's id appears in the human ratings file's image_id column")
     out: dict[str, Any] = {"n_matched": len(rated), "n_unmatched": len(records) - len(rated)}
-    out["agreement"] = analysis.agreement(rated, human.ratings, {r.id: models[r.id] for r in rated})
+    out["agreement"] = evaluation.agreement(rated, human.ratings, {r.id: models[r.id] for r in rated})
     labelled = [r for r in rated if r.id in human.labels]
     if labelled:
-        out["detection"] = {**analysis.detection_agreement(labelled, human.labels), "label_source": human.label_source}
+        out["detection"] = {**evaluation.detection_agreement(labelled, human.labels), "label_source": human.label_source}
     else:
         out["detection_skipped"] = NO_LABELS if not human.labels else \
             "detection precision/recall skipped: no rated record has a human has_violation label"
     if all(r.rating is None for r in rated):  # the workflow's checks can be re-scored
-        out["alpha_sweep"] = analysis.alpha_sweep(rated, human.ratings)
-        out["check_ablation"] = analysis.check_ablation(rated, human.ratings)
+        out["alpha_sweep"] = evaluation.alpha_sweep(rated, human.ratings)
+        out["check_ablation"] = evaluation.check_ablation(rated, human.ratings)
     styled = [r for r in rated if r.id in human.styles]
     if styled:
-        out["style_split"] = analysis.style_split(styled, human.ratings, human.styles)
+        out["style_split"] = evaluation.style_split(styled, human.ratings, human.styles)
     return out
 
 
@@ -233,7 +233,7 @@ def classified_styles(evaluators: Sequence[Evaluator], classifier: Callable[[Seq
     for image_id in ids:
         with Image.open(paths[image_id]) as img:
             images.append(img.convert("RGB"))
-    return analysis.classify_styles(images, ids, classifier)
+    return evaluation.classify_styles(images, ids, classifier)
 
 
 def _rating(text: str | None, where: str) -> float | None:
@@ -272,7 +272,7 @@ def build_report(evaluators: Sequence[Evaluator], group_by: GroupBy = "auto",
     reports = [evaluator_report(ev, image_models(ev, group_by), human_data) for ev in evaluators]
     out: dict[str, Any] = {"evaluators": reports}
     if len(reports) > 1:
-        agreement = analysis.ranking_agreement({r["label"]: r["model_means"] for r in reports})
+        agreement = evaluation.ranking_agreement({r["label"]: r["model_means"] for r in reports})
         out["ranking_agreement"] = {"pairs": [{"a": a, "b": b, "kendall_tau": tau}
                                               for (a, b), tau in agreement["pairs"].items()],
                                     "mean": agreement["mean"]}
@@ -351,3 +351,11 @@ def write_ranking_csv(data: Mapping[str, Any], path: Path) -> None:
             for model, m in rep["models"].items():  # models without a scored image: no rank
                 if model not in rep["model_means"]:
                     writer.writerow([rep["label"], "", model, "", m["n_images"], m["n_scored"], f"{m['na_rate']:.4f}"])
+
+
+def report_notes(summary_json: Path) -> list[str]:
+    """What the report had to leave out, said once per reason (e.g. detection without labels)."""
+    data = json.loads(summary_json.read_text(encoding="utf-8"))
+    notes = [ev["human"]["detection_skipped"] for ev in data["evaluators"]
+             if "detection_skipped" in ev.get("human", {})]
+    return list(dict.fromkeys(notes))

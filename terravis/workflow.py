@@ -17,12 +17,13 @@ from vlmjudge.images import digests_held
 from vlmjudge.judge import Judge
 from vlmjudge.requests import Answer, Decoding, Request
 
-from . import stages
+from . import asking
+from .asking import Decision, DecisionMode
 from .parsing import parse_evidence, parse_reason
 from .pack import PromptPack
 from .records import CheckRecord, ImageRecord
+from .schema import full_answer_constraint
 from .scoring import check_weights, score_from_counts
-from .stages import Decision, DecisionMode
 from .taxonomy import TAXONOMY
 
 ReasonPolicy = Literal["na", "all", "none"]
@@ -221,10 +222,10 @@ class Workflow:
                 records: list[ImageRecord] | None = None) -> tuple[list[Decision], list[Request]]:
         """Decide every request; given `records`, ask unreadable ones again, up to
         `max_retries` times (each retry counted apart, and in the record)."""
-        asked = [stages.as_decision_request(r, self.pack, self.cfg.decision, options) for r in base]
+        asked = [asking.as_decision_request(r, self.pack, self.cfg.decision, options) for r in base]
         if asked:
             self.counts[stage] += len(asked)
-        decisions = stages.decide(self.judge, asked, options, self.cfg.decision)
+        decisions = asking.decide(self.judge, asked, options, self.cfg.decision)
         count_truncated(self.counts, decisions)
         for attempt in range(1, self.cfg.max_retries + 1 if records is not None else 1):
             todo = [i for i, d in enumerate(decisions) if d.outcome == "unparseable"]
@@ -233,10 +234,10 @@ class Workflow:
             for i in todo:
                 records[i].retries += 1
                 records[i].parse_failures += 1  # the answer being retried
-            again = [stages.as_decision_request(base[i], self.pack, self.cfg.decision, options, attempt,
+            again = [asking.as_decision_request(base[i], self.pack, self.cfg.decision, options, attempt,
                                                 self.cfg.retry_temperature) for i in todo]
             self.counts["retries"] += len(again)
-            for i, d in zip(todo, stages.decide(self.judge, again, options, self.cfg.decision)):
+            for i, d in zip(todo, asking.decide(self.judge, again, options, self.cfg.decision)):
                 decisions[i] = d
         return decisions, asked
 
@@ -267,12 +268,12 @@ class Workflow:
 
     def _eligibility(self, items: Sequence[Item], records: list[ImageRecord]) -> None:
         opts = self.pack.options.eligibility
-        base = [stages.eligibility_request(self.pack, it.image, it.image_id) for it in items]
+        base = [asking.eligibility_request(self.pack, it.image, it.image_id) for it in items]
         decisions, asked = self._decide(base, opts, "eligibility", records)
         for record, d in zip(records, decisions):
             apply_eligibility(record, d, opts)
         todo = [i for i, r in enumerate(records) if wants_eligibility_reason(r, self.cfg.eligibility_reasons)]
-        requests = [stages.continuation_request(self.pack, asked[i], opts[0] if records[i].eligible else opts[1],
+        requests = [asking.continuation_request(self.pack, asked[i], opts[0] if records[i].eligible else opts[1],
                                                 "eligibility") for i in todo]
         for i, answer in zip(todo, self._generate(requests, "eligibility_reason")):
             records[i].eligibility_reason = apply_reason(records[i], _text(answer), "eligibility_reason")
@@ -288,7 +289,7 @@ class Workflow:
                 check = CheckRecord(vtype.id)
                 record.checks.append(check)
                 slots.append((i, check))
-                base.append(stages.detection_request(self.pack, it.image, it.image_id, vtype))
+                base.append(asking.detection_request(self.pack, it.image, it.image_id, vtype))
         decisions, asked = self._decide(base, opts, "detection")
         for (i, check), d in zip(slots, decisions):
             apply_detection(records[i], check, d, opts)
@@ -297,7 +298,7 @@ class Workflow:
     def _evidence(self, records: list[ImageRecord], positives: list[tuple[int, CheckRecord, Request]]) -> None:
         opts = self.pack.options.detection
         live = [(i, c, r) for i, c, r in positives if records[i].status == "scored"]
-        requests = [stages.continuation_request(self.pack, r, opts[0], "detection") for _, _, r in live]
+        requests = [asking.continuation_request(self.pack, r, opts[0], "detection") for _, _, r in live]
         for (i, check, _), answer in zip(live, self._generate(requests, "evidence")):
             apply_evidence(records[i], check, _text(answer))
 
@@ -305,7 +306,7 @@ class Workflow:
                   positives: list[tuple[int, CheckRecord, Request]]) -> None:
         opts = self.pack.options.severity
         live = [(i, c) for i, c, _ in positives if records[i].status == "scored"]
-        base = [stages.severity_request(self.pack, items[i].image, items[i].image_id, c.type_id, c.aspect, c.evidence)
+        base = [asking.severity_request(self.pack, items[i].image, items[i].image_id, c.type_id, c.aspect, c.evidence)
                 for i, c in live]
         decisions, asked = self._decide_by_type(base, opts, "severity")
         for (i, check), d in zip(live, decisions):
@@ -313,7 +314,7 @@ class Workflow:
         if not self.cfg.severity_reasons:
             return
         todo = [(k, i, c) for k, (i, c) in enumerate(live) if records[i].status == "scored" and c.severity_parse_ok]
-        requests = [stages.continuation_request(self.pack, asked[k], opts[0] if c.severity == "major" else opts[1],
+        requests = [asking.continuation_request(self.pack, asked[k], opts[0] if c.severity == "major" else opts[1],
                                                 "severity") for k, _, c in todo]
         for (_, i, check), answer in zip(todo, self._by_type(requests, lambda rs: self._generate(rs, "severity_reason"))):
             check.severity_reason = apply_reason(records[i], _text(answer), f"severity_reason/{check.type_id}")
@@ -347,9 +348,9 @@ def full_answer_request(pack: PromptPack, base: Request, options: Sequence[str],
     """A stage's whole answer in one greedy generation: the option word (first token
     restricted to the options), then the JSON object after the options in `text_after`."""
     stage = base.meta["stage"]
-    budget = 1 + (stages.continuation_budget(pack, stage) if text_after else 0)
+    budget = 1 + (asking.continuation_budget(pack, stage) if text_after else 0)
     return Request(images=list(base.images), text=base.text, system=base.system, prefix=base.prefix,
-                   constraint=stages.full_answer_constraint(pack, stage, options, text_after),
+                   constraint=full_answer_constraint(pack, stage, options, text_after),
                    decoding=Decoding(max_new_tokens=budget), meta=dict(base.meta))
 
 
@@ -360,24 +361,24 @@ def _reason_after(options: Sequence[str], policy: ReasonPolicy) -> list[str]:
 
 def _reference_image(judge: Judge, pack: PromptPack, cfg: WorkflowConfig, it: Item, record: ImageRecord) -> None:
     opts = pack.options
-    base = stages.eligibility_request(pack, it.image, it.image_id)
+    base = asking.eligibility_request(pack, it.image, it.image_id)
     request = full_answer_request(pack, base, opts.eligibility,
                                   _reason_after(opts.eligibility, cfg.eligibility_reasons))
     text = _text(judge.generate([request])[0])
-    apply_eligibility(record, stages.read_option(text, opts.eligibility, pack.answer_prefix, "eligibility"),
+    apply_eligibility(record, asking.read_option(text, opts.eligibility, pack.answer_prefix, "eligibility"),
                       opts.eligibility)
     if wants_eligibility_reason(record, cfg.eligibility_reasons):
         record.eligibility_reason = apply_reason(record, text, "eligibility_reason")
     if record.status != "scored":
         return
-    requests = [full_answer_request(pack, stages.detection_request(pack, it.image, it.image_id, t), opts.detection,
+    requests = [full_answer_request(pack, asking.detection_request(pack, it.image, it.image_id, t), opts.detection,
                                     [opts.detection[0]]) for t in TAXONOMY]
     texts = [_text(a) for a in judge.generate(requests)]
     positives = []
     for vtype, text in zip(TAXONOMY, texts):
         check = CheckRecord(vtype.id)
         record.checks.append(check)
-        apply_detection(record, check, stages.read_option(text, opts.detection, pack.answer_prefix, "detection"),
+        apply_detection(record, check, asking.read_option(text, opts.detection, pack.answer_prefix, "detection"),
                          opts.detection)
         if check.detected:
             positives.append((check, text))
@@ -388,12 +389,12 @@ def _reference_image(judge: Judge, pack: PromptPack, cfg: WorkflowConfig, it: It
     if record.status != "scored" or not positives:
         return
     after = list(opts.severity) if cfg.severity_reasons else []
-    requests = [full_answer_request(pack, stages.severity_request(pack, it.image, it.image_id, c.type_id, c.aspect,
+    requests = [full_answer_request(pack, asking.severity_request(pack, it.image, it.image_id, c.type_id, c.aspect,
                                                                   c.evidence), opts.severity, after)
                 for c, _ in positives]
     for (check, _), answer in zip(positives, judge.generate(requests)):
         text = _text(answer)
-        apply_severity(record, check, stages.read_option(text, opts.severity, pack.answer_prefix, "severity"),
+        apply_severity(record, check, asking.read_option(text, opts.severity, pack.answer_prefix, "severity"),
                        opts.severity)
         if cfg.severity_reasons and record.status == "scored" and check.severity_parse_ok:
             check.severity_reason = apply_reason(record, text, f"severity_reason/{check.type_id}")

@@ -4,9 +4,10 @@ The layout every method package shares (docs/layout.md): `core` (`VIEScore2` ove
 (field configurations and instruction packs), `scoring` (the overall score and reward math),
 `parsing` (judge text to scores and grids), `metric` (`VIEScore2Score`, torchmetrics), `spec`,
 `cli` and `report`; `records` (`VIEScore2Record`), `human` (ground-truth grids from stored
-annotations) and `figures` (overlays). Besides: `grid` (the grid format), `raster` (ground truth from
-masks, heatmaps and boxes), `rewards` (GRPO reward callables), `evaluation` (paper metrics),
-`explain`, `data` (SFT/GRPO examples) and `output_grammar` (EBNF constraints).
+annotations), `figures` (overlays), `asking` (the request and its reading), `schema` (the EBNF output
+grammar), `saved_runs` (the release's report layouts) and `evaluation` (paper metrics). Besides:
+`grid` (the grid format), `raster` (ground truth from masks, heatmaps and boxes), `rewards` (GRPO
+reward callables), `explain` and `data` (SFT/GRPO examples).
 """
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ _EXPORTS = {
     **dict.fromkeys(("DEFAULT_N", "CategoryGrids", "Grid", "GridStatus", "ParsedOutput", "format_output"), ".grid"),
     **dict.fromkeys(("Fields", "InstructionPack", "all_fields", "build_instruction", "load_pack",
                      "training_instruction"), ".pack"),
-    **dict.fromkeys(("output_constraint", "output_grammar", "token_budget"), ".output_grammar"),
-    **dict.fromkeys(("RunResult", "VIEScore2", "read_answer"), ".core"),
+    **dict.fromkeys(("output_constraint", "output_grammar", "token_budget"), ".schema"),
+    **dict.fromkeys(("RunResult", "VIEScore2"), ".core"),
+    "read_answer": ".asking",
     "VIEScore2Record": ".records",
     **dict.fromkeys(("DEFAULT_CELL_THRESHOLD", "MARK_THRESHOLD", "grid_from_boxes", "grid_from_heatmap",
                      "grid_from_heatmaps", "grid_from_mask"), ".raster"),

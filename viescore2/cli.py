@@ -14,7 +14,7 @@ import sys
 import textwrap
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from vlmjudge.cli.exits import RUN
 from vlmjudge.cli.flags import add_judge_flags, add_no_cache_flag, add_on_error_flag, judge_from_args
@@ -24,131 +24,21 @@ from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl, earlier_manife
 from vlmjudge.cli.scoring import Outcome, ScoreCommand, partial_output, run_scoring
 from vlmjudge.cli.progress import add_quiet_flag, progress_bar, quiet_judge
 from vlmjudge.cli.summary import print_summary
-from vlmjudge.images import IMAGE_SUFFIXES
-from vlmjudge.outputs import iter_jsonl, record_text, with_resolution_note, write_manifest
-from vlmjudge.stats.interval import interval_text, mean_with_interval
+from vlmjudge.outputs import record_text, with_resolution_note, write_manifest
 
-from .evaluation import Reference, evaluate_suite, grid_iou
-from .grid import DEFAULT_N, union_of
-from .parsing import parse_output
+from .evaluation import evaluate_suite, example_rows
+from .grid import DEFAULT_N
+from .pack import pack_from_file
+from .report import format_table, score_extras
+from .saved_runs import lines_by_id, load_pairs, load_prompts
 
 #: `score` runs this many judge batches at a time, writing their records before the next.
 SCORE_CHUNK_BATCHES = 4
 
 
-def _jsonl(path: str) -> Iterator[tuple[int, dict]]:
-    """(line number, object) of a JSONL file whose every line has an 'id' (the one reader, vlmjudge.outputs)."""
-    for number, record in iter_jsonl(path):
-        if "id" not in record:
-            raise ValueError(f"{path}:{number}: each line must be an object with an 'id'")
-        yield number, record
-
-
-def without_suffix(image_id: str) -> str:
-    """An image id without its image suffix ("sub/cat.png" -> "sub/cat"): how prompt and reference
-    files written for the ids of earlier releases (file names without suffix) still match."""
-    path = Path(image_id)
-    return path.with_suffix("").as_posix() if path.suffix.lower() in IMAGE_SUFFIXES else image_id
-
-
-def match_id(image_id: str, keys: dict[str, Any]) -> str | None:
-    """The key of `keys` for an image id: the id itself, else the id without its suffix, else None."""
-    for key in (image_id, without_suffix(image_id)):
-        if key in keys:
-            return key
-    return None
-
-
-def _by_id(path: str, kind: str) -> dict[str, tuple[int, dict]]:
-    out: dict[str, tuple[int, dict]] = {}
-    for number, record in _jsonl(path):
-        key = str(record["id"])
-        if key in out:
-            raise ValueError(f"{path}:{number}: {kind} id {key!r} repeated (first on line {out[key][0]})")
-        out[key] = (number, record)
-    return out
-
-
-def load_pairs(predictions: str, references: str, n: int = DEFAULT_N) -> tuple[list[str], list[str], list[Reference]]:
-    """(ids, judge texts, references) matched by id, in reference order; mismatches raise ValueError."""
-    preds, refs = _by_id(predictions, "prediction"), _by_id(references, "reference")
-    by_ref = {}  # a prediction's id, or (ids of earlier releases) its id without the image suffix
-    for key in preds:
-        ref = match_id(key, refs)
-        if ref is not None:
-            by_ref.setdefault(ref, key)
-    missing = [k for k in refs if k not in by_ref]
-    extra = [k for k in preds if k not in set(by_ref.values())]
-    if missing or extra:
-        raise ValueError(f"ids differ: {len(missing)} references without a prediction {missing[:5]}, "
-                         f"{len(extra)} predictions without a reference {extra[:5]}")
-    texts = []
-    for key in refs:
-        number, record = preds[by_ref[key]]
-        if not isinstance(record.get("text"), str):
-            raise ValueError(f"{predictions}:{number}: 'text' must be a string")
-        texts.append(record["text"])
-    parsed_refs = []
-    for key, (number, record) in refs.items():
-        try:
-            parsed_refs.append(Reference.from_record(record, n=n))
-        except ValueError as err:
-            raise ValueError(f"{references}:{number}: {err}") from None
-    return list(refs), texts, parsed_refs
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, float):
-        return f"{value:.4f}"
-    return str(value)
-
-
-def format_table(metrics: dict[str, Any]) -> str:
-    """Two aligned columns: metric name and value (n/a where undefined)."""
-    width = max(len(k) for k in metrics)
-    return "\n".join(f"{k:<{width}}  {_cell(v)}" for k, v in metrics.items())
-
-
-def _image_path(images: Path, key: str, record: dict) -> Path | None:
-    if record.get("image"):
-        path = images / str(record["image"])
-        return path if path.is_file() else None
-    if Path(key).suffix.lower() in IMAGE_SUFFIXES and (images / key).is_file():
-        return images / key
-    for suffix in IMAGE_SUFFIXES:
-        if (images / f"{key}{suffix}").is_file():
-            return images / f"{key}{suffix}"
-    return None
-
-
-def _write_overlays(args: argparse.Namespace, ids: list[str], texts: list[str], refs: list[Reference]) -> int:
-    from .figures import save_overlay
-    out, images = Path(args.overlays), Path(args.images)
-    out.mkdir(parents=True, exist_ok=True)
-    records = {k: r for k, (_, r) in _by_id(args.references, "reference").items()}
-    written = 0
-    for key, text, ref in zip(ids, texts, refs):
-        parsed = parse_output(text, n=args.grid_size)
-        image = _image_path(images, key, records[key])
-        if parsed.localization is None or image is None:
-            reason = "no image found" if image is None else "grid not parsed"
-            print(f"overlay skipped for {key!r}: {reason}", file=sys.stderr)
-            continue
-        target = overlay_path(out, key)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        save_overlay(target, image, parsed.localization, ref.localization)
-        written += 1
-    return written
-
-
-def overlay_path(folder: Path, image_id: str) -> Path:
-    """Where an image's overlay goes: its id without the image suffix, as PNG (sub/cat.jpg -> sub/cat.png)."""
-    return folder / f"{without_suffix(image_id)}.png"
-
-
-def _cmd_evaluate(args: argparse.Namespace) -> int:
+def run_evaluate(args: argparse.Namespace) -> int:
+    """Pair the predictions with the references by id, print the suite's metrics, write them and
+    each example's result with --out, and draw the overlays with --overlays; 2 on bad input."""
     if (args.overlays is None) != (args.images is None):
         print("vlmjudge viescore2 evaluate: --overlays and --images go together", file=sys.stderr)
         return 2
@@ -158,19 +48,21 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         print(f"vlmjudge viescore2 evaluate: error: {err}", file=sys.stderr)
         return 2
     metrics = evaluate_suite(texts, refs, n=args.grid_size)
-    examples = []
-    for key, text, ref in zip(ids, texts, refs):
-        parsed = parse_output(text, n=args.grid_size)
-        iou = grid_iou(parsed.union, union_of(ref.localization)) if ref.localization is not None else None
-        examples.append({"id": key, "grid_status": parsed.status.value, "scores": dict(parsed.scores),
-                         "overall": parsed.overall, "grid_iou": iou})
     print(format_table(metrics))
     if args.out:
+        examples = example_rows(ids, texts, refs, n=args.grid_size)
         Path(args.out).write_text(json.dumps({"metrics": metrics, "examples": examples}, indent=2) + "\n",
                                   encoding="utf-8")
         print(f"wrote {args.out}")
     if args.overlays:
-        print(f"wrote {_write_overlays(args, ids, texts, refs)} overlays to {args.overlays}")
+        from .figures import draw_evaluation_overlays
+
+        lines = {key: line for key, (_, line) in lines_by_id(args.references, "reference").items()}
+        written, skipped = draw_evaluation_overlays(Path(args.overlays), Path(args.images), ids, texts, refs,
+                                                    lines, args.grid_size)
+        for reason in skipped:
+            print(reason, file=sys.stderr)
+        print(f"wrote {written} overlays to {args.overlays}")
     return 0
 
 
@@ -221,56 +113,12 @@ The table printed (and --out's "metrics") holds every grid and score metric of t
 """
 
 
-def image_files(paths: list[str]) -> list[Path]:
-    """Image files from file and folder arguments (folders searched recursively, in name order)."""
-    return [path for _, path in image_items(paths)]
-
-
-def load_prompts(path: str, ids: list[str]) -> tuple[list[str], list[list[Path]]]:
-    """Prompts (and conditioning image paths) for the image ids, from a text or JSONL file."""
-    text = Path(path).read_text(encoding="utf-8")
-    if not path.endswith(".jsonl"):
-        lines = [line for line in text.splitlines() if line.strip()]
-        if len(lines) != len(ids):
-            raise ValueError(f"{path}: {len(lines)} prompts for {len(ids)} images (one prompt per line, in order)")
-        return lines, [[] for _ in ids]
-    records = _by_id(path, "prompt")
-    keys = [match_id(i, records) for i in ids]  # an id, or (earlier releases' ids) the id without suffix
-    missing = [i for i, key in zip(ids, keys) if key is None]
-    if missing:
-        raise ValueError(f"{path}: no prompt for images {missing[:5]}")
-    prompts, conditioning = [], []
-    for key in keys:
-        number, record = records[key]
-        if not isinstance(record.get("prompt"), str):
-            raise ValueError(f"{path}:{number}: 'prompt' must be a string")
-        cond = record.get("conditioning") or []
-        cond = [cond] if isinstance(cond, str) else cond
-        paths = [Path(path).parent / c for c in cond]
-        absent = [str(p) for p in paths if not p.is_file()]
-        if absent:
-            raise ValueError(f"{path}:{number}: conditioning images not found: {absent}")
-        prompts.append(record["prompt"])
-        conditioning.append(paths)
-    return prompts, conditioning
-
-
-def pack_from_file(path: str | None) -> Any:
-    """An instruction pack argument: a JSON pack file, or a text file holding one template."""
-    if path is None:
-        return None
-    file = Path(path)
-    if not file.is_file():
-        raise ValueError(f"instruction pack file not found: {path}")
-    return file if file.suffix == ".json" else file.read_text(encoding="utf-8")
-
-
 #: Manifest fields that decide the judge's answers: a rerun differing in one asks anew.
 ANSWER_KEYS = ("backend", "model", "revision", "dtype", "fields", "grid_size", "pack_sha256", "grammar_sha256",
                "decoding")
 
 
-def _cmd_score(args: argparse.Namespace) -> int:
+def run_score(args: argparse.Namespace) -> int:
     """Judge the images into the records file, then print the summary (and draw the overlays)."""
     return run_scoring(_VIEScore2Score(args, Path(args.out)))
 
@@ -348,34 +196,13 @@ class _VIEScore2Score(ScoreCommand):
                                              "inputs": list(args.images)})
         written = [out, manifest_path]
         if args.overlays:
-            written.append(_draw_overlays(Path(args.overlays), records))
+            from .figures import draw_record_overlays
+
+            written.append(draw_record_overlays(Path(args.overlays), records))
         print_summary([{"status": r.status, "score": r.overall} for r in records], written, "{:.4f}",
                       skipped=len(screened.failures))
-        extra = {**{f"mean_{key}": interval_text(mean_with_interval(values), "{:.4f}".format)
-                    for key, values in _sub_scores(records).items()},
-                 "parse_failures": counts.get("parse_failures", 0)}
-        print(format_table(extra))
+        print(format_table(score_extras(records, counts.get("parse_failures", 0))))
         return Outcome(sum(r.read_status != "error" for r in records), failures)
-
-
-def _sub_scores(records: list) -> dict[str, list[float]]:
-    """The PQ and SC scores read, each a mean of its own (a key no record holds is left out)."""
-    values = {key: [r.scores[key] for r in records if key in r.scores] for key in ("pq", "sc")}
-    return {key: found for key, found in values.items() if found}
-
-
-def _draw_overlays(folder: Path, records: list) -> Path:
-    """The predicted cells drawn on each image whose grid was read, one PNG per image in `folder`
-    (returned, for the summary's list of what was written)."""
-    from .figures import save_overlay
-
-    folder.mkdir(parents=True, exist_ok=True)
-    drawn = [r for r in records if r.localization is not None]
-    for record in drawn:
-        target = overlay_path(folder, record.id)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        save_overlay(target, record.image, record.localization)
-    return folder
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -402,7 +229,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_no_cache_flag(sc)
     add_on_error_flag(sc)
     add_quiet_flag(sc)
-    sc.set_defaults(func=_cmd_score)
+    sc.set_defaults(func=run_score)
     ev = sub.add_parser("evaluate", help="metrics of saved judge outputs against ground-truth grids and scores",
                         description=EVALUATE_HELP, formatter_class=RawDefaultsHelpFormatter)
     ev.add_argument("predictions", help="JSONL of {id, text}")
@@ -413,6 +240,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     ev.add_argument("--overlays", default=None, help="folder for PNG overlays (needs --images; default: none)")
     ev.add_argument("--images", default=None,
                     help="folder holding the judged images (needs --overlays; default: none)")
-    ev.set_defaults(func=_cmd_evaluate)
+    ev.set_defaults(func=run_evaluate)
     from .report import configure_report  # the report of a score run
     configure_report(sub)

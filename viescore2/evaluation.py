@@ -401,3 +401,16 @@ def evaluate_suite(texts: Sequence[str], references: Sequence[Reference], n: int
         pairs = [(p.scores.get(key), r.scores[key]) for p, r in zip(parsed, references) if key in r.scores]
         result.update(_correlation_fields(key, srcc([a for a, _ in pairs], [b for _, b in pairs])))
     return result
+
+
+def example_rows(ids: Sequence[str], texts: Sequence[str], references: Sequence[Reference],
+                 n: int = DEFAULT_N) -> list[dict[str, Any]]:
+    """Each example's result as `viescore2 evaluate --out` writes it: how its grid was read, its
+    scores and overall score, and its grid IoU (None without a ground-truth grid)."""
+    rows = []
+    for key, text, ref in zip(ids, texts, references):
+        parsed = parse_output(text, n=n)
+        iou = grid_iou(parsed.union, union_of(ref.localization)) if ref.localization is not None else None
+        rows.append({"id": key, "grid_status": parsed.status.value, "scores": dict(parsed.scores),
+                     "overall": parsed.overall, "grid_iou": iou})
+    return rows

@@ -384,3 +384,13 @@ def training_instruction(n: int = DEFAULT_N, pack: PackLike = None, marks: bool 
         return resolved.render(fields, annotation.prompt, n, len(annotation.conditioning))
 
     return instruction
+
+
+def pack_from_file(path: str | None) -> Any:
+    """An instruction pack argument: a JSON pack file, or a text file holding one template."""
+    if path is None:
+        return None
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"instruction pack file not found: {path}")
+    return file if file.suffix == ".json" else file.read_text(encoding="utf-8")

@@ -30,6 +30,34 @@ from .parsing import parse_grid
 SCORE_RANGE = (0.0, 10.0)
 
 
+def _cell(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return str(value)
+
+
+def format_table(metrics: dict[str, Any]) -> str:
+    """Two aligned columns: metric name and value (n/a where undefined)."""
+    width = max(len(k) for k in metrics)
+    return "\n".join(f"{k:<{width}}  {_cell(v)}" for k, v in metrics.items())
+
+
+def _sub_scores(records: list) -> dict[str, list[float]]:
+    """The PQ and SC scores read, each a mean of its own (a key no record holds is left out)."""
+    values = {key: [r.scores[key] for r in records if key in r.scores] for key in ("pq", "sc")}
+    return {key: found for key, found in values.items() if found}
+
+
+def score_extras(records: Sequence[Any], parse_failures: int) -> dict[str, Any]:
+    """What `viescore2 score` prints after the shared summary: the PQ and SC means read (each with
+    its 95% interval and n) and the parse failures."""
+    return {**{f"mean_{key}": interval_text(mean_with_interval(values), "{:.4f}".format)
+               for key, values in _sub_scores(records).items()},
+            "parse_failures": parse_failures}
+
+
 def summarize_run(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Counts and means of one run: images, scored, mean overall and per score key (each also
     with its 95% interval and n under `intervals`), statuses."""

@@ -13,7 +13,7 @@ aggregates.
 import datasets
 import evaluate
 
-from regeneration.judging import MLLMScores
+from regeneration.asking.judging import MLLMScores
 from regeneration.scoring import summarize_ratings
 from regeneration.similarity import POOLINGS
 from regeneration.spec import SPEC

@@ -12,7 +12,7 @@ import datasets
 import evaluate
 
 import terravis
-from terravis import analysis
+from terravis import evaluation
 from terravis.spec import SPEC
 from vlmjudge.faces.module import ScoredModule
 
@@ -124,7 +124,7 @@ class Terravis(ScoredModule, evaluate.Metric):
         out = {**self.shared_result([r.score for r in records]), **{k: summary[k] for k in SUMMARY_KEYS}}
         if any(h is not None for h in human_rating):
             human = {r.id: h for r, h in zip(records, human_rating)}
-            pooled = analysis.agreement(records, human)["pooled"]
+            pooled = evaluation.agreement(records, human)["pooled"]
             out.update(spearman=pooled["spearman"], kendall=pooled["kendall"], pearson=pooled["pearson"],
                        n_rated=pooled["n"])
         if return_records:

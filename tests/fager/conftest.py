@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fager import read_qa_csv
-from fager.replay import rescore_details
+from fager.saved_runs import rescore_details
 
 from fagent_helpers import released, released_answers
 

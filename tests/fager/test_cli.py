@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from fager.cli import configure
-from fager.replay import RELEASED_SUMMARY_COLUMNS, read_summary
+from fager.saved_runs import RELEASED_SUMMARY_COLUMNS, read_summary
 
 
 def run(argv: list[str]) -> int:

@@ -8,7 +8,7 @@ import pytest
 from fager import ab_test, read_qa_csv, read_summary
 from fager.core import Fager, QABuildError
 from fager.qa_store import QAStore
-from fager.replay import RELEASED_SUMMARY_COLUMNS, summary_row
+from fager.saved_runs import RELEASED_SUMMARY_COLUMNS, summary_row
 from fager.schema import CategoryFacts, LevelRubric, QAItem, QASet, Rubric
 from fager.scoring import GatingPolicy
 

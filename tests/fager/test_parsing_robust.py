@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fager.agents import AgentError, read_output
+from fager.asking import AgentError, read_output
 from fager.parsing import AnswerParseError, load_json, parse_answer, read_answer_list
 from fager.schema import ANSWERS, MAX_RATIONALE, QuestionAnswer, Rubric
 

@@ -8,7 +8,7 @@ from PIL import Image
 
 from fager.core import Fager
 from fager.refine import item_seed, refine, regeneration_prompt
-from fager.replay import read_details, read_summary
+from fager.saved_runs import read_details, read_summary
 from fager.schema import QAItem, QASet
 
 from fagent_helpers import keyed_replay, noise

@@ -6,10 +6,10 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from fager.agents import (
+from fager.asking import (
     AgentError, FagerAgents, QuestionList, format_evidence, format_facts, qa_items, read_output, to_output,
 )
-from fager.agents_schema import inline_refs, model_schema, narrow, qa_schema, verification_schema
+from fager.schema import inline_refs, model_schema, narrow, qa_schema, verification_schema
 from fager.pack import AGENTS, Limits, fill, load_pack
 from fager.references import (
     CallableReferences, FolderReferences, MappingReferences, NoReferences, as_provider, digest, load_references,

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from fager import abtest, parsing, replay as fager_replay, scoring
+from fager import evaluation, parsing, saved_runs, scoring
 from fager.schema import QAItem, QuestionAnswer
 
 from .replay import cases, golden_test, number, replay
@@ -35,7 +35,7 @@ def _score_image(inp: dict) -> dict:
     except ValueError as error:  # pydantic's ValidationError included
         return {"error": type(error).__name__}
     verdict = scoring.score_answers(items, answers, policy)
-    record = fager_replay.verdict_to_record(verdict)
+    record = saved_runs.verdict_to_record(verdict)
     level_scores = {level: value for level, value in verdict.level_scores.model_dump().items()
                     if level in verdict.gating.evaluated_levels and value is not None}
     return {"decision": verdict.decision, "overall_score": verdict.score, "level_scores": level_scores,
@@ -90,7 +90,7 @@ def _ab_test(inp: dict) -> dict:
     real = [(key, number(score)) for key, score in inp["real"]]
     fake = [(key, number(score)) for key, score in inp["fake"]]
     try:
-        report = abtest.ab_test(real, fake, tie=inp["tie_mode"], higher_is_better=not inp["lower_is_better"])
+        report = evaluation.ab_test(real, fake, tie=inp["tie_mode"], higher_is_better=not inp["lower_is_better"])
     except ValueError as error:
         return {"error": type(error).__name__}
     margins = report.margin_summary()

@@ -1,6 +1,6 @@
 """Image Regeneration against its release (SPEEDSRER/Image-Regeneration): one test per corpus line of
 tests/data/golden/regeneration, each through this project's public functions."""
-from regeneration.benchmark import release_summary
+from regeneration.evaluation.benchmark import release_summary
 from regeneration.config import LoopConfig
 from regeneration.scoring import final_pick, select
 from regeneration.parsing import JSONReadError, extract_json, prompt_variants

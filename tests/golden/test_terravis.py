@@ -6,7 +6,7 @@ schema (tests/data/golden/README.md): None / "n/a" for a missing score, "" for a
 import pytest
 
 from terravis import TYPE_IDS, answers, scoring
-from terravis.raw_answers import record_from_raw_answers
+from terravis.saved_runs import record_from_raw_answers
 
 from .replay import cases, number, replay
 

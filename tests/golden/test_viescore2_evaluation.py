@@ -8,7 +8,7 @@ from PIL import Image
 from viescore2.evaluation import preference_accuracy
 from viescore2.grid import Grid
 from viescore2.raster import grid_from_richhf
-from viescore2.suite_report import correlation_block, development_report, reference_from_release, suite_report
+from viescore2.saved_runs import correlation_block, development_report, reference_from_release, suite_report
 
 from .replay import cases, decode_array, golden_test, number, replay
 

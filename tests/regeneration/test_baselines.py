@@ -14,7 +14,7 @@ from regeneration.baselines import (
     interrogator_prompts,
     rank_modifiers,
 )
-from regeneration.judging import judge_pairs, judge_text_image
+from regeneration.asking.judging import judge_pairs, judge_text_image
 from regeneration.scoring import normalize_rating
 from regeneration.config import LoopConfig
 from regeneration.core import RegenerationLoop
@@ -98,7 +98,7 @@ def test_loop_runs_each_prompt_mode(tmp_path, scorer, mode):
 
 
 def test_summarize_ratings_by_hand():
-    from regeneration.judging import MLLMScores
+    from regeneration.asking.judging import MLLMScores
     from regeneration.scoring import summarize_ratings
     from regeneration.parsing import ParseFailure
 

@@ -16,14 +16,14 @@ from regen_helpers import (
     write_answers_jsonl,
 )
 
-from regeneration.benchmark import (
+from regeneration.evaluation.benchmark import (
     load_prompts,
     load_references,
     release_summary,
     run_benchmark,
     summarize,
 )
-from regeneration.cli import parse_weights
+from regeneration.config import parse_weights
 from regeneration.config import LoopConfig
 from regeneration.records import ItemResult
 

@@ -16,7 +16,7 @@ from regen_helpers import (
 from regeneration.config import LoopConfig
 from regeneration.core import RegenerationLoop
 from regeneration.scoring import combine, select
-from regeneration.runfolder import RunFolder
+from regeneration.saved_runs import RunFolder
 from vlmjudge.generators import DiffusersTextToImage
 
 T, N = 4, 3

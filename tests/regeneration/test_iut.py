@@ -7,7 +7,7 @@ import re
 import pytest
 from regen_helpers import CAT, iut_answers, reference_images, replay
 
-from regeneration.iut import IUTResult, build_iuts, initial_prompts
+from regeneration.asking.iut import IUTResult, build_iuts, initial_prompts
 from regeneration.parsing import ParseFailure, extract_json, parse_answer, token_budget
 from regeneration.pack import load_pack
 from regeneration.schema import (
@@ -128,7 +128,7 @@ def test_duplicate_names_and_single_object_skip_relations():
     (result,) = build_iuts(judge, list(refs.values()), list(refs))
     assert [o.name for o in result.iut.objects] == ["dog"] and result.iut.relationships == []
     assert "iut_relations" not in [r.meta["stage"] for _, r in judge.log]
-    from regeneration.iut import _unique_names
+    from regeneration.asking.iut import _unique_names
     assert _unique_names(["dog", "Dog", "cat", "dog"]) == ["dog", "Dog 2", "cat", "dog 3"]
 
 

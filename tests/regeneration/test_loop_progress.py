@@ -8,7 +8,7 @@ import sys
 
 from regen_helpers import run_cli, ToyGenerator, loop_answers, noise_generate, reference_images, replay, write_answers_jsonl
 
-from regeneration.benchmark import benchmark_images, run_benchmark
+from regeneration.evaluation.benchmark import benchmark_images, run_benchmark
 from regeneration.config import LoopConfig
 from regeneration.core import RegenerationLoop, candidate_count
 

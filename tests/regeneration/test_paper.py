@@ -13,7 +13,7 @@ from regeneration.cli import _config, configure
 from regeneration.scoring import SELECTION_PRESETS, select
 from regeneration.config import LoopConfig
 from regeneration.core import RegenerationLoop
-from regeneration.runfolder import RunFolder
+from regeneration.saved_runs import RunFolder
 
 
 def _stages(judge) -> Counter:

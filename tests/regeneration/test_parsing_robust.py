@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from regeneration.parsing import READINGS, JSONReadError, ParseFailure, extract_json, parse_answer, prompt_variants
-from regeneration.runfolder import RunFolder
+from regeneration.saved_runs import RunFolder
 from regeneration.schema import Feedback, PromptList, Rating
 from vlmjudge.requests import Answer
 

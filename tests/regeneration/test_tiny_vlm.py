@@ -8,7 +8,7 @@ pytest.importorskip("vlmjudge.backends.hf.judge")
 
 from regen_helpers import reference_images
 
-from regeneration.iut import build_iuts, initial_prompts
+from regeneration.asking.iut import build_iuts, initial_prompts
 from regeneration.schema import IUT
 from vlmjudge.judge import load_judge
 

@@ -10,7 +10,7 @@ from html import escape
 import pytest
 
 from interval_checks import check_printed, printed_interval
-from terravis import analysis, load_records
+from terravis import evaluation, load_records
 from vlmjudge.cli import main
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -114,7 +114,7 @@ def test_report_writes_rankings_figures_and_the_worst_images(scored, reference, 
     assert ev["model_means"] == pytest.approx(means)
     assert [row["model"] for row in ev["ranking"]] == sorted(means, key=lambda m: -means[m])
     records, _ = load_records(out)
-    direct = analysis.agreement(records, ratings)["pooled"]
+    direct = evaluation.agreement(records, ratings)["pooled"]
     assert ev["human"]["agreement"]["pooled"]["n"] == direct["n"] > 1
     assert ev["human"]["agreement"]["pooled"]["spearman"] == pytest.approx(direct["spearman"], nan_ok=True)
     assert len(ev["human"]["alpha_sweep"]) == 5 and "detection" in ev["human"]

@@ -10,8 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from terravis import answers
-from terravis.parsing import Evidence, Reason, first_json_object, leading_option, parse_evidence, parse_reason
-from terravis.stages import labelled_option, read_option
+from terravis.parsing import first_json_object, leading_option, parse_evidence, parse_reason
+from terravis.schema import Evidence, Reason
+from terravis.asking import labelled_option, read_option
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 PIECES = ['{', '}', '[', ']', '"', ':', ',', '\\', ' ', '\n', '\t', '\r', 'Answer', 'Severity', 'Reason', 'Evidence',

@@ -3,7 +3,8 @@ import pytest
 
 from terravis import load_pack
 from terravis.parsing import first_json_object, leading_option, parse_evidence, parse_reason
-from terravis.stages import answer_grammar, labelled_option, options_grammar, read_option
+from terravis.asking import labelled_option, read_option
+from terravis.schema import answer_grammar, options_grammar
 
 xgrammar = pytest.importorskip("xgrammar")
 from xgrammar.testing import _is_grammar_accept_string  # noqa: E402

@@ -6,7 +6,7 @@ from PIL import Image
 from pydantic import ValidationError
 
 from terravis import TAXONOMY, TYPE_IDS, get_type, load_pack
-from terravis import stages
+from terravis import asking
 from terravis.taxonomy import types_at
 
 # The 18 names of METHODS.md, by level, in order.
@@ -56,7 +56,7 @@ def test_default_pack_loads_and_is_versioned():
 def test_detection_requests_share_a_prefix_and_differ_only_in_a_short_suffix():
     pack = load_pack()
     img = Image.new("RGB", (8, 8))
-    reqs = [stages.detection_request(pack, img, "a", t) for t in TAXONOMY]
+    reqs = [asking.detection_request(pack, img, "a", t) for t in TAXONOMY]
     assert len({r.system for r in reqs}) == 1 and all(r.images[0] is img for r in reqs)
     assert all(r.text.startswith(pack.detection) for r in reqs)
     suffixes = [r.text[len(pack.detection):] for r in reqs]

@@ -289,7 +289,7 @@ def test_records_round_trip_through_jsonl(tmp_path):
 
 def test_retry_temperatures_one_for_all_or_one_per_retry():
     from terravis import WorkflowConfig
-    from terravis.stages import retry_temperature_at
+    from terravis.asking import retry_temperature_at
 
     assert [retry_temperature_at((0.4, 0.6), k) for k in (1, 2, 3)] == [0.4, 0.6, 0.6]
     assert retry_temperature_at(0.7, 2) == 0.7

@@ -6,7 +6,7 @@ import pytest
 from PIL import Image
 
 from viescore2 import VIEScore2
-from viescore2.core import make_items
+from viescore2.asking import make_items
 from vlmjudge.backends.replay import ReplayJudge, record_answers
 from vlmjudge.cli import main
 from vlmjudge.requests import Answer

@@ -4,7 +4,8 @@ import math
 import pytest
 from PIL import Image
 
-from viescore2 import VIEScore2, VIEScore2Record, build_instruction, output_grammar, read_answer, token_budget
+from viescore2 import VIEScore2, VIEScore2Record, build_instruction, read_answer, token_budget
+from viescore2.schema import output_grammar  # the function; `viescore2.output_grammar` was a module before 0.1.0
 from viescore2.grid import CategoryGrids, Grid
 from viescore2.spec import SPEC
 from vlmjudge.backends.replay import ReplayJudge
@@ -26,7 +27,7 @@ def replay(answers):
 def test_requests_put_conditioning_first_and_carry_grammar_and_budget():
     vs = VIEScore2(replay({"a": JOINT}), fields="pq_sc+split", grid_size=8)
     gen, src, ref = image((200, 0, 0)), image((0, 200, 0)), image((0, 0, 200))
-    from viescore2.core import make_items
+    from viescore2.asking import make_items
     (req,) = vs.requests(make_items([gen], ["a"], [[src, ref]], ["x1"]))
     assert [img.getpixel((0, 0)) for img in req.images] == [(0, 200, 0), (0, 0, 200), (200, 0, 0)]
     assert req.text == build_instruction("a", "pq_sc+split", 8, num_conditioning=2)

@@ -8,7 +8,7 @@ import torch
 L = pytest.importorskip("lightning")
 
 from viescore2 import VIEScore2  # noqa: E402
-from viescore2.core import make_items  # noqa: E402
+from viescore2.asking import make_items  # noqa: E402
 from viescore2.metric import VIEScore2Score, viescore2_score  # noqa: E402
 from vlmjudge.backends.replay import ReplayJudge  # noqa: E402
 from vlmjudge.images import to_pil_list  # noqa: E402

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from viescore2.evaluation import preference_accuracy
-from viescore2.suite_report import reference_from_release, suite_report
+from viescore2.saved_runs import reference_from_release, suite_report
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden" / "viescore2"
 NAN = {"NaN": float("nan")}

@@ -6,7 +6,7 @@ import pytest
 
 from viescore2 import VIEScore2, all_fields, read_answer, token_budget
 from viescore2.parsing import parse_output
-from viescore2.core import make_items
+from viescore2.asking import make_items
 from vlmjudge.requests import Decoding
 
 PROMPTS = [f"a photo of object {i}" for i in range(10)]

@@ -1,9 +1,11 @@
 """Conformance of the four method packages to one layout: the same module for the same role.
 
 Each package has the role modules and a README.md as top-level files, its README starts with the
-shared layout table, its `__init__.py` uses the one lazy-import scheme, a second-tier role (baselines,
-figures, human ratings, records) has one module name wherever a package has it, and no module is kept
-under a name from before 0.1.0: the package is unreleased, so moved modules have no aliases.
+shared layout table, its `__init__.py` uses the one lazy-import scheme, a shared role beyond the table
+(the requests asked, the output schema, saved runs, the paper's evaluation, baselines, figures, human
+ratings, records) has one module name wherever a package has it, each cli.py only parses and
+dispatches to `run_<command>` handlers, and no module is kept under a name from before 0.1.0: the
+package is unreleased, so moved modules have no aliases.
 """
 from __future__ import annotations
 
@@ -26,11 +28,19 @@ OLD_MODULES = (
     "terravis.prompts", "viescore2.pipeline", "viescore2.instructions", "viescore2.grid_reader",
     "viescore2.score_metric", "viescore2.metrics", "fager.pipeline", "regeneration.loop", "regeneration.prompts",
     "terravis.variants", "fager.baseline", "terravis.report_plots", "regeneration.plots", "viescore2.render",
-    "viescore2.annotations",
+    "viescore2.annotations", "terravis.stages", "terravis.raw_answers", "terravis.analysis",
+    "viescore2.output_grammar", "viescore2.suite_report", "fager.agents", "fager.agents_schema", "fager.replay",
+    "fager.abtest", "regeneration.iut", "regeneration.judging", "regeneration.runfolder", "regeneration.benchmark",
+    "regeneration.compare",
 )
 
-# Second-tier roles, which not every method has: role module -> the packages that have that role.
+# Roles beyond the layout table, under one name wherever a package has them: role module -> the
+# packages that have that role. A role that needs more room is a subpackage of that name.
 SECOND_TIER = {
+    "asking.py": PACKAGES,  # the judge requests of each stage, and how their answers are read
+    "schema.py": PACKAGES,  # the output schema or grammar a judge answers under
+    "saved_runs.py": PACKAGES,  # saved or released runs: their files, read and written without a judge
+    "evaluation.py": PACKAGES,  # the paper's evaluation over saved records
     "baselines.py": ("terravis", "fager", "regeneration"),  # the methods the paper compares with
     "figures.py": ("terravis", "viescore2", "regeneration"),  # PNG figures
     "human.py": PACKAGES,  # human ratings or annotations read as ground truth, the agreement protocol
@@ -39,18 +49,37 @@ SECOND_TIER = {
     "records.py": PACKAGES,  # the per-item record type
 }
 # The names those modules had before they shared one name.
-OLD_SECOND_TIER = ("variants.py", "baseline.py", "report_plots.py", "plots.py", "render.py", "annotations.py")
+OLD_SECOND_TIER = ("variants.py", "baseline.py", "report_plots.py", "plots.py", "render.py", "annotations.py",
+                   "stages.py", "raw_answers.py", "analysis.py", "output_grammar.py", "suite_report.py", "agents.py",
+                   "agents_schema.py", "replay.py", "abtest.py", "iut.py", "judging.py", "runfolder.py",
+                   "benchmark.py", "compare.py")
 # Each package's per-item record type, which lives in its records.py.
 RECORD_TYPES = {"terravis": "ImageRecord", "viescore2": "VIEScore2Record", "fager": "Verdict",
                 "regeneration": "ItemResult"}
+
+
+def _holds_role(folder: Path, role: str) -> bool:
+    """The role's module, or a subpackage of its name (never both: one place per role)."""
+    module, package = folder / role, folder / role.removesuffix(".py") / "__init__.py"
+    assert not (module.is_file() and package.is_file()), f"{folder.name} holds {role} as a module and a package"
+    return module.is_file() or package.is_file()
 
 
 @pytest.mark.parametrize("role", sorted(SECOND_TIER))
 def test_a_second_tier_role_has_one_name(role):
     """A package with the role holds it under the shared name, and a module of that name in a package
     not listed is a role this table has not been told about."""
-    holders = {package for package in PACKAGES if (REPO / package / role).is_file()}
+    holders = {package for package in PACKAGES if _holds_role(REPO / package, role)}
     assert holders == set(SECOND_TIER[role]), f"{role}: in {sorted(holders)}, expected {sorted(SECOND_TIER[role])}"
+
+
+def test_a_role_may_be_a_subpackage_but_not_both(tmp_path):
+    (tmp_path / "asking").mkdir()
+    (tmp_path / "asking" / "__init__.py").write_text("")
+    assert _holds_role(tmp_path, "asking.py") and not _holds_role(tmp_path, "schema.py")
+    (tmp_path / "asking.py").write_text("")
+    with pytest.raises(AssertionError, match="as a module and a package"):
+        _holds_role(tmp_path, "asking.py")
 
 
 @pytest.mark.parametrize("package", PACKAGES)
@@ -63,6 +92,65 @@ def test_no_module_keeps_an_old_second_tier_name(package):
 def test_the_record_type_lives_in_records(package):
     record = getattr(importlib.import_module(package), RECORD_TYPES[package])
     assert record.__module__ == f"{package}.records"
+
+
+def _handlers(tree: ast.Module) -> list[tuple[str, str]]:
+    """(command, handler name) for each `sub = commands.add_parser("NAME", ...)` whose
+    `sub.set_defaults(func=HANDLER)` follows in the same module."""
+    commands: dict[str, str] = {}
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "add_parser"):
+            commands[node.targets[0].id] = node.value.args[0].value
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "set_defaults":
+            for keyword in node.keywords:
+                if keyword.arg == "func":
+                    found.append((commands.get(node.func.value.id, "?"), ast.unparse(keyword.value)))
+    return found
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_command_handlers_are_named_run_command(package):
+    """The core's convention (`run_compare`, `run_info`): `vlmjudge <method> score` runs `run_score`."""
+    handlers = _handlers(ast.parse((REPO / package / "cli.py").read_text(encoding="utf-8")))
+    assert handlers, f"{package}/cli.py sets no command handler"
+    wrong = [f"{command} -> {handler}" for command, handler in handlers
+             if handler != "run_" + command.replace("-", "_")]
+    assert not wrong, f"{package}/cli.py: handlers not named run_<command>: {wrong}"
+
+
+def _works_on_arguments(function: ast.FunctionDef) -> bool:
+    """A function of a CLI module: `main`, or one taking the parser, its sub-parsers or the parsed
+    arguments (a parameter annotated `argparse.*`)."""
+    annotations = [ast.unparse(a.annotation) for a in function.args.args if a.annotation is not None]
+    return function.name == "main" or any(text.startswith("argparse.") for text in annotations)
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_cli_only_parses_and_dispatches(package):
+    """What a cli.py defines works on arguments: flags, handlers, objects built from the parsed
+    arguments, and the core's score command filled in (a `ScoreCommand`). Reading files, pairing,
+    computing, formatting and drawing take no arguments object, so they live in the role modules."""
+    tree = ast.parse((REPO / package / "cli.py").read_text(encoding="utf-8"))
+    doing_work = [node.name for node in tree.body
+                  if (isinstance(node, ast.FunctionDef) and not _works_on_arguments(node))
+                  or (isinstance(node, ast.ClassDef) and [ast.unparse(b) for b in node.bases] != ["ScoreCommand"])]
+    assert not doing_work, f"{package}/cli.py does work beyond parsing and dispatch: {doing_work}"
+
+
+def test_the_cli_checks_catch_a_misnamed_handler_and_a_worker():
+    tree = ast.parse("import argparse\n"
+                     "def configure(parser: argparse.ArgumentParser):\n"
+                     "    sub = parser.add_subparsers()\n"
+                     "    score = sub.add_parser('score')\n"
+                     "    score.set_defaults(func=_cmd_score)\n"
+                     "def format_table(rows):\n"
+                     "    return rows\n")
+    assert _handlers(tree) == [("score", "_cmd_score")]
+    functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+    assert [_works_on_arguments(f) for f in functions] == [True, False]
 
 
 @pytest.mark.parametrize("package", PACKAGES)

@@ -12,8 +12,8 @@ from vlmjudge.requests import Decoding, Request
 
 
 def _fager_constraints():
-    from fager.agents import FagerAgents
-    from fager.agents_schema import qa_schema
+    from fager.asking import FagerAgents
+    from fager.schema import qa_schema
     agents = FagerAgents(object())
     out = {stage: agents._constraint(stage)
            for stage in ("proposal", "extraction", "verification", "evaluation", "regenerate", "edit")}
@@ -22,10 +22,10 @@ def _fager_constraints():
 
 
 def _terravis_constraints():
-    from terravis import stages
+    from terravis import schema
     from terravis.pack import load_pack
     pack = load_pack()
-    return {stage: Constraint.json_schema(stages.continuation_schema(pack, stage))
+    return {stage: Constraint.json_schema(schema.continuation_schema(pack, stage))
             for stage in ("detection", "eligibility", "severity")}
 
 
@@ -112,7 +112,7 @@ def _sampled_requests(stage, constraint, budget, n, image=None):
 def test_fifty_random_judge_outputs_parse_for_every_shipped_pack(loaded, fresh, compiler, noise):
     """Small budgets (the shortest document and a few tokens more) are what the guarantee
     must survive: every output of every pack's schemas parses as its method reads it."""
-    from fager.agents import FEEDBACK_MODELS, QuestionList, to_output
+    from fager.asking import FEEDBACK_MODELS, QuestionList, to_output
     judge = fresh(loaded["qwen3_vl"], batch_size=16)
     image = noise(1, seed=2)[0]
     from fager.schema import QuestionAnswer, ReferenceExtraction, Rubric, Verification

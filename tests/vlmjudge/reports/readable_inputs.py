@@ -71,7 +71,7 @@ def viescore2_input(folder: Path) -> tuple[Path, list[str]]:
 def fager_input(folder: Path) -> tuple[Path, list[str]]:
     """A `fager score` folder of eight Verdicts (indexes 0-7) over the images an items CSV lists."""
     from fager.records import Verdict
-    from fager.replay import write_verdicts
+    from fager.saved_runs import write_verdicts
 
     names = [f"images/{name}" for name in long_names(8)]
     for k, name in enumerate(names):

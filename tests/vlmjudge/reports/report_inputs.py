@@ -81,7 +81,7 @@ def _verdict(index: str, overall: float | None, decision: str | None, note: str 
 def fager_run(folder: Path, scored: bool = True) -> Path:
     """A `fager score` --out folder with its details.jsonl (the project's Verdict lines)."""
     from fager.records import Verdict
-    from fager.replay import write_verdicts
+    from fager.saved_runs import write_verdicts
 
     rows = [_verdict("1", 90.0, "keep"), _verdict("2", 62.5, "edit", "image is 32x32 px, under 64 px"),
             _verdict("3", 20.0, "regenerate")] if scored else [_verdict("1", None, None)]

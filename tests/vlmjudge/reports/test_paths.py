@@ -50,7 +50,7 @@ def test_fager_reads_runner_records(tmp_path):
 
 
 def test_regeneration_reads_runner_records(tmp_path):
-    from regeneration.judging import MLLMScores
+    from regeneration.asking.judging import MLLMScores
     from regeneration.spec import PairRecord
 
     rated = PairRecord(id="x", clip=80.0, dino=60.0, score=70.0, valid=True, mllm=MLLMScores(content=5, perceptual=2))
@@ -64,8 +64,8 @@ def test_regeneration_reads_runner_records(tmp_path):
 
 
 def _compare_rows():
-    from regeneration.compare import pair_row
-    from regeneration.judging import MLLMScores
+    from regeneration.evaluation.compare import pair_row
+    from regeneration.asking.judging import MLLMScores
     from regeneration.spec import PairRecord
 
     rated = PairRecord(id="pair", clip=90.0, dino=70.0, score=80.0, valid=True, mllm=MLLMScores(content=3, perceptual=5))
@@ -74,7 +74,7 @@ def _compare_rows():
 
 
 def test_regeneration_reads_what_compare_writes_as_json_and_csv(tmp_path):
-    from regeneration.compare import Pairing, result_json, write_csv
+    from regeneration.evaluation.compare import Pairing, result_json, write_csv
 
     rows = _compare_rows()
     pairing = Pairing(pairs=[], references_only=[tmp_path / "owl.png"])

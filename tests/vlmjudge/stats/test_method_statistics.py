@@ -42,7 +42,7 @@ def test_viescore2_score_f1_iou_and_srcc_match_the_evaluation():
     from viescore2.evaluation import Reference, srcc
     from viescore2.grid import Grid
     from viescore2.report import summarize_run
-    from viescore2.suite_report import suite_report
+    from viescore2.saved_runs import suite_report
 
     rng = np.random.default_rng(5)
     texts, refs = [], []
@@ -64,7 +64,7 @@ def test_viescore2_score_f1_iou_and_srcc_match_the_evaluation():
 
 
 def test_fager_overall_levels_and_ab_accuracy_match_the_method():
-    from fager.abtest import TIE_MODES, ab_test
+    from fager.evaluation import TIE_MODES, ab_test
     from fager.report import summarize_verdicts
     from fager.schema import QAItem
     from fager.scoring import score_answers
@@ -89,7 +89,7 @@ def test_fager_overall_levels_and_ab_accuracy_match_the_method():
 
 
 def test_regeneration_clip_and_dino_match_the_benchmark_summary():
-    from regeneration.benchmark import summarize
+    from regeneration.evaluation.benchmark import summarize
     from regeneration.records import ItemResult
 
     rng = np.random.default_rng(11)

@@ -1,5 +1,6 @@
-"""The evaluation reports in the layout of the public release (VIEScoreTwo ``run_eval.py`` and the
-metric part of ``dev_eval.py``): per-example confusion counts and the summary keys the release prints.
+"""Saved and released runs: evaluation reports in the layout of the public release (VIEScoreTwo
+``run_eval.py`` and the metric part of ``dev_eval.py``), and the files a run is read from,
+matched by image id (predictions, references, prompts; ids of earlier releases had no suffix).
 
 Following the release's rules lets numbers compare one to one with its reports; the one
 exception, kept from the paper, is that a failed parse is not a correct clean image
@@ -11,7 +12,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from vlmjudge.images import IMAGE_SUFFIXES
+from vlmjudge.outputs import iter_jsonl
 
 from .evaluation import MIN_PAIRS, Reference, category_prediction, pearson, srcc
 from .grid import CATEGORIES, DEFAULT_N, CategoryGrids, Grid, ParsedOutput, union_of
@@ -204,3 +209,95 @@ def development_report(texts: Sequence[str], truths: Sequence[Grid], sources: Se
                "per_source_f1": {s: round(ratios(*c, all_empty=0.0)[2], DIGITS) for s, c in per_source.items()},
                "parse_rate": round(100.0 * sum(r["parsed"] for r in rows) / len(rows), 1) if rows else 0.0}
     return {"summary": summary, "rows": rows}
+
+
+# -- files matched by image id ------------------------------------------------------------
+def id_lines(path: str) -> Iterator[tuple[int, dict]]:
+    """(line number, object) of a JSONL file whose every line has an 'id' (the one reader, vlmjudge.outputs)."""
+    for number, record in iter_jsonl(path):
+        if "id" not in record:
+            raise ValueError(f"{path}:{number}: each line must be an object with an 'id'")
+        yield number, record
+
+
+def without_suffix(image_id: str) -> str:
+    """An image id without its image suffix ("sub/cat.png" -> "sub/cat"): how prompt and reference
+    files written for the ids of earlier releases (file names without suffix) still match."""
+    path = Path(image_id)
+    return path.with_suffix("").as_posix() if path.suffix.lower() in IMAGE_SUFFIXES else image_id
+
+
+def match_id(image_id: str, keys: dict[str, Any]) -> str | None:
+    """The key of `keys` for an image id: the id itself, else the id without its suffix, else None."""
+    for key in (image_id, without_suffix(image_id)):
+        if key in keys:
+            return key
+    return None
+
+
+def lines_by_id(path: str, kind: str) -> dict[str, tuple[int, dict]]:
+    """Each line of a JSONL file by its id, with its line number; a repeated id raises ValueError."""
+    out: dict[str, tuple[int, dict]] = {}
+    for number, record in id_lines(path):
+        key = str(record["id"])
+        if key in out:
+            raise ValueError(f"{path}:{number}: {kind} id {key!r} repeated (first on line {out[key][0]})")
+        out[key] = (number, record)
+    return out
+
+
+def load_pairs(predictions: str, references: str, n: int = DEFAULT_N) -> tuple[list[str], list[str], list[Reference]]:
+    """(ids, judge texts, references) matched by id, in reference order; mismatches raise ValueError."""
+    preds, refs = lines_by_id(predictions, "prediction"), lines_by_id(references, "reference")
+    by_ref = {}  # a prediction's id, or (ids of earlier releases) its id without the image suffix
+    for key in preds:
+        ref = match_id(key, refs)
+        if ref is not None:
+            by_ref.setdefault(ref, key)
+    missing = [k for k in refs if k not in by_ref]
+    extra = [k for k in preds if k not in set(by_ref.values())]
+    if missing or extra:
+        raise ValueError(f"ids differ: {len(missing)} references without a prediction {missing[:5]}, "
+                         f"{len(extra)} predictions without a reference {extra[:5]}")
+    texts = []
+    for key in refs:
+        number, record = preds[by_ref[key]]
+        if not isinstance(record.get("text"), str):
+            raise ValueError(f"{predictions}:{number}: 'text' must be a string")
+        texts.append(record["text"])
+    parsed_refs = []
+    for key, (number, record) in refs.items():
+        try:
+            parsed_refs.append(Reference.from_record(record, n=n))
+        except ValueError as err:
+            raise ValueError(f"{references}:{number}: {err}") from None
+    return list(refs), texts, parsed_refs
+
+
+def load_prompts(path: str, ids: list[str]) -> tuple[list[str], list[list[Path]]]:
+    """Prompts (and conditioning image paths) for the image ids, from a text or JSONL file."""
+    text = Path(path).read_text(encoding="utf-8")
+    if not path.endswith(".jsonl"):
+        lines = [line for line in text.splitlines() if line.strip()]
+        if len(lines) != len(ids):
+            raise ValueError(f"{path}: {len(lines)} prompts for {len(ids)} images (one prompt per line, in order)")
+        return lines, [[] for _ in ids]
+    records = lines_by_id(path, "prompt")
+    keys = [match_id(i, records) for i in ids]  # an id, or (earlier releases' ids) the id without suffix
+    missing = [i for i, key in zip(ids, keys) if key is None]
+    if missing:
+        raise ValueError(f"{path}: no prompt for images {missing[:5]}")
+    prompts, conditioning = [], []
+    for key in keys:
+        number, record = records[key]
+        if not isinstance(record.get("prompt"), str):
+            raise ValueError(f"{path}:{number}: 'prompt' must be a string")
+        cond = record.get("conditioning") or []
+        cond = [cond] if isinstance(cond, str) else cond
+        paths = [Path(path).parent / c for c in cond]
+        absent = [str(p) for p in paths if not p.is_file()]
+        if absent:
+            raise ValueError(f"{path}:{number}: conditioning images not found: {absent}")
+        prompts.append(record["prompt"])
+        conditioning.append(paths)
+    return prompts, conditioning

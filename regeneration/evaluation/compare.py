@@ -18,7 +18,7 @@ from vlmjudge.cli.resume import done_in_records
 from vlmjudge.outputs import with_resolution_note
 from vlmjudge.stats.interval import interval_text, mean_with_interval
 
-from .scoring import summarize_ratings
+from ..scoring import summarize_ratings
 
 #: Per-pair columns, in the order of the CSV and of the JSON rows.
 SIMILARITY_COLUMNS = ("score", "clip", "dino")
@@ -157,3 +157,14 @@ def rated_earlier(csv_path: Path | None, stems: Sequence[str]) -> int:
             rows = [{k: (v if v != "" else None) for k, v in row.items()} for row in csv.DictReader(fh)]
     return done_in_records(rows, stems, "id",
                            lambda r: r.get("mllm_content") is not None and r.get("mllm_perceptual") is not None)
+
+
+#: Why an MLLM rating is missing when the judge itself failed (regeneration.parsing.parse_answer's words).
+_BACKEND_ERROR = "backend error"
+
+
+def judge_failed(record: Any) -> bool:
+    """True when a pair asked for MLLM ratings got no answer at all: the judge failed, not the parse."""
+    mllm = record.mllm
+    return (mllm is not None and mllm.content is None and mllm.perceptual is None and bool(mllm.failures)
+            and all(_BACKEND_ERROR in f.reason for f in mllm.failures))

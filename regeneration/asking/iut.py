@@ -13,10 +13,10 @@ from typing import Any
 
 from vlmjudge.images import to_pil
 
-from .asking import json_request, run_stage
-from .parsing import ParseFailure
-from .pack import PromptPack, load_pack
-from .schema import (
+from . import json_request, run_stage
+from ..parsing import ParseFailure
+from ..pack import PromptPack, load_pack
+from ..schema import (
     ATTRIBUTE_MODELS,
     IUT,
     MAX_OBJECTS,

@@ -5,7 +5,7 @@ import pytest
 from PIL import Image
 
 from terravis import score_annotations
-from terravis.analysis import (agreement, alpha_sweep, check_ablation, classify_styles, detection_agreement,
+from terravis.evaluation import (agreement, alpha_sweep, check_ablation, classify_styles, detection_agreement,
                                model_means, model_ranking, ranking_agreement, style_split)
 
 E = math.exp

@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from fager.abtest import ab_test
-from fager.replay import details_scores, summary_scores
+from fager.evaluation import ab_test
+from fager.saved_runs import details_scores, summary_scores
 
 FACTUAL = {"a": 90.0, "b": 50.0, "c": 70.0, "d": 100.0}
 GENERATED = {"a": 80.0, "b": 50.0, "c": 75.5, "d": 100.0}  # win, tie, loss, tie

@@ -9,7 +9,7 @@ from xgrammar.testing import _is_grammar_accept_string  # noqa: E402
 from viescore2.grid import CategoryGrids, Grid, format_output  # noqa: E402
 from viescore2.parsing import parse_output
 from viescore2.pack import Fields, all_fields  # noqa: E402
-from viescore2.output_grammar import (longest_output, max_output_chars, output_constraint,  # noqa: E402
+from viescore2.schema import (longest_output, max_output_chars, output_constraint,  # noqa: E402
                                       output_grammar, token_budget)
 
 _compiled = {}

@@ -2,7 +2,7 @@
 QA generation, evaluation and feedback.
 
 Every agent asks for JSON under a grammar built from the pydantic models of
-`fager.schema` (narrowed by `fager.agents_schema`), and every output is read back
+`fager.schema` (narrowed for a decoder there), and every output is read back
 through the same model: what does not validate is an `AgentOutput` with an error,
 counted by the caller, never a guess. Text agents (proposal, verification, QA) run on
 `text_judge`; agents that look at images (extraction, evaluation, feedback) on `judge`.
@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vlmjudge.requests import Answer, Constraint, Decoding, Request
 
-from .agents_schema import model_schema, qa_schema, verification_schema
+from .schema import model_schema, qa_schema, verification_schema
 from .pack import PromptPack, load_pack
 from .parsing import AnswerParseError, load_json, strip_fence
 from .records import QuestionResult

@@ -20,14 +20,14 @@ from vlmjudge.generators import load_generator
 from vlmjudge.images import IMAGE_SUFFIXES, is_image_file, to_pil
 from vlmjudge.outputs import iter_jsonl
 
-from .config import LoopConfig
-from .core import RegenerationLoop, candidate_count
-from .figures import image_grid, progress_figure, save_figure
-from .judging import judge_text_image
-from .records import ItemResult
-from .runfolder import RunFolder, check_item_id
-from .scoring import normalize_rating
-from .similarity import SimilarityScorer
+from ..config import LoopConfig
+from ..core import RegenerationLoop, candidate_count
+from ..figures import image_grid, progress_figure, save_figure
+from ..asking.judging import judge_text_image
+from ..records import ItemResult
+from ..saved_runs import RunFolder, check_item_id
+from ..scoring import normalize_rating
+from ..similarity import SimilarityScorer
 
 TABLE_COLUMNS = ("model", "items", "scored", "clip", "dino", "mllm_content", "mllm_perceptual",
                  "direct_text_image", "parse_failures")

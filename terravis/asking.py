@@ -11,7 +11,6 @@ the whole answer would have written after that option.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Literal, Sequence
 
@@ -20,8 +19,9 @@ from vlmjudge.options import MIN_OPTION_MASS, as_option_probs
 from vlmjudge.requests import Constraint, Decoding, Request
 
 from . import answers
-from .parsing import evidence_schema, leading_option, reason_schema
 from .pack import PromptPack
+from .parsing import leading_option
+from .schema import continuation_schema, decision_constraint
 from .taxonomy import ViolationType
 
 DecisionMode = Literal["choice", "generate"]
@@ -33,8 +33,6 @@ _STAGE_WORDS = {"eligibility": answers.ELIGIBILITY_WORDS, "detection": answers.D
 _POSITIVE = (True, "major")
 #: The meta stage of the text generated after each decision stage's option.
 TEXT_STAGES = {"eligibility": "eligibility_reason", "detection": "evidence", "severity": "severity_reason"}
-_TEXT_RULE = "tv_text"
-_ROOT_RULE = re.compile(r"^root ::=", re.M)
 
 
 @dataclass
@@ -102,58 +100,8 @@ def _request(pack: PromptPack, images: list, text: str, image_id: str, stage: st
                    decoding=decoding or Decoding(max_new_tokens=1), meta=meta(image_id, stage, check, attempt))
 
 
-# -- formats ------------------------------------------------------------------------------
-def continuation_schema(pack: PromptPack, stage: str) -> dict[str, Any]:
-    """The JSON object that follows the option word: evidence after a detection, a reason
-    after eligibility and severity (and none for ratings)."""
-    lim = pack.limits
-    if stage == "detection":
-        return evidence_schema(lim["aspect"], lim["evidence"])
-    if stage in ("eligibility", "severity"):
-        return reason_schema(lim["reason"])
-    raise ValueError(f"stage {stage!r} has no continuation")
-
-
 def continuation_budget(pack: PromptPack, stage: str) -> int:
     return pack.max_new_tokens["evidence" if stage == "detection" else "reason"]
-
-
-def options_grammar(options: Sequence[str]) -> str:
-    """EBNF for exactly one of the option words."""
-    return "root ::= " + " | ".join(_literal(o) for o in options)
-
-
-def answer_grammar(pack: PromptPack, stage: str, options: Sequence[str], text_after: Sequence[str]) -> str:
-    """EBNF of a stage's whole answer: one option word, then the stage's JSON object after
-    the options in `text_after` (e.g. evidence after Yes, nothing after No). The JSON part is
-    the same grammar a JSON-schema constraint on the continuation compiles to."""
-    unknown = set(text_after) - set(options)
-    if unknown:
-        raise ValueError(f"text_after {sorted(unknown)} are not among the options {list(options)}")
-    if not text_after:
-        return options_grammar(options)
-    from vlmjudge.grammar import json_schema_to_ebnf
-
-    body, n = _ROOT_RULE.subn(f"{_TEXT_RULE} ::=", json_schema_to_ebnf(continuation_schema(pack, stage)))
-    if n != 1:
-        raise RuntimeError("the JSON grammar has no single root rule to embed")
-    alternatives = " | ".join(_literal(o) + (f" {_TEXT_RULE}" if o in text_after else "") for o in options)
-    return f"root ::= {alternatives}\n{body}"
-
-
-def decision_constraint(options: Sequence[str]) -> Constraint:
-    """For mode "generate": one option word, the first answer token restricted to the options."""
-    return Constraint.ebnf(options_grammar(options), first_options=options)
-
-
-def full_answer_constraint(pack: PromptPack, stage: str, options: Sequence[str],
-                           text_after: Sequence[str]) -> Constraint:
-    """The whole answer of a stage in one constraint, first token restricted to the options."""
-    return Constraint.ebnf(answer_grammar(pack, stage, options, text_after), first_options=options)
-
-
-def _literal(word: str) -> str:
-    return '"' + word.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def continuation_request(pack: PromptPack, decided: Request, option: str, stage: str) -> Request:

@@ -2,7 +2,7 @@
 import pytest
 
 from viescore2.grid import Grid
-from viescore2.suite_report import (correlation_block, development_report, ratios, reference_from_release,
+from viescore2.saved_runs import (correlation_block, development_report, ratios, reference_from_release,
                                     suite_report)
 
 

@@ -1,4 +1,7 @@
-"""Build constrained-JSON requests with uniform metadata and run one stage of them through a judge.
+"""What Image Regeneration asks a judge: constrained-JSON requests with uniform metadata, run one
+stage at a time. The stages live beside this file: `iut` (the Image Understanding Tree, then the
+initial prompt) and `judging` (1-5 ratings); the loop's own stages (prompt variants, feedback,
+revision) are asked from `regeneration.core` through the same two functions.
 
 Every request carries `meta` with the same four keys (stage, item, round, index), so a
 replay judge can key recorded answers on them and logs can be grouped by stage.
@@ -12,7 +15,7 @@ from pydantic import BaseModel
 
 from vlmjudge.requests import Constraint, Decoding, Request
 
-from .parsing import ParseFailure, parse_answer, token_budget
+from ..parsing import ParseFailure, parse_answer, token_budget
 
 M = TypeVar("M", bound=BaseModel)
 

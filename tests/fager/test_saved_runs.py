@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from fager.replay import (
+from fager.saved_runs import (
     RELEASED_SUMMARY_COLUMNS, SUMMARY_COLUMNS, ReplayFormatError, format_summary, read_details, read_summary,
     record_to_verdict, rescore, rescore_details, summary_row, write_summary,
 )
@@ -124,7 +124,7 @@ def test_summary_round_trip(abo, tmp_path):
 
 def test_verdict_lines_round_trip_and_replay(abo, tmp_path):
     """The project's own verdict lines read back unchanged and re-score to the same result."""
-    from fager.replay import write_verdicts
+    from fager.saved_runs import write_verdicts
     verdicts = rescore_details(abo / "results" / "real" / "details.jsonl")
     path = tmp_path / "verdicts.jsonl"
     write_verdicts(verdicts, path)
@@ -137,7 +137,7 @@ def test_verdict_lines_round_trip_and_replay(abo, tmp_path):
 def test_released_layout_is_written_back(abo, run):
     """`verdict_to_record` of a re-scored released record gives that record's gating, scores and
     counts, and per_question in evaluation order; reading it back gives the same verdict scores."""
-    from fager.replay import verdict_to_record
+    from fager.saved_runs import verdict_to_record
     lines = (abo / "results" / run / "details.jsonl").read_text("utf-8").splitlines()
     for line in lines:
         released = json.loads(line)

@@ -12,11 +12,11 @@ from typing import Any
 
 from vlmjudge.images import to_pil
 
-from .asking import json_request, run_stage
-from .parsing import ParseFailure
-from .pack import PromptPack, load_pack
-from .schema import Rating
-from .scoring import normalize_rating
+from . import json_request, run_stage
+from ..parsing import ParseFailure
+from ..pack import PromptPack, load_pack
+from ..schema import Rating
+from ..scoring import normalize_rating
 
 
 
