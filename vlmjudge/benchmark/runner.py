@@ -180,12 +180,12 @@ def _judge(plan: BenchmarkPlan, models: list[ModelItems], processes: Processes) 
 
 def run_benchmark(plan: BenchmarkPlan, *, on_image: Callable[[Path], None] | None = None) -> BenchmarkResult:
     """Run a checked plan; `on_image(path)` is called after each generated image is written."""
+    found = check_plan(plan)
     from ..cli.exits import EXIT_NONE_SCORED, RUN, exit_status, report_failures, start_run
     from .leaderboard import build_leaderboard, write_leaderboard  # before any work: a broken install fails first
     from .report import write_benchmark_report
     from .writing import failure_lines, model_entry, suite_facts, write_benchmark_manifest, write_runs
 
-    found = check_plan(plan)
     processes = Processes() if plan.ray is not None else Processes.current()
     start_run(None)
     RUN.cache = _cache_of(plan.judge)
