@@ -75,6 +75,8 @@ class ShardResult:
         self.records: dict[str, dict[str, list[tuple[int, dict[str, Any]]]]] = {}
         self.failures: dict[str, dict[str, list[dict[str, Any]]]] = {}
         self.counters: dict[str, dict[str, int]] = {}
+        #: images each process (or Ray batch) judged, in gathering order: the split made visible
+        self.shares: list[int] = []
 
     def add_records(self, model: str, method: str, pairs: Sequence[tuple[int, dict[str, Any]]]) -> None:
         self.records.setdefault(model, {}).setdefault(method, []).extend(pairs)
@@ -89,7 +91,8 @@ class ShardResult:
             mine[name] = mine.get(name, 0) + int(value)
 
     def as_json(self) -> dict[str, Any]:
-        return {"records": self.records, "failures": self.failures, "counters": self.counters}
+        images = sum(counters.get("images", 0) for counters in self.counters.values())
+        return {"records": self.records, "failures": self.failures, "counters": self.counters, "images": images}
 
     @classmethod
     def merged(cls, parts: Sequence[Mapping[str, Any]]) -> ShardResult:
@@ -104,6 +107,7 @@ class ShardResult:
                     whole.failures.setdefault(model, {}).setdefault(method, []).extend(failures)
             for model, counters in part["counters"].items():
                 whole.count(model, counters)
+            whole.shares.append(int(part.get("images", 0)))
         for methods in whole.records.values():
             for pairs in methods.values():
                 pairs.sort(key=lambda pair: pair[0])

@@ -216,7 +216,8 @@ def run_benchmark(plan: BenchmarkPlan, *, on_image: Callable[[Path], None] | Non
                                         "statistic": next(iter(m.spec.statistics), None)} for m in plan.methods],
         "judge": judge_manifest, "images": sum(e["images"] for e in entries),
         **{name: sum(e[name] for e in entries) for name in COUNTERS}, **context,
-        "chunk_size": plan.chunk_size, "leaderboard": "leaderboard.json", "report": "report.html",
+        "images_per_share": merged.shares, "chunk_size": plan.chunk_size, "leaderboard": "leaderboard.json",
+        "report": "report.html",
         "exit_status": status}
     write_benchmark_manifest(plan.out, manifest)
     for entry in entries:

@@ -4,47 +4,14 @@ for the leaderboard and report writers, which another module provides: the runne
 what the runner hands them, and one end-to-end test runs the real ones."""
 from __future__ import annotations
 
-import json
-import sys
-import types
 from pathlib import Path
 
 import pytest
+from bench_run_support import MODELS, PROMPT_IDS, install_board_stand_ins
+from bench_run_support import write_prompts as _write_prompts
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 PHOTOS = sorted((DATA / "photos" / "heldout").glob("*.jpg")) + sorted((DATA / "photos" / "tune").glob("*.jpg"))
-#: The fixture's prompt ids and the three models' names.
-PROMPT_IDS = [f"p{n:02d}" for n in range(12)]
-MODELS = ("alpha", "beta", "gamma")
-
-
-def install_board_stand_ins(monkeypatch) -> dict[str, list]:
-    """Stand-ins for `vlmjudge.benchmark.leaderboard` and `.report` with the agreed signatures: each
-    call is recorded (runs, suite, keywords) and writes a small file. Returns the record of calls."""
-    calls: dict[str, list] = {"build": [], "write": [], "report": []}
-    board = types.ModuleType("vlmjudge.benchmark.leaderboard")
-    report = types.ModuleType("vlmjudge.benchmark.report")
-
-    def build_leaderboard(runs, suite, *, n_resamples=2000, seed=0, confidence=0.95, human=None):
-        calls["build"].append({"runs": runs, "suite": suite, "n_resamples": n_resamples, "seed": seed,
-                               "confidence": confidence, "human": human})
-        return {"rows": [], "stand_in": True}
-
-    def write_leaderboard(board_value, out_dir):
-        calls["write"].append(out_dir)
-        (Path(out_dir) / "leaderboard.json").write_text(json.dumps(board_value))
-
-    def write_benchmark_report(board_value, runs, suite, out_dir, *, dpi=150):
-        calls["report"].append({"runs": runs, "dpi": dpi})
-        page = Path(out_dir) / "report.html"
-        page.write_text("<html></html>")
-        return [page]
-
-    board.build_leaderboard, board.write_leaderboard = build_leaderboard, write_leaderboard
-    report.write_benchmark_report = write_benchmark_report
-    monkeypatch.setitem(sys.modules, board.__name__, board)
-    monkeypatch.setitem(sys.modules, report.__name__, report)
-    return calls
 
 
 @pytest.fixture
@@ -65,14 +32,6 @@ def demo_judge(tmp_path_factory):
     from vlmjudge.testing.demo import build_demo_judge
 
     return build_demo_judge(tmp_path_factory.mktemp("bench_demo") / "judge")
-
-
-def _write_prompts(path: Path, ids=PROMPT_IDS) -> Path:
-    """A prompts CSV with ids, prompts and two categories."""
-    rows = "".join(f"{pid},a photo of thing number {n},{'animals' if n % 2 else 'objects'}\n"
-                   for n, pid in enumerate(ids))
-    path.write_text("id,prompt,category\n" + rows)
-    return path
 
 
 @pytest.fixture(scope="session")

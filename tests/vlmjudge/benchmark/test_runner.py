@@ -7,6 +7,7 @@ import io
 import json
 
 import pytest
+from bench_run_support import MODELS, PROMPT_IDS
 
 from terravis.core import summarize
 from terravis.records import ImageRecord
@@ -17,9 +18,6 @@ from vlmjudge.outputs import read_run
 from vlmjudge.record_schema import check_record
 
 METHODS = ("terravis", "viescore2")
-#: The prompt ids and models conftest's `photo_suite` writes.
-PROMPT_IDS = [f"p{n:02d}" for n in range(12)]
-MODELS = ("alpha", "beta", "gamma")
 
 
 def run_cli(args):
