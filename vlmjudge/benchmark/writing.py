@@ -49,7 +49,8 @@ def write_runs(out: Path, suite: PromptSuite, models: Sequence[ModelItems], plan
                ) -> dict[str, dict[str, Path]]:
     """Write every run (records in suite order, manifest, failures); returns {model: {method: path}}.
     `manifests` holds what judged each method (its own manifest, else its judge's); `context`
-    the settings every run shares (cache, processes)."""
+    the settings every run shares (cache, processes). A manifest's `image_paths` leads from each
+    record id to its image, for a report's thumbnails."""
     runs: dict[str, dict[str, Path]] = {}
     for items in models:
         for plan in plans:
@@ -63,7 +64,8 @@ def write_runs(out: Path, suite: PromptSuite, models: Sequence[ModelItems], plan
                 **manifests.get(plan.name, {}), "method": plan.name, "command": COMMAND, "config": dict(plan.options),
                 "t2i_model": items.name, "suite": suite.name, "subset": suite.subset,
                 "n_items": len(items.found.images), "n_scored": len(records), "n_skipped": n_bad,
-                "n_missing": len(items.found.missing), "missing": list(items.found.missing), **context})
+                "n_missing": len(items.found.missing), "missing": list(items.found.missing),
+                "image_paths": {image.id: str(image.path.resolve()) for image in items.found.images}, **context})
             runs.setdefault(items.name, {})[plan.name] = path
     return runs
 

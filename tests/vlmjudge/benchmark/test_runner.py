@@ -44,7 +44,8 @@ def acceptance(photo_suite, demo_judge, board_stand_ins, tmp_path_factory):
         records = {(m, k): (out / "runs" / m / k / "records.jsonl").read_text() for m in MODELS for k in METHODS}
         manifest = json.loads((out / "benchmark.json").read_text())
         again = run_cli(command(photo_suite, demo_judge, out))
-    return {"out": out, "first": first, "again": again, "calls": calls, "records": records, "manifest": manifest}
+    return {"out": out, "first": first, "again": again, "calls": calls, "records": records, "manifest": manifest,
+            "folders": {name: (photo_suite / name).resolve() for name in MODELS}}
 
 
 def test_every_run_is_written_in_the_scoring_layout(acceptance):
@@ -59,6 +60,7 @@ def test_every_run_is_written_in_the_scoring_layout(acceptance):
             assert manifest["method"] == method and manifest["t2i_model"] == model
             assert manifest["command"] == "vlmjudge benchmark" and manifest["model"].endswith("judge")
             assert manifest["n_items"] == 12 and manifest["n_scored"] == 12 and manifest["missing"] == []
+            assert manifest["image_paths"]["p03"] == str(acceptance["folders"][model] / "p03.png")
             assert not (out / "runs" / model / method / "records.jsonl.failures.jsonl").exists()
     assert (out / "judge.cache.sqlite").is_file()
 
