@@ -40,10 +40,10 @@ def configure_benchmark(sub: argparse._SubParsersAction) -> None:
     suite.add_argument("--prompts", default=None, metavar="FILE",
                        help="your own suite: CSV, TSV or JSONL with id, prompt, optional category and reference")
     models = parser.add_argument_group("models under test")
-    models.add_argument("--model-images", action="append", default=[], metavar="NAME=DIR",
+    models.add_argument("--model-images", action="append", default=None, metavar="NAME=DIR",
                         help="a model's images: DIR/<prompt id>.png (or .jpg, .jpeg, .webp), or DIR/<prompt id>/<k>.png "
                              "for several per prompt (repeatable)")
-    models.add_argument("--generator", action="append", default=[], metavar="NAME=PIPELINE",
+    models.add_argument("--generator", action="append", default=None, metavar="NAME=PIPELINE",
                         help="a diffusers pipeline (Hub id or folder) or module:callable that makes the images, into "
                              "OUT/images/NAME/ (repeatable)")
     models.add_argument("--seed", type=int, default=0, help="base seed; image k of a prompt gets a seed derived from "
@@ -58,7 +58,7 @@ def configure_benchmark(sub: argparse._SubParsersAction) -> None:
     models.add_argument("--generator-batch-size", type=positive_int, default=4, help="prompts per pipeline call")
     methods = parser.add_argument_group("methods")
     methods.add_argument("--methods", required=True, help="comma-separated registered methods, e.g. terravis,viescore2")
-    methods.add_argument("--method-option", action="append", default=[], metavar="METHOD.KEY=VALUE",
+    methods.add_argument("--method-option", action="append", default=None, metavar="METHOD.KEY=VALUE",
                          help="an option of one method, typed by its default, e.g. terravis.variant=holistic (repeatable)")
     add_judge_flags(parser, ("--judge", "--model"))
     describe(parser, "--out", "the benchmark's folder: runs/, images/, benchmark.json, leaderboard.json, report.html",

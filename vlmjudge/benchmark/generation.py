@@ -97,7 +97,7 @@ def prepare_folder(model: GeneratorModel, suite: PromptSuite) -> None:
 
 
 def load_pipeline(model: GeneratorModel, device: str | None) -> Any:
-    """The generator, loaded once (a load failure is one line)."""
+    """The generator, loaded once on `device` (a load failure is one line)."""
     from ..generators import GeneratorError, load_generator
 
     settings = model.settings
@@ -107,7 +107,7 @@ def load_pipeline(model: GeneratorModel, device: str | None) -> Any:
             return DiffusersTextToImage(model.pipeline, name=model.name, batch_size=settings.batch_size,
                                         call_kwargs=settings.call_kwargs())
         return load_generator(model.pipeline)
-    kwargs = {"device": settings.device or device, "dtype": settings.dtype, "batch_size": settings.batch_size,
+    kwargs = {"device": device, "dtype": settings.dtype, "batch_size": settings.batch_size,
               "name": model.name, **settings.call_kwargs()}
     try:
         return load_generator(os.path.expanduser(str(model.pipeline)), **kwargs)
@@ -135,7 +135,7 @@ def generate(model: GeneratorModel, suite: PromptSuite, processes: Processes, ba
     bar.update(counts["kept"])
     if not todo:
         return counts
-    generator = load_pipeline(model, processes.device)
+    generator = load_pipeline(model, processes.device_for(settings.device))
     for lo in range(0, len(todo), settings.batch_size):
         batch = todo[lo:lo + settings.batch_size]
         seeds = [derive_seed(settings.seed, prompt.id, k) for prompt, k in batch]

@@ -179,7 +179,7 @@ def derive_seed(seed: int, prompt_id: str, k: int) -> int:
         >>> 0 <= derive_seed(7, "cat", 3) < 2 ** 32
         True
     """
-    digest = hashlib.sha256(f"{int(seed)}\0{prompt_id}\0{int(k)}".encode("utf-8")).digest()
+    digest = hashlib.sha256(f"{int(seed)}\0{prompt_id}\0{int(k)}".encode()).digest()
     return int.from_bytes(digest[:4], "big")
 
 

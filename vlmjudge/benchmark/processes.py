@@ -42,6 +42,18 @@ class Processes:
         """This process's device in a launch (each process judges on its own GPU); None alone."""
         return None if self.state is None else str(self.state.device)
 
+    def device_for(self, given: str | None) -> str | None:
+        """The device a model loads on here: in a launch, this process's own where none or a bare
+        "cuda" is given (else every process would load on the first GPU); the given one otherwise.
+
+        Examples:
+            >>> Processes().device_for(None), Processes().device_for("cuda:1")
+            (None, 'cuda:1')
+        """
+        if self.device is not None and given in (None, "cuda"):
+            return self.device
+        return given
+
     def shard(self, n: int) -> tuple[int, int]:
         """Start and end of this process's contiguous share of n tasks."""
         return shard_range(n, self.world, self.rank)

@@ -70,7 +70,7 @@ def generate_ray(model: GeneratorModel, suite: PromptSuite, settings: Any, bar: 
         return {"generated": 0, "kept": len(tasks)}
     data = _ray_data()
     rows = [{"prompt_id": prompt.id, "prompt": prompt.prompt, "k": k} for prompt, k in todo]
-    device = "cuda" if settings.gpus_per_actor else None
+    device = "cuda" if settings.gpus_per_actor else model.settings.device
     made = data.from_items(rows, override_num_blocks=min(len(rows), settings.actors * 4)).map_batches(
         GenerateActor, fn_constructor_kwargs={"model": model, "device": device},
         compute=data.ActorPoolStrategy(size=settings.actors), batch_size=model.settings.batch_size,

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .judging import COUNTERS, ModelItems, ShardResult, build_scorers, check_model_images, judge_shard
+from .judging import ModelItems, ShardResult, build_scorers, check_model_images, judge_shard
 from .methods import MethodPlan, check_inputs
-from .models import BenchmarkError, FoundImages, GeneratorModel, ImageFolder, check_distinct, find_images
+from .models import BenchmarkError, FoundImages, GeneratorModel, ImageFolder, check_distinct, find_images, shown
 from .processes import Processes
 from .suites import PromptSuite
 
@@ -116,7 +116,7 @@ def _generate(plan: BenchmarkPlan, processes: Processes,
             prepare_folder(model, plan.suite)
     processes.wait()
     shares = [processes.shard(len(plan.suite) * model.settings.images_per_prompt) for model in generators]
-    quiet = argparse_quiet(plan.quiet or not processes.is_main)
+    quiet = _quiet_flag(plan.quiet or not processes.is_main)
     counts: dict[str, dict[str, int]] = {}
     with closing(progress_bar(sum(end - start for start, end in shares), "generate", quiet, unit="img")) as bar:
         for model in generators:
@@ -131,8 +131,8 @@ def _generate(plan: BenchmarkPlan, processes: Processes,
     return counts
 
 
-def argparse_quiet(quiet: bool) -> Any:
-    """The namespace `progress_bar` reads its --quiet from."""
+def _quiet_flag(quiet: bool) -> Any:
+    """The namespace `progress_bar` reads its --quiet from (off the main process: no bar)."""
     import argparse
     return argparse.Namespace(quiet=quiet)
 
@@ -145,8 +145,8 @@ def _load_judge(plan: BenchmarkPlan, processes: Processes) -> Any:
         return None
     judge = plan.judge
     if hasattr(judge, "load") and not hasattr(judge, "generate"):  # a recipe: load it here
-        if processes.device is not None and judge.backend == "transformers" and judge.device is None:
-            judge = dataclasses.replace(judge, device=processes.device)  # each process on its own GPU
+        if judge.backend == "transformers" and processes.device_for(judge.device) != judge.device:
+            judge = dataclasses.replace(judge, device=processes.device_for(judge.device))  # its own GPU
         try:
             judge = judge.load()
         except (OSError, ValueError, ImportError) as error:
@@ -165,7 +165,7 @@ def _judge(plan: BenchmarkPlan, models: list[ModelItems], processes: Processes) 
 
     total = sum(len(items.kept) for items in models)
     start, end = processes.shard(total)
-    quiet = argparse_quiet(plan.quiet or not processes.is_main)
+    quiet = _quiet_flag(plan.quiet or not processes.is_main)
     with closing(progress_bar((end - start) * len(plan.methods), "judge", quiet, unit="img")) as bar:
         if plan.ray is not None:
             from .ray_jobs import judge_ray
@@ -184,7 +184,7 @@ def run_benchmark(plan: BenchmarkPlan, *, on_image: Callable[[Path], None] | Non
     from ..cli.exits import EXIT_NONE_SCORED, RUN, exit_status, report_failures, start_run
     from .leaderboard import build_leaderboard, write_leaderboard  # before any work: a broken install fails first
     from .report import write_benchmark_report
-    from .writing import failure_lines, model_entry, suite_facts, write_benchmark_manifest, write_runs
+    from .writing import benchmark_manifest, failure_lines, model_entry, write_benchmark_manifest, write_runs
 
     processes = Processes() if plan.ray is not None else Processes.current()
     start_run(None)
@@ -210,20 +210,13 @@ def run_benchmark(plan: BenchmarkPlan, *, on_image: Callable[[Path], None] | Non
     results = sum(1 for methods in merged.records.values() for pairs in methods.values()
                   for _, record in pairs if record.get("status") != "failed")
     status = exit_status(expected, results)
-    manifest = {
-        "command": "vlmjudge benchmark", "library_version": _version(), "suite": suite_facts(plan.suite),
-        "models": entries, "methods": [{"name": m.name, "options": dict(m.options), "judge": m.needs_judge,
-                                        "statistic": next(iter(m.spec.statistics), None)} for m in plan.methods],
-        "judge": judge_manifest, "images": sum(e["images"] for e in entries),
-        **{name: sum(e[name] for e in entries) for name in COUNTERS}, **context,
-        "images_per_share": merged.shares, "chunk_size": plan.chunk_size, "leaderboard": "leaderboard.json",
-        "report": "report.html",
-        "exit_status": status}
+    manifest = benchmark_manifest(plan.suite, plan.methods, entries, judge_manifest, {
+        **context, "images_per_share": merged.shares, "chunk_size": plan.chunk_size, "exit_status": status})
     write_benchmark_manifest(plan.out, manifest)
     for entry in entries:
         if entry["missing"]:
             print(f"{entry['name']}: no image for {entry['n_missing']} prompt(s), left out of its runs: "
-                  f"{', '.join(entry['missing'][:8])}{' ...' if entry['n_missing'] > 8 else ''}", file=sys.stderr)
+                  f"{shown(entry['missing'], 8)}", file=sys.stderr)
     report_failures(failure_lines(models, merged), None)
     board = build_leaderboard(runs, plan.suite, n_resamples=plan.n_resamples, seed=plan.stats_seed,
                               confidence=plan.confidence, human=plan.human)
@@ -238,11 +231,6 @@ def _cache_of(judge: Any) -> str | None:
     cache = getattr(judge, "cache", None)
     path = getattr(cache, "path", cache)
     return None if path is None else str(path)
-
-
-def _version() -> str:
-    from .. import __version__
-    return __version__
 
 
 __all__ = ["BenchmarkPlan", "BenchmarkResult", "RaySettings", "check_plan", "run_benchmark"]

@@ -95,6 +95,21 @@ def model_entry(model: Any, items: ModelItems, merged: ShardResult, runs: Mappin
     return entry
 
 
+def benchmark_manifest(suite: PromptSuite, plans: Sequence[MethodPlan], entries: Sequence[Mapping[str, Any]],
+                       judge: Mapping[str, Any] | None, context: Mapping[str, Any]) -> dict[str, Any]:
+    """benchmark.json: the suite, the models (`model_entry`), the methods with their options and
+    headline statistic, the judge's manifest, the judge's counters summed over the models, and the
+    run's settings (`context`)."""
+    from .. import __version__
+
+    return {"command": COMMAND, "library_version": __version__, "suite": suite_facts(suite), "models": list(entries),
+            "methods": [{"name": plan.name, "options": dict(plan.options), "judge": plan.needs_judge,
+                         "statistic": next(iter(plan.spec.statistics), None)} for plan in plans],
+            "judge": judge, "images": sum(entry["images"] for entry in entries),
+            **{name: sum(entry[name] for entry in entries) for name in COUNTERS}, **context,
+            "leaderboard": "leaderboard.json", "report": "report.html"}
+
+
 def write_benchmark_manifest(out: Path, manifest: Mapping[str, Any]) -> Path:
     """Write OUT/benchmark.json whole."""
     path = out / BENCHMARK_MANIFEST

@@ -35,7 +35,7 @@ def test_ray_pools_write_the_in_process_runs(local_ray, tmp_path, photo_suite, t
               "model_images": {"alpha": str(photo_suite / "alpha")}, "generators": {"sd": tiny_pipeline},
               "steps": 2, "size": 32, "judge": tiny_vlm_path("qwen3_vl"), "device": "cpu", "quiet": True,
               "chunk_size": 2}
-    alone = vlmjudge.benchmark(out=tmp_path / "alone", **common)
+    vlmjudge.benchmark(out=tmp_path / "alone", **common)
     pooled = vlmjudge.benchmark(out=tmp_path / "ray", ray=True, ray_actors=1, **common)
     assert pooled.status == 0 and pooled.manifest["ray"] is True
     for model in ("alpha", "sd"):

@@ -117,7 +117,7 @@ def test_compare_reads_the_runs_unchanged(acceptance, tmp_path):
     prompt paired, each run's value its own TerraVis summary."""
     out = acceptance["out"]
     runs = [str(out / "runs" / m / "terravis" / "records.jsonl") for m in MODELS]
-    status, stdout, err = run_cli(["compare", *runs, "--out", str(tmp_path / "cmp"), "--resamples", "200"])
+    status, _, err = run_cli(["compare", *runs, "--out", str(tmp_path / "cmp"), "--resamples", "200"])
     assert status == 0, err
     result = json.loads((tmp_path / "cmp" / "comparison.json").read_text())
     assert result["method"] == "terravis" and not result["mixed"]
