@@ -33,7 +33,9 @@ def args(folders, demo_judge, *extra):
 
 
 def test_missing_prompts_are_listed_and_corrupt_images_counted(folders, demo_judge, board_calls, capsys):
-    status = main(args(folders, demo_judge))
+    labels = folders / "labels.jsonl"
+    labels.write_text('{"id": "p0", "human": 0.5}\n')
+    status = main(args(folders, demo_judge, "--human", str(labels), "--resamples", "300", "--bootstrap-seed", "4"))
     err = capsys.readouterr().err
     assert status == 3, err  # some images got no result (the judging commands' status)
     assert "gappy: no image for 1 prompt(s), left out of its runs: p2" in err
@@ -53,7 +55,9 @@ def test_missing_prompts_are_listed_and_corrupt_images_counted(folders, demo_jud
     assert (gap["n_images"], gap["images"], gap["n_missing"], gap["missing"], gap["n_bad_images"]) == (3, 2, 1, ["p2"], 1)
     assert gap["unmatched_files"] == ["extra.png"] and gap["images_encoded"] == 2
     assert bench["exit_status"] == 3
-    assert set(board_calls["build"][0]["runs"]) == {"full", "gappy"}
+    build = board_calls["build"][0]
+    assert set(build["runs"]) == {"full", "gappy"}
+    assert (build["human"], build["n_resamples"], build["seed"]) == ((str(labels), "labels"), 300, 4)
 
 
 def test_on_error_raise_stops_at_the_corrupt_image_before_the_judge_loads(folders, demo_judge, board_calls, capsys):
@@ -79,3 +83,25 @@ def test_no_readable_image_at_all_is_status_4_without_a_judge(folders, board_cal
                    "--out", str(folders / "out")])
     err = capsys.readouterr().err
     assert status == 4 and "skipped 3 item(s) as bad input" in err, err
+
+
+def test_a_method_without_a_judge_gets_the_suites_references(tmp_path, tiny_encoder_dirs, board_calls, capsys):
+    """Image Regeneration (no default judge) on a prompts file with references: no judge is given
+    or loaded, each model image is compared with its prompt's reference."""
+    from PIL import Image
+
+    (tmp_path / "refs").mkdir()
+    (tmp_path / "gen").mkdir()
+    for n, pid in enumerate(("a", "b")):
+        Image.new("RGB", (64, 64), (60 * n, 100, 200)).save(tmp_path / "refs" / f"{pid}.png")
+        Image.new("RGB", (64, 64), (200, 60 * n, 100)).save(tmp_path / "gen" / f"{pid}.png")
+    (tmp_path / "p.csv").write_text("id,prompt,reference\na,a lake,refs/a.png\nb,a hill,refs/b.png\n")
+    status = main(["benchmark", "--prompts", str(tmp_path / "p.csv"), "--model-images", f"m={tmp_path / 'gen'}",
+                   "--methods", "regeneration", "--method-option", f"regeneration.clip_model={tiny_encoder_dirs['clip']}",
+                   "--method-option", f"regeneration.dino_model={tiny_encoder_dirs['dino']}", "--device", "cpu",
+                   "--out", str(tmp_path / "out")])
+    assert status == 0, capsys.readouterr().err
+    records, manifest = read_run(tmp_path / "out" / "runs" / "m" / "regeneration" / "records.jsonl")
+    assert [r["id"] for r in records] == ["a", "b"] and all(r["clip"] is not None and r["mllm"] is None for r in records)
+    bench = json.loads((tmp_path / "out" / "benchmark.json").read_text())
+    assert bench["judge"] is None and bench["methods"][0]["judge"] is False and bench["cache"] is None
