@@ -235,9 +235,11 @@ class GeneratorModel:
     kind = "generator"
 
     def pipeline_label(self) -> str:
-        """The pipeline as text: its id or folder, or the callable's name."""
+        """The pipeline as text: its Hub id, its folder (absolute, so a rerun from elsewhere is the
+        same generator), or the callable's name."""
         if isinstance(self.pipeline, (str, os.PathLike)):
-            return str(self.pipeline)
+            folder = Path(os.path.expanduser(str(self.pipeline)))
+            return str(folder.resolve()) if folder.is_dir() else str(self.pipeline)
         from ..generators import generator_name
         return generator_name(self.pipeline)
 
