@@ -15,11 +15,13 @@ from .intake import ON_ERROR_CHOICES, looks_like_path
 from .preflight import TINY_JUDGE_HINT, check_device, check_model
 
 
-def add_judge_flags(parser: argparse.ArgumentParser) -> None:
-    """The flags every judging command shares; each help says what happens without the flag."""
+def add_judge_flags(parser: argparse.ArgumentParser, model_flags: tuple[str, ...] = ("--model",)) -> None:
+    """The flags every judging command shares; each help says what happens without the flag.
+    `model_flags` names the judge's flag (`vlmjudge benchmark` adds --judge, its models being others)."""
     g = parser.add_argument_group("judge")
-    g.add_argument("--model", help="the judge: a Hub id, a local checkpoint folder, a server's model name, or a "
-                                   "replay JSONL of recorded answers (default: the method's default model)")
+    g.add_argument(*model_flags, dest="model",
+                   help="the judge: a Hub id, a local checkpoint folder, a server's model name, or a "
+                        "replay JSONL of recorded answers (default: the method's default model)")
     g.add_argument("--revision", default=None, help="Hub revision: branch, tag or commit (default: the main branch)")
     g.add_argument("--backend", default="transformers",
                    help="how the judge runs: transformers (in this process), openai (a server, see --base-url), "
@@ -93,10 +95,9 @@ def check_judge(args: argparse.Namespace, default_model: str | None = None) -> s
     return model
 
 
-def judge_from_args(args: argparse.Namespace, default_model: str | None = None) -> Any:
-    """A judge from the shared flags, loaded as every face loads one (`vlmjudge.faces`): without
-    --model, the method's default model (`default_model`, else that of the method whose
-    sub-command runs); a --model that cannot load is one clear line, at once (`check_judge`)."""
+def judge_recipe_from_args(args: argparse.Namespace, default_model: str | None = None) -> Any:
+    """The `JudgeRecipe` the shared flags describe, checked (`check_judge`) but not loaded: what a
+    command that loads its judge elsewhere (each Ray actor of a benchmark) hands on."""
     from ..faces.loading import judge_recipe
     model = check_judge(args, default_model)
     extra: dict[str, Any] = {"batch_size": args.batch_size}
@@ -110,10 +111,17 @@ def judge_from_args(args: argparse.Namespace, default_model: str | None = None) 
             raise SystemExit(f"--base-url is for the openai backend, not --backend {backend}")
         extra["base_url"] = args.base_url
         extra["server"] = getattr(args, "server", "vllm")
-    recipe = judge_recipe(model=os.path.expanduser(model) if looks_like_path(model) else model, backend=backend,
-                          revision=getattr(args, "revision", None), device=getattr(args, "device", None),
-                          dtype=getattr(args, "dtype", None), cache=args.cache, judge_kwargs=extra,
-                          where="--model")
+    return judge_recipe(model=os.path.expanduser(model) if looks_like_path(model) else model, backend=backend,
+                        revision=getattr(args, "revision", None), device=getattr(args, "device", None),
+                        dtype=getattr(args, "dtype", None), cache=args.cache, judge_kwargs=extra, where="--model")
+
+
+def judge_from_args(args: argparse.Namespace, default_model: str | None = None) -> Any:
+    """A judge from the shared flags, loaded as every face loads one (`vlmjudge.faces`): without
+    --model, the method's default model (`default_model`, else that of the method whose
+    sub-command runs); a --model that cannot load is one clear line, at once (`check_judge`)."""
+    recipe = judge_recipe_from_args(args, default_model)
+    model = check_judge(args, default_model)  # as given, for the error line (checked once already)
     try:
         return recipe.load()
     except (OSError, ValueError, ImportError) as exc:  # Hub and file errors are OSErrors
