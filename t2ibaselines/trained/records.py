@@ -11,12 +11,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from vlmjudge.record_schema import check_record
+from vlmjudge.record_schema import ScoredOrFailed, check_record
 from vlmjudge.stats.statistic import ColumnMean, Statistic
 
 
 @dataclass
-class TrainedRecord:
+class TrainedRecord(ScoredOrFailed):
     """One scored item: `score` is None exactly when the item failed, and `error` says why.
 
     Examples:
@@ -34,15 +34,6 @@ class TrainedRecord:
     raw_score: float | None = None
     details: dict[str, Any] = field(default_factory=dict)
     made_by: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def valid(self) -> bool:
-        return self.score is not None
-
-    @property
-    def status(self) -> str:
-        """The shared status: scored, or failed (`error` says why)."""
-        return "scored" if self.score is not None else "failed"
 
     def to_json(self) -> dict[str, Any]:
         """The record in the shared layout: id, status, score, then the scorer's own fields."""
