@@ -141,7 +141,12 @@ class _TerraVisScore(ScoreCommand):
 
     def partial_manifest(self) -> dict[str, Any]:
         """The run's manifest, as written beside the records an interrupted run keeps."""
-        return self.manifest
+        return self.current_manifest()
+
+    def current_manifest(self) -> dict[str, Any]:
+        """The manifest with the judge's counters as the run has left them (failed and malformed
+        requests, answers refused), not as they were when the judge was built."""
+        return {**self.manifest, **self.tv.manifest()}
 
     def score(self, screened: Screened) -> tuple[list[dict[str, Any]], list[Failure]]:
         """Score chunk by chunk into the records file: each record's status and score, and the images
@@ -180,7 +185,7 @@ class _TerraVisScore(ScoreCommand):
         """Write the manifest; print the shared summary (counts, mean score with its 95% interval, the
         files) and the model calls."""
         written, failures = scored
-        manifest_file = write_manifest(self.out, self.manifest)
+        manifest_file = write_manifest(self.out, self.current_manifest())
         n_bad = len(screened.failures) + sum(failure.bad_input for failure in failures)
         print_summary(written, [self.out, manifest_file], "{:.4f}", skipped=n_bad)
         stats = self.judge.stats

@@ -81,6 +81,7 @@ def test_summary_of_identical_scores_has_a_zero_width_interval(tmp_path, capsys)
     command = _TerraVisScore(SimpleNamespace(), tmp_path / "results.jsonl")
     command.manifest = {"method": "terravis"}
     command.judge = SimpleNamespace(stats=SimpleNamespace(model_calls=0, resumed_from_cache=0, reused_within_run=0))
+    command.tv = SimpleNamespace(manifest=lambda: {"method": "terravis"})
     written = [{"status": "scored", "score": 0.5}] * 3 + [{"status": "not_applicable", "score": None}]
     command.summarize(Screened(kept=[0, 1, 2, 3]), (written, []))
     out = capsys.readouterr().out

@@ -32,6 +32,12 @@ def add_judge_flags(parser: argparse.ArgumentParser, model_flags: tuple[str, ...
     g.add_argument("--server", choices=("vllm", "sglang", "openai"), default="vllm",
                    help="the server family, whose request extensions differ; openai for a hosted API "
                         "(default: vllm)")
+    g.add_argument("--request-timeout", type=_positive_seconds, default=None, metavar="SECONDS",
+                   help="openai backend: the most one attempt of a request takes, connect to last byte "
+                        "(default: 60)")
+    g.add_argument("--max-response-bytes", type=_positive_bytes, default=None, metavar="BYTES",
+                   help="openai backend: refuse a reply larger than this (default: what a legitimate reply to "
+                        "each request can take, from its max_tokens and logprobs)")
     g.add_argument("--device", default=None, help="cpu, cuda, cuda:1, ... (default: cuda if available)")
     g.add_argument("--dtype", default=None, help="bfloat16, float16, float32 (default: the backend's)")
     g.add_argument("--batch-size", type=int, default=8, help="requests per model call (default: 8)")
@@ -42,6 +48,24 @@ def add_judge_flags(parser: argparse.ArgumentParser, model_flags: tuple[str, ...
                    help="replay backend: comma-separated meta fields that key the answers, e.g. "
                         "item_id,question_id (default: the request's content)")
     g.add_argument("--out", default=None, help="where results go (default: the command's own, see its description)")
+
+
+def _positive_seconds(text: str) -> float:
+    """A finite number of seconds above 0 (argparse's type for --request-timeout)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number of seconds above 0")
+    return value
+
+
+def _positive_bytes(text: str) -> int:
+    """A whole number of bytes, at least 1 (argparse's type for --max-response-bytes)."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of bytes >= 1")
+    return int(text)
 
 
 def add_on_error_flag(parser: argparse.ArgumentParser) -> None:
@@ -108,9 +132,15 @@ def judge_recipe_from_args(args: argparse.Namespace, default_model: str | None =
         if backend == "transformers":  # the default, and in-process: a server URL means the openai backend
             backend = "openai"
         elif backend != "openai":
-            raise SystemExit(f"--base-url is for the openai backend, not --backend {backend}")
+            raise CommandError(f"--base-url is for the openai backend, not --backend {backend}")
         extra["base_url"] = args.base_url
         extra["server"] = getattr(args, "server", "vllm")
+    for flag, setting in (("request_timeout", "timeout_s"), ("max_response_bytes", "max_response_bytes")):
+        if getattr(args, flag, None) is not None:
+            if backend != "openai":
+                raise CommandError(f"--{flag.replace('_', '-')} bounds requests to a server: give --base-url "
+                                   f"(the openai backend), not --backend {backend}")
+            extra[setting] = getattr(args, flag)
     return judge_recipe(model=os.path.expanduser(model) if looks_like_path(model) else model, backend=backend,
                         revision=getattr(args, "revision", None), device=getattr(args, "device", None),
                         dtype=getattr(args, "dtype", None), cache=args.cache, judge_kwargs=extra, where="--model")

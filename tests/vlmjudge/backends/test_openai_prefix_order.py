@@ -11,7 +11,8 @@ from PIL import Image
 from openai_stub import stub_client, stub_server
 
 from vlmjudge import Request
-from vlmjudge.backends.openai.wire import ImageURLs, grouped_order, usage_counts
+from vlmjudge.backends.openai.replies import usage_counts
+from vlmjudge.backends.openai.wire import ImageURLs, grouped_order
 
 #: Tokens the stub counts for an image and for each word of text.
 IMAGE_TOKENS = 100
