@@ -37,6 +37,8 @@ log = logging.getLogger("vlmjudge.openai")
 
 T = TypeVar("T")
 
+#: Attempts a request may spend whole, each to its deadline, before it fails (a dripping server).
+TIMEOUT_ATTEMPTS = 2
 #: HTTP statuses worth retrying besides 5xx: request timeout, conflict (lock), rate limit.
 RETRY_STATUSES = (408, 409, 429)
 #: Key placeholder for local servers that check no key (vLLM's convention).
@@ -221,9 +223,14 @@ class OpenAIJudge(OptionReading, ReplyReading, FirstOptionsCheck, Judge):
     # -- retries ------------------------------------------------------------------------
     def _with_retries(self, call: Callable[[], T]) -> T:
         """`call()`, retried on transient failures; raises _GaveUp after the last retry, or at once
-        for a reply past its cap (a server that sent one will send it again)."""
+        for a reply past its cap (a server that sent one will send it again). An attempt that used
+        up its whole `timeout_s` is tried once more, not `max_retries` times: a server that drips
+        held each of them to the deadline, so a request ends within about 2 x `timeout_s`."""
+        import openai
+
         from .transport import ResponseTooLarge
 
+        timed_out = 0
         for attempt in range(self.max_retries + 1):
             try:
                 return call()
@@ -232,7 +239,8 @@ class OpenAIJudge(OptionReading, ReplyReading, FirstOptionsCheck, Judge):
                 raise _GaveUp(f"after {attempt + 1} attempt(s), not retried: {exc}") from exc
             except Exception as exc:  # classified below; anything unknown is re-raised
                 wait = self._transient_wait(exc, attempt)
-                if attempt == self.max_retries:
+                timed_out += isinstance(exc, openai.APITimeoutError)
+                if attempt == self.max_retries or timed_out == TIMEOUT_ATTEMPTS:
                     raise _GaveUp(f"after {attempt + 1} attempt(s): {type(exc).__name__}: {exc}") from exc
                 self._count("retries")
                 log.debug("transient %s (attempt %d of %d), retrying in %.2f s",
