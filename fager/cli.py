@@ -221,11 +221,22 @@ class _FagerScore(ScoreCommand):
                 bar.update(len(chunk))
         return verdicts
 
+    def image_name(self, item: int) -> str:
+        """An item's image as its record names it: the CSV's `image` value, a path relative to the
+        CSV's folder (or an absolute one), so a report finds the file from the manifest's
+        `input_root`, where a bare file name would leave it lost among the CSV's folders."""
+        path = self.images[item]
+        try:
+            return path.relative_to(self.args.items.parent).as_posix()
+        except ValueError:  # an absolute path in the CSV
+            return str(path)
+
     def summarize(self, screened: Screened, verdicts: list) -> Outcome:
         """Write the Verdicts, summary.csv and the manifest; print the shared summary, then each level's
         mean with its 95% interval and n, and the parse failures."""
         args, details, images, kept = self.args, self.out, self.images, screened.kept
-        verdicts = [with_resolution_note(v, screened.notes.get(i)) for i, v in zip(kept, verdicts)]
+        verdicts = [with_resolution_note(v, screened.notes.get(i)).model_copy(update={"image": self.image_name(i)})
+                    for i, v in zip(kept, verdicts)]
         details.parent.mkdir(parents=True, exist_ok=True)
         write_verdicts(verdicts, details)
         summary = summary_path(details)
@@ -265,6 +276,7 @@ def _manifest(args: argparse.Namespace, fager: Any, n_items: int, n_skipped: int
     judge = fager.judge
     made_by = judge.manifest() if callable(getattr(judge, "manifest", None)) else {}
     return {**made_by, "method": "fager", "command": "fager score", "items": str(args.items),
+            "input_root": str(Path(args.items).resolve().parent),
             "qa": None if args.qa is None else str(args.qa), "pack": args.pack,
             "policy": {"regenerate_threshold": args.regenerate_threshold, "keep_threshold": args.keep_threshold,
                        "inclusive": not args.exclusive},

@@ -25,6 +25,7 @@ from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl, earlier_manife
 from vlmjudge.cli.scoring import Outcome, ScoreCommand, partial_output, run_scoring
 from vlmjudge.images import ImageInputError, to_pil
 from vlmjudge.cli.progress import add_quiet_flag, progress_bar, quiet_judge
+from vlmjudge.cli.report_command import add_dpi_flag
 from vlmjudge.cli.summary import print_summary
 from vlmjudge.outputs import record_text, write_manifest
 
@@ -91,6 +92,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "classifier (the paper's; default google/siglip-so400m-patch14-384, or a local "
                              "SigLIP folder) over the images in the records' meta.path; replaces any style column")
     report.add_argument("--worst", type=int, default=20, help="how many of the lowest-scored images to show")
+    add_dpi_flag(report)
     report.set_defaults(func=run_report)
 
 
@@ -211,7 +213,7 @@ def run_report(args: argparse.Namespace) -> int:
         classifier = SigLIPStyleClassifier(DEFAULT_MODEL if args.classify_styles == "siglip" else args.classify_styles)
     try:
         written = write_report(args.results, args.out, group_by=args.group_by, human=args.human, worst=args.worst,
-                               violation_below=args.violation_below, style_classifier=classifier)
+                               violation_below=args.violation_below, style_classifier=classifier, dpi=args.dpi)
     except (ReportError, OSError, ValueError, KeyError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

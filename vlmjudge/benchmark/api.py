@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..reports.figures import DEFAULT_DPI
 from .methods import MethodPlan, apply_options, resolve_methods
 from .models import BenchmarkError, GeneratorSettings, generator_models
 from .models import model_images as image_folders
@@ -125,7 +126,7 @@ def benchmark(*, out: str | os.PathLike, methods: str | Sequence[Any], suite: Pr
               dtype: str | None = None, batch_size: int = 8, judge_kwargs: Mapping[str, Any] | None = None,
               cache: Any = True, chunk_size: int = 16, on_error: str = "skip", human: str | os.PathLike | None = None,
               human_format: str = "labels", n_resamples: int = 2000, stats_seed: int = 0, confidence: float = 0.95,
-              dpi: int = 150, ray: bool = False, ray_actors: int = 1, ray_gpus_per_actor: float = 0,
+              dpi: int = DEFAULT_DPI, ray: bool = False, ray_actors: int = 1, ray_gpus_per_actor: float = 0,
               ray_cpus_per_actor: float = 1, quiet: bool = False,
               on_image: Callable[[Path], None] | None = None) -> BenchmarkResult:
     """Benchmark text-to-image models on a prompt suite with every method over one judge.

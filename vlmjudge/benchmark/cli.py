@@ -12,6 +12,7 @@ from typing import Any
 
 from ..cli.flags import add_judge_flags, add_no_cache_flag, add_on_error_flag, judge_recipe_from_args
 from ..cli.generator_flags import positive_int
+from ..cli.report_command import add_dpi_flag
 from ..cli.help import EXIT_EPILOG, DefaultsHelpFormatter, describe
 from ..cli.progress import add_quiet_flag
 
@@ -83,7 +84,7 @@ def configure_benchmark(sub: argparse._SubParsersAction) -> None:
     board.add_argument("--resamples", type=positive_int, default=2000, help="bootstrap resamples")
     board.add_argument("--confidence", type=float, default=0.95, help="interval confidence")
     board.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap")
-    board.add_argument("--dpi", type=positive_int, default=150, help="resolution of the report's PNG figures")
+    add_dpi_flag(board)
     parser.set_defaults(func=run_benchmark_command)
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..reports.figures import DEFAULT_DPI
 from .judging import ModelItems, ShardResult, build_scorers, check_model_images, judge_shard
 from .methods import MethodPlan, check_inputs
 from .models import BenchmarkError, FoundImages, GeneratorModel, ImageFolder, check_distinct, find_images, shown
@@ -47,7 +48,7 @@ class BenchmarkPlan:
     n_resamples: int = 2000
     stats_seed: int = 0
     confidence: float = 0.95
-    dpi: int = 150
+    dpi: int = DEFAULT_DPI
     ray: RaySettings | None = None
     quiet: bool = False
 

@@ -25,6 +25,7 @@ SHOWN_IDS = 8
 def configure_agreement(sub: Any) -> None:
     """Add the `agreement` sub-command to the `vlmjudge` parser."""
     from ..stats.human_agreement import STATISTICS
+    from .report_command import add_dpi_flag
 
     parser = sub.add_parser(
         "agreement", help="how far to trust a judge: agreement of runs with human labels",
@@ -47,6 +48,7 @@ def configure_agreement(sub: Any) -> None:
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
     parser.add_argument("--confidence", type=float, default=0.95, help="interval confidence (default 0.95)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    add_dpi_flag(parser)
     parser.set_defaults(func=run_agreement)
 
 
@@ -268,7 +270,7 @@ def run_agreement(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     summary = args.out / "agreement.json"
     summary.write_text(json_text(result, str(summary), indent=2) + "\n", encoding="utf-8")
-    page = write_agreement_report(result, args.out)
+    page = write_agreement_report(result, args.out, dpi=args.dpi)
     for run in result["runs"]:
         rho = run["statistics"][args.statistic]
         print(f"{run['name']}: {args.statistic} {rho['value']:.3f} [{rho['low']:.3f}, {rho['high']:.3f}] "

@@ -44,7 +44,7 @@ def run_compare(args: argparse.Namespace) -> int:
     except MixedRunsError as error:
         print(f"vlmjudge compare: {error}", file=sys.stderr)
         return 2
-    written = write_comparison(result, args.out)
+    written = write_comparison(result, args.out, dpi=args.dpi)
     for row in result["leaderboard"]:
         print(f"{row.get('rank', '-')}. {row['label']}: {row['value']:.4g} [{row['low']:.4g}, {row['high']:.4g}] n={row['n']}")
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
@@ -53,6 +53,8 @@ def run_compare(args: argparse.Namespace) -> int:
 
 def configure_compare(sub: argparse._SubParsersAction) -> None:
     """Add the `compare` sub-command."""
+    from .report_command import add_dpi_flag
+
     parser = sub.add_parser("compare", help="compare runs of one method: leaderboard, paired differences, report",
                             description="Pairs items by id and recomputes the method's own statistic on "
                                         "bootstrap resamples; diff = b - a for each pair of runs (a listed first).")
@@ -65,4 +67,5 @@ def configure_compare(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--resamples", type=int, default=2000, help="bootstrap and permutation resamples")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--confidence", type=float, default=0.95)
+    add_dpi_flag(parser)
     parser.set_defaults(func=run_compare)

@@ -14,7 +14,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from .figures import new_figure, save_figure, title_lines
+from .figures import DEFAULT_DPI, FigureFiles, check_dpi, new_figure, plain, save_figure, title_lines
 from .page import (PAGE_NAME, empty_state, figures_section, fmt_cell, fmt_number, page, section, summary_table, table,
                    write_page)
 
@@ -34,17 +34,18 @@ def with_interval(estimate: dict[str, Any]) -> str:
     return f"{fmt_number(estimate['value'])} [{fmt_number(estimate['low'])}, {fmt_number(estimate['high'])}]"
 
 
-def scatter(run: dict[str, Any], axes: dict[str, str], path: str | os.PathLike) -> None:
-    """Judge score against people's for one run, one dot per item."""
+def scatter(run: dict[str, Any], axes: dict[str, str], path: str | os.PathLike, dpi: int = DEFAULT_DPI) -> FigureFiles:
+    """Judge score against people's for one run, one dot per item (PNG at `dpi`, and SVG)."""
     fig = new_figure(5.5, 4.2)
     ax = fig.subplots()
     ax.scatter([item["human"] for item in run["items"]], [item["judge"] for item in run["items"]],
                s=14, alpha=0.6, color="#0b5cad")
-    ax.set_xlabel(axes["human"])
-    ax.set_ylabel(axes["judge"])
+    ax.set_xlabel(plain(axes["human"]))
+    ax.set_ylabel(plain(axes["judge"]))
     rho = run["statistics"]["spearman"]["value"]
-    ax.set_title(title_lines(f"{run['name']}: Spearman rho {rho:.3f}, {run['matched']} items", 60), fontsize=9)
-    save_figure(fig, path)
+    shown = "n/a" if rho is None else f"{rho:.3f}"
+    ax.set_title(title_lines(f"{run['name']}: Spearman rho {shown}, {run['matched']} items", 60), fontsize=9)
+    return save_figure(fig, path, dpi)
 
 
 def _comparison_part(comparison: dict[str, Any] | None) -> str:
@@ -159,27 +160,29 @@ def _unmatched_part(run: dict[str, Any]) -> str:
     return f"<h3>{escape(run['name'])}</h3><ul>{''.join(lines)}</ul>" if lines else ""
 
 
-def write_agreement_report(result: dict[str, Any], out_dir: str | os.PathLike) -> Path:
-    """Write report.html (and a scatter PNG per run) into `out_dir`, all or none of them
-    (`vlmjudge.outputs.staged_folder`: a failure leaves the earlier report); returns the page's path."""
+def write_agreement_report(result: dict[str, Any], out_dir: str | os.PathLike, dpi: int = DEFAULT_DPI) -> Path:
+    """Write report.html and a scatter per run (PNG at `dpi`, and SVG) into `out_dir`, all or none
+    of them (`vlmjudge.outputs.staged_folder`: a failure leaves the earlier report); returns the
+    page's path."""
     from ..outputs import staged_folder, without_negative_zero
 
+    check_dpi(dpi)
     out = Path(out_dir)
     with staged_folder(out) as stage:
-        _write_agreement_files(without_negative_zero(result), stage)
+        _write_agreement_files(without_negative_zero(result), stage, dpi)
     return out / PAGE_NAME
 
 
-def _write_agreement_files(result: dict[str, Any], out: Path) -> Path:
-    """The scatter PNGs and report.html of `write_agreement_report`, written into `out`."""
+def _write_agreement_files(result: dict[str, Any], out: Path, dpi: int) -> Path:
+    """The scatter figures and report.html of `write_agreement_report`, written into `out`."""
     header = ["judge", "items", *TITLES.values()]
     rows = [[run["name"], run["matched"], *(with_interval(run["statistics"][name]) for name in TITLES)]
             for run in result["runs"]]
     figures = []
     for number, run in enumerate(result["runs"], start=1):
         name = f"scatter_{number}_{re.sub(r'[^A-Za-z0-9._-]+', '_', run['name'])[:60]}.png"
-        scatter(run, result["axes"], out / name)
-        figures.append((name, f"{run['name']}: judge score against people's, one dot per item"))
+        files = scatter(run, result["axes"], out / name, dpi)
+        figures.append((files, f"{run['name']}: judge score against people's, one dot per item"))
     settings = result["settings"]
     subtitle = (f"{result['method'] or 'generic labels'} against {result['human']['path']} "
                 f"({result['human']['format']}); {int(settings['confidence'] * 100)}% percentile bootstrap "

@@ -40,10 +40,10 @@ def test_label_colour_is_white_on_dark_and_black_on_light():
 def test_heatmap_labels_follow_their_cell_and_an_all_zero_grid_keeps_a_unit_scale():
     fig = new_figure(3, 3)
     ax = fig.subplots()
-    heatmap(ax, [[0.0, 50.0], [100.0, 10.0]], label=lambda v: f"{v:.0f}")
+    heatmap(ax, [[0.0, 50.0], [100.0, 10.0]], colorbar="%", label=lambda v: f"{v:.0f}")
     colours = {t.get_text(): t.get_color() for t in ax.texts}
     assert colours["100"] == "white" and colours["0"] == "black"
-    zeros = heatmap(new_figure(3, 3).subplots(), [[0.0, 0.0]])
+    zeros = heatmap(new_figure(3, 3).subplots(), [[0.0, 0.0]], colorbar="images")
     assert zeros.norm.vmax == 1.0  # not a colourbar scaled to 1e-9
 
 
