@@ -235,7 +235,7 @@ class _FagerScore(ScoreCommand):
         unanswered = [Failure(i, str(images[i]), reason) for i, v in zip(kept, verdicts)
                       if (reason := no_result_reason(v)) is not None]
         print_summary([{"status": v.status, "score": v.score} for v in verdicts], [details, summary, manifest],
-                      "{:.2f}", skipped=len(screened.failures))
+                      skipped=len(screened.failures))
         if any(v.score is not None for v in verdicts):
             print("levels: " + ", ".join(f"{name} {interval_text(mean_with_interval(values))}"
                                          for name, values in level_values(verdicts).items()))
@@ -293,7 +293,7 @@ def run_refine(args: argparse.Namespace) -> int:
         return 2
     out = Path(args.out or "fager_refine")
     print_summary([{"status": "scored" if item.final_score is not None else "failed", "score": item.final_score}
-                   for item in report.items], [out / "report.json", out / "report.md"], "{:.2f}")
+                   for item in report.items], [out / "report.json", out / "report.md"])
     print(report.markdown().splitlines()[2])
     return 0
 

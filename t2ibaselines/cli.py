@@ -218,7 +218,7 @@ class BaselineScore(ScoreCommand):
         written, failures = scored
         manifest_file = write_manifest(self.out, self.manifest)
         n_bad = len(screened.failures) + sum(failure.bad_input for failure in failures)
-        print_summary(written, [self.out, manifest_file], "{:.4f}", skipped=n_bad)
+        print_summary(written, [self.out, manifest_file], skipped=n_bad)
         if self.judge is not None:
             stats = self.judge.stats
             print(f"model calls: {stats.model_calls} (answers from an earlier run: {stats.resumed_from_cache}, "

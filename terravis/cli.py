@@ -187,7 +187,7 @@ class _TerraVisScore(ScoreCommand):
         written, failures = scored
         manifest_file = write_manifest(self.out, self.current_manifest())
         n_bad = len(screened.failures) + sum(failure.bad_input for failure in failures)
-        print_summary(written, [self.out, manifest_file], "{:.4f}", skipped=n_bad)
+        print_summary(written, [self.out, manifest_file], skipped=n_bad)
         stats = self.judge.stats
         print(f"model calls: {stats.model_calls} (answers from an earlier run: {stats.resumed_from_cache}, "
               f"reused within this run: {stats.reused_within_run})")

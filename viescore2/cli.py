@@ -199,7 +199,7 @@ class _VIEScore2Score(ScoreCommand):
             from .figures import draw_record_overlays
 
             written.append(draw_record_overlays(Path(args.overlays), records))
-        print_summary([{"status": r.status, "score": r.overall} for r in records], written, "{:.4f}",
+        print_summary([{"status": r.status, "score": r.overall} for r in records], written,
                       skipped=len(screened.failures))
         print(format_table(score_extras(records, counts.get("parse_failures", 0))))
         return Outcome(sum(r.read_status != "error" for r in records), failures)

@@ -14,6 +14,7 @@ from ..cli.flags import add_judge_flags, add_no_cache_flag, add_on_error_flag, j
 from ..cli.generator_flags import positive_int
 from ..cli.help import EXIT_EPILOG, DefaultsHelpFormatter, describe
 from ..cli.progress import add_quiet_flag
+from ..text import format_score
 
 EXAMPLE = ("example: vlmjudge benchmark --prompts prompts.csv --model-images A=images/a --model-images B=images/b "
            "--methods terravis,viescore2 --judge Qwen/Qwen3-VL-8B-Instruct --out bench/")
@@ -143,6 +144,6 @@ def print_leaderboard(board: dict[str, Any]) -> None:
     rows = sorted(board.get("rows", []), key=lambda r: (str(r.get("method")), r.get("rank") or 0))
     for row in rows:
         value, low, high = (row.get(k) for k in ("value", "low", "high"))
-        shown = "n/a" if value is None else f"{value:.4g} [{low:.4g}, {high:.4g}]" if None not in (low, high) \
-            else f"{value:.4g}"
+        shown = (f"{format_score(value)} [{format_score(low)}, {format_score(high)}]"
+                 if value is not None and None not in (low, high) else format_score(value))
         print(f"{row.get('method')} #{row.get('rank', '-')} {row.get('model')}: {shown} n={row.get('n')}")
