@@ -26,7 +26,7 @@ from vlmjudge.cli.help import EXIT_EPILOG, DefaultsHelpFormatter, describe
 from vlmjudge.cli.intake import Failure, Screened
 from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl
 from vlmjudge.cli.scoring import Outcome, ScoreCommand, run_scoring
-from vlmjudge.cli.progress import add_quiet_flag, progress_bar, quiet_judge
+from vlmjudge.cli.progress import ItemProgress, add_quiet_flag, progress_bar, quiet_judge
 from vlmjudge.cli.summary import print_summary
 from vlmjudge.outputs import write_manifest, write_records
 from vlmjudge.stats.interval import interval_text, mean_with_interval
@@ -348,12 +348,13 @@ class _CompareScore(ScoreCommand):
         kept = [self.pairing.pairs[i] for i in screened.kept]
         scorer = RegenerationScorer(quiet_judge(self.judge), similarity=_similarity(self.args))
         records: list = []
-        with progress_bar(len(kept), "compare", self.args, unit="pair") as bar:
+        with ItemProgress(len(kept), "compare", self.args, unit="pair", judges=[self.judge]) as bar:
             for start in range(0, len(kept), COMPARE_CHUNK):
                 chunk = kept[start:start + COMPARE_CHUNK]
+                bar.start(len(chunk))
                 records += scorer.score_batch({"reference": [str(p[1]) for p in chunk],
                                                "generated": [str(p[2]) for p in chunk]})
-                bar.update(len(chunk))
+                bar.advance(len(chunk))
         return scorer, records
 
     def summarize(self, screened: Screened, scored: tuple[Any, list]) -> Outcome:
