@@ -17,7 +17,7 @@ from ..cli.progress import add_quiet_flag
 from ..text import format_score
 
 EXAMPLE = ("example: vlmjudge benchmark --prompts prompts.csv --model-images A=images/a --model-images B=images/b "
-           "--methods terravis,viescore2 --judge Qwen/Qwen3-VL-8B-Instruct --out bench/")
+           "--methods terravis,viescore2 --judge Qwen/Qwen3-VL-8B-Instruct --out benchmark/")
 
 
 def configure_benchmark(sub: argparse._SubParsersAction) -> None:
