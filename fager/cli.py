@@ -2,7 +2,7 @@
 
 The sub-commands are `rubric`, `score`, `refine`, `abtest` and `rescore`.
 
-Each sub-command's --help gives its inputs and outputs; docs/fager.md, "The command line", lists
+Each sub-command's --help gives its inputs and outputs; docs/methods/fager.md, "The command line", lists
 the CSV columns, the files each writes and how `abtest` pairs and rounds runs.
 """
 from __future__ import annotations

@@ -4,7 +4,7 @@ FAGER's verdicts say what is wrong with an image; this module acts on them, one 
 time, and shows whether the changes helped. Every generated image is saved as its batch
 returns, so a killed run resumes without generating anything twice.
 
-docs/fager.md, "Refinement runs", describes the rounds, the resume rule and the output folder.
+docs/methods/fager.md, "Refinement runs", describes the rounds, the resume rule and the output folder.
 """
 from __future__ import annotations
 

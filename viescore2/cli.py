@@ -3,7 +3,7 @@ ground truth (``evaluate``).
 
 ``score --help`` prints `SCORE_HELP` and ``evaluate --help`` `EVALUATE_HELP`; ``score``'s
 records (``id``, ``text``, scores, grids, explanation, status) are also a predictions file for
-``evaluate``. docs/viescore2.md, "The command line", gives the predictions and references
+``evaluate``. docs/methods/viescore2.md, "The command line", gives the predictions and references
 formats and what the result JSON holds.
 """
 from __future__ import annotations

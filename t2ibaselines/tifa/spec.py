@@ -56,6 +56,7 @@ def render(record: TifaRecord) -> dict[str, Any]:
     return {"score_text": score_text, "markdown": "\n".join(lines)}
 
 
+#: TIFA as a registered method (`vlmjudge.get_method("tifa")`): every face reads it.
 SPEC = MethodSpec(
     name="tifa", inputs=Tifa.inputs, optional_inputs=("id", "questions"), build=build, render=render,
     score_range=(0.0, 1.0), default_model=DEFAULT_JUDGE_MODEL,

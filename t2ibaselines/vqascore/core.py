@@ -83,6 +83,11 @@ def read_probs(item_id: str, prompt: str, probs: OptionProbs, answer: str, contr
 class VQAScore:
     """VQAScore of images against their prompts over any judge that gives token probabilities.
 
+    Args:
+        judge: a `vlmjudge` Judge that gives option probabilities (`choice_probs`).
+        pack: VQAScore's prompt pack (`t2ibaselines.vqascore.load_pack`): None for the default, a
+            shipped name, a JSON path or a dict over the default.
+
     Examples:
         A replay judge with recorded full-vocabulary probabilities stands in for a model:
 

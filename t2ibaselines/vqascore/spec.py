@@ -59,6 +59,7 @@ def render(record: VQAScoreRecord) -> dict[str, Any]:
             "markdown": "| P(Yes) | P(No) | P(Yes) + P(No) |\n|---|---|---|\n| " + " | ".join(shown) + " |"}
 
 
+#: VQAScore as a registered method (`vlmjudge.get_method("vqascore")`): every face reads it.
 SPEC = MethodSpec(
     name="vqascore", inputs=VQAScore.inputs, optional_inputs=("id",), build=build, render=render,
     score_range=(0.0, 1.0), default_model=DEFAULT_JUDGE_MODEL, config={"pack": None},
