@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from vlmjudge.generators import load_editor, load_generator
 from vlmjudge.images import image_bytes_digest, to_pil
 from vlmjudge.outputs import iter_jsonl
+from vlmjudge.text import format_score
 
 from .core import Fager
 from .records import Verdict
@@ -78,7 +79,7 @@ class RefineReport(BaseModel):
 
     def markdown(self) -> str:
         """The report as a short markdown page for people."""
-        fmt = (lambda v: "n/a" if v is None else f"{v:.2f}")
+        fmt = format_score
         lines = ["# FAGER refinement", "",
                  f"{self.images} images, {self.rounds} round(s): mean overall score {fmt(self.mean_before)} -> "
                  f"{fmt(self.mean_after)} ({self.scored_before} -> {self.scored_after} scored); "

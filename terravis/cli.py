@@ -24,7 +24,7 @@ from vlmjudge.cli.preflight import require_file
 from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl, earlier_manifest, same_answers
 from vlmjudge.cli.scoring import Outcome, ScoreCommand, partial_output, run_scoring
 from vlmjudge.images import ImageInputError, to_pil
-from vlmjudge.cli.progress import add_quiet_flag, progress_bar, quiet_judge
+from vlmjudge.cli.progress import ItemProgress, add_quiet_flag, quiet_judge
 from vlmjudge.cli.report_command import add_dpi_flag
 from vlmjudge.cli.summary import print_summary
 from vlmjudge.outputs import record_text, write_manifest
@@ -156,7 +156,7 @@ class _TerraVisScore(ScoreCommand):
         args, images = self.args, self.images
         failures: list[Failure] = []
         written: list[dict[str, Any]] = []
-        bar = progress_bar(len(screened.kept), "terravis", args, unit="img")
+        bar = ItemProgress(len(screened.kept), "terravis", args, unit="img", judges=[self.judge])
         try:
             with partial_output(self.out) as fh:
                 for start in range(0, len(screened.kept), args.chunk_size):
@@ -169,6 +169,7 @@ class _TerraVisScore(ScoreCommand):
                             continue
                         chunk.append(index)
                     meta = [image_meta(images[i][1], args.t2i_model, screened.notes.get(i)) for i in chunk]
+                    bar.start(len(chunk))
                     records = self.tv.score(pils, ids=[images[i][0] for i in chunk], meta=meta) if chunk else []
                     for index, record in zip(chunk, records):
                         fh.write(record_text(record.to_json(), f"{self.out} record {record.id}") + "\n")
@@ -178,7 +179,7 @@ class _TerraVisScore(ScoreCommand):
                             reason = "; ".join(record.errors) or "the judge gave no answer"
                             failures.append(Failure(index, str(images[index][1]), reason))
                     fh.flush()
-                    bar.update(len(chunk))
+                    bar.advance(len(chunk))
         finally:
             bar.close()
         return written, failures
@@ -189,7 +190,7 @@ class _TerraVisScore(ScoreCommand):
         written, failures = scored
         manifest_file = write_manifest(self.out, self.current_manifest())
         n_bad = len(screened.failures) + sum(failure.bad_input for failure in failures)
-        print_summary(written, [self.out, manifest_file], "{:.4f}", skipped=n_bad)
+        print_summary(written, [self.out, manifest_file], skipped=n_bad)
         stats = self.judge.stats
         print(f"model calls: {stats.model_calls} (answers from an earlier run: {stats.resumed_from_cache}, "
               f"reused within this run: {stats.reused_within_run})")

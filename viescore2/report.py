@@ -24,6 +24,7 @@ from vlmjudge.reports.page import (
     read_run, summary_table, worst_section, write_page,
 )
 from vlmjudge.stats.interval import INTERVAL_HEADING, interval_text, mean_with_interval
+from vlmjudge.text import format_score
 
 from .grid import DEFAULT_N
 from .parsing import parse_grid
@@ -33,10 +34,9 @@ SCORE_RANGE = (0.0, 10.0)
 
 
 def _cell(value: Any) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, float):
-        return f"{value:.4f}"
+    """A console cell: floats as every score is printed (`format_score`), None as n/a."""
+    if value is None or isinstance(value, float):
+        return format_score(value)
     return str(value)
 
 
@@ -55,7 +55,7 @@ def _sub_scores(records: list) -> dict[str, list[float]]:
 def score_extras(records: Sequence[Any], parse_failures: int) -> dict[str, Any]:
     """What `viescore2 score` prints after the shared summary: the PQ and SC means read (each with
     its 95% interval and n) and the parse failures."""
-    return {**{f"mean_{key}": interval_text(mean_with_interval(values), "{:.4f}".format)
+    return {**{f"mean_{key}": interval_text(mean_with_interval(values))
                for key, values in _sub_scores(records).items()},
             "parse_failures": parse_failures}
 

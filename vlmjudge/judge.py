@@ -124,6 +124,10 @@ class Judge(ABC):
     """
 
     backend: str = "abstract"
+    #: Called with the number of requests after each batch the model answered (answers from the
+    #: cache are not batches): what moves a command's progress bar within a chunk of items whose
+    #: records all come at the chunk's end. None: nobody listens.
+    on_batch: Callable[[int], None] | None = None
 
     def __init__(self, *, model_id: str = "", revision: str | None = None, dtype: str | None = None,
                  device: str | None = None, batch_size: int = 8,
@@ -272,6 +276,8 @@ class Judge(ABC):
                     stored_keys.update(k for k, _ in stored)
                 if bar is not None:
                     bar.update(len(chunk))
+                if self.on_batch is not None:
+                    self.on_batch(len(chunk))
         finally:
             if bar is not None:
                 bar.close()

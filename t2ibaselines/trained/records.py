@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from vlmjudge.record_schema import ScoredOrFailed, check_record
 from vlmjudge.stats.statistic import ColumnMean, Statistic
+from vlmjudge.text import format_score
 
 
 @dataclass
@@ -72,7 +73,7 @@ def render_record(record: TrainedRecord) -> dict[str, Any]:
 
     Examples:
         >>> render_record(TrainedRecord(id="a", score=0.25, scorer="hpsv2"))["score_text"]
-        '0.25'
+        '0.2500'
         >>> render_record(TrainedRecord(id="a", score=None, scorer="hpsv2", error="no prompt"))["markdown"]
         'Could not score: no prompt'
     """
@@ -80,6 +81,6 @@ def render_record(record: TrainedRecord) -> dict[str, Any]:
         raise TypeError(f"trained scorers render TrainedRecord objects, got {type(record).__name__}")
     if record.score is None:
         return {"score_text": "N/A", "markdown": f"Could not score: {record.error}"}
-    rows = ["| field | value |", "|---|---|", f"| {record.scorer} | {record.score:.4g} |"]
+    rows = ["| field | value |", "|---|---|", f"| {record.scorer} | {format_score(record.score)} |"]
     rows += [f"| {key} | {value} |" for key, value in {**record.details, **record.made_by}.items()]
-    return {"score_text": f"{record.score:.4g}", "markdown": "\n".join(rows)}
+    return {"score_text": format_score(record.score), "markdown": "\n".join(rows)}

@@ -8,7 +8,8 @@ runs. `choice_probs` reads the option ids' full-vocabulary logprobs at the first
 (`logprob_token_ids`) and softmaxes over them: the transformers backend's definition and token
 ids. A constraint goes to xgrammar as the EBNF `vlmjudge.grammar` writes for every backend (one-line
 JSON, strict bounded strings); `first_options` restricts the first answer token through the
-`vllm_first_options` logits processor. vLLM is imported on first use.
+`vllm_first_options` logits processor. vLLM is imported on first use; on a CPU, after the
+settings `vlmjudge serve` gives its engine are in the environment (`vllm_cpu`).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from ..grammar import constraint_to_ebnf
 from ..judge import Judge, JudgeStats
 from ..options import OptionProbs, single_token_ids
 from ..requests import Answer, Request
+from .vllm_cpu import apply_cpu_settings
 from .vllm_first_options import FIRST_IDS_ARG, FIRST_OPTIONS_PROCESSOR, TAIL_CHARS
 
 #: Contexts `validate_options` checks: an option must be one token after either.
@@ -60,6 +62,7 @@ class VLLMJudge(Judge):
                  **engine_args: Any) -> None:
         if not isinstance(model, (str, os.PathLike)):
             raise TypeError(f"the vllm backend loads a Hub id or a folder, got {type(model).__name__}")
+        apply_cpu_settings(os.environ)
         try:
             from vllm import LLM
         except ImportError as exc:

@@ -15,9 +15,10 @@ from ..cli.generator_flags import positive_int
 from ..cli.report_command import add_dpi_flag
 from ..cli.help import EXIT_EPILOG, DefaultsHelpFormatter, describe
 from ..cli.progress import add_quiet_flag
+from ..text import format_score
 
 EXAMPLE = ("example: vlmjudge benchmark --prompts prompts.csv --model-images A=images/a --model-images B=images/b "
-           "--methods terravis,viescore2 --judge Qwen/Qwen3-VL-8B-Instruct --out bench/")
+           "--methods terravis,viescore2 --judge Qwen/Qwen3-VL-8B-Instruct --out benchmark/")
 
 
 def configure_benchmark(sub: argparse._SubParsersAction) -> None:
@@ -144,6 +145,6 @@ def print_leaderboard(board: dict[str, Any]) -> None:
     rows = sorted(board.get("rows", []), key=lambda r: (str(r.get("method")), r.get("rank") or 0))
     for row in rows:
         value, low, high = (row.get(k) for k in ("value", "low", "high"))
-        shown = "n/a" if value is None else f"{value:.4g} [{low:.4g}, {high:.4g}]" if None not in (low, high) \
-            else f"{value:.4g}"
+        shown = (f"{format_score(value)} [{format_score(low)}, {format_score(high)}]"
+                 if value is not None and None not in (low, high) else format_score(value))
         print(f"{row.get('method')} #{row.get('rank', '-')} {row.get('model')}: {shown} n={row.get('n')}")

@@ -140,6 +140,7 @@ def _quiet_flag(quiet: bool) -> Any:
 
 def _load_judge(plan: BenchmarkPlan, processes: Processes) -> Any:
     """The one judge every judge-based method shares, loaded once (None when no method needs one)."""
+    from ..cli.flags import loading_line
     from ..cli.progress import quiet_judge
 
     if not any(method.needs_judge for method in plan.methods):
@@ -148,6 +149,9 @@ def _load_judge(plan: BenchmarkPlan, processes: Processes) -> Any:
     if hasattr(judge, "load") and not hasattr(judge, "generate"):  # a recipe: load it here
         if judge.backend == "transformers" and processes.device_for(judge.device) != judge.device:
             judge = dataclasses.replace(judge, device=processes.device_for(judge.device))  # its own GPU
+        if not plan.quiet and processes.is_main:
+            print(loading_line(judge.model, judge.backend, judge.device, judge.extra.get("base_url")),
+                  file=sys.stderr, flush=True)
         try:
             judge = judge.load()
         except (OSError, ValueError, ImportError) as error:

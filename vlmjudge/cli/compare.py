@@ -11,6 +11,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..text import format_score
+
 
 def compare(runs: Sequence[Any], *, labels: Sequence[str] | None = None, method: str | None = None,
             manifests: Sequence[Mapping] | None = None, allow_mixed: bool = False, n_resamples: int = 2000,
@@ -46,7 +48,8 @@ def run_compare(args: argparse.Namespace) -> int:
         return 2
     written = write_comparison(result, args.out, dpi=args.dpi)
     for row in result["leaderboard"]:
-        print(f"{row.get('rank', '-')}. {row['label']}: {row['value']:.4g} [{row['low']:.4g}, {row['high']:.4g}] n={row['n']}")
+        print(f"{row.get('rank', '-')}. {row['label']}: {format_score(row['value'])} "
+              f"[{format_score(row['low'])}, {format_score(row['high'])}] n={row['n']}")
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
     return 0
 

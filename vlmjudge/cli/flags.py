@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any
 
 from .errors import CommandError
@@ -152,6 +153,9 @@ def judge_from_args(args: argparse.Namespace, default_model: str | None = None) 
     sub-command runs); a --model that cannot load is one clear line, at once (`check_judge`)."""
     recipe = judge_recipe_from_args(args, default_model)
     model = check_judge(args, default_model)  # as given, for the error line (checked once already)
+    if not getattr(args, "quiet", False):
+        print(loading_line(model, recipe.backend, recipe.device, recipe.extra.get("base_url")), file=sys.stderr,
+              flush=True)
     try:
         return recipe.load()
     except (OSError, ValueError, ImportError) as exc:  # Hub and file errors are OSErrors
@@ -159,6 +163,20 @@ def judge_from_args(args: argparse.Namespace, default_model: str | None = None) 
         if isinstance(exc, CacheFileError):
             raise
         raise CommandError(f"cannot load --model {model}: {_first_line(exc)}") from None
+
+
+def loading_line(model: Any, backend: str, device: str | None = None, base_url: str | None = None) -> str:
+    """The line a command prints on standard error while its judge loads: a checkpoint takes
+    seconds to minutes, and a silent terminal meanwhile looks stuck.
+
+    Examples:
+        >>> loading_line("tiny-judge/", "transformers", "cpu")
+        'loading judge tiny-judge/ (transformers, cpu) ...'
+        >>> loading_line("qwen", "openai", base_url="http://127.0.0.1:8000/v1")
+        'loading judge qwen (openai, http://127.0.0.1:8000/v1) ...'
+    """
+    where = ", ".join(str(part) for part in (backend, device, base_url) if part)
+    return f"loading judge {model} ({where}) ..."
 
 
 def _default_model(args: argparse.Namespace) -> str | None:

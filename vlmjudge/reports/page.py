@@ -7,7 +7,7 @@ details. The core knows no method; everything method-specific arrives as argumen
 
 Examples:
     >>> fmt_number(1.2e-4), fmt_number(0.367879441), fmt_number(None)
-    ('0.00012', '0.368', 'n/a')
+    ('0.0001200', '0.3679', 'n/a')
     >>> "No image was scored" in empty_state("No image was scored.")
     True
 """
@@ -20,10 +20,11 @@ from html import escape
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from ..text import SCORE_DIGITS, format_score
 from .figures import FigureFiles
 
-#: Significant digits of the scores and means a report shows.
-DIGITS = 3
+#: Significant digits of the scores and means a report shows: those of every printed score.
+DIGITS = SCORE_DIGITS
 #: The report page's file name, at the top of a report's --out folder.
 PAGE_NAME = "report.html"
 #: A word this long (no space in it) may break anywhere in a table cell; shorter ones never split.
@@ -80,22 +81,17 @@ details.more[open] summary .start { display: none; }
 
 
 def fmt_number(value: Any, digits: int = DIGITS) -> str:
-    """A number as a report shows it: ints as they are, floats to `digits` significant digits
-    (so 1.2e-4 stays visible), thousands without an exponent; None and NaN as "n/a"."""
+    """A number as a report shows it: ints (counts) as they are, floats as the console prints every
+    score (`vlmjudge.text.format_score`: `digits` significant digits, 1.2e-4 still visible); None and
+    NaN as "n/a", infinities as ∞."""
     if value is None or isinstance(value, bool):
         return "n/a" if value is None else ("yes" if value else "no")
     if isinstance(value, int):
         return str(value)
     value = float(value)
-    if math.isnan(value):
-        return "n/a"
     if math.isinf(value):
         return "∞" if value > 0 else "-∞"
-    if value == 0:
-        return "0"
-    if abs(value) >= 10 ** digits:
-        return f"{value:.0f}"
-    return f"{value:.{digits}g}"
+    return format_score(value, digits)
 
 
 def breakable(text: Any) -> str:

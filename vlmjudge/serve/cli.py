@@ -11,8 +11,8 @@ import shlex
 import sys
 from typing import Mapping
 
-from .engine import (ENGINES, LOOPBACK, ServeOptions, cpu_only, engine_argv, engine_env, engine_installed,
-                     install_hint)
+from ..backends.vllm_cpu import cpu_only
+from .engine import ENGINES, LOOPBACK, ServeOptions, engine_argv, engine_env, engine_installed, install_hint
 
 #: Bind addresses that listen on every interface of the machine.
 EVERY_INTERFACE = ("0.0.0.0", "::")

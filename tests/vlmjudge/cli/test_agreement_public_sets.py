@@ -84,7 +84,7 @@ def test_no_negative_zero_in_what_the_agreement_report_writes(tmp_path, monkeypa
     monkeypatch.setattr(agreement_page, "title_lines", lambda text, width: titles.append(text) or text)
     page = write_agreement_report(result, tmp_path / "page").read_text(encoding="utf-8")
     assert titles == ["clipscore: Spearman rho 0.000, 129 items"]
-    assert "<td>0 [" in page
+    assert "<td>0.000 [" in page and "-0.000" not in page  # four significant digits, as every printed score
 
 
 @pytest.mark.parametrize("fmt, human, ids, compared", [

@@ -96,8 +96,9 @@ def test_a_folder_that_is_no_checkpoint_is_one_line_with_status_2(tmp_path):
                            "--model", str(tmp_path / "notamodel"), "--out", str(tmp_path / "r.jsonl")],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stderr
-    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
-    assert "cannot load --model" in done.stderr
+    loading, *error = done.stderr.strip().splitlines()  # the line said while it loads, then the error's one
+    assert loading == f"loading judge {tmp_path / 'notamodel'} (transformers) ..." and len(error) == 1, done.stderr
+    assert "Traceback" not in done.stderr and "cannot load --model" in error[0]
 
 
 def test_a_corrupt_cache_file_is_named_with_how_to_recover(tmp_path):
