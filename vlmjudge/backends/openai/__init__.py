@@ -2,9 +2,11 @@
 
 vLLM (`vlmjudge serve` starts one), SGLang or a hosted API judges for many processes at once.
 `client` holds the judge (retries, concurrency, prefix order, cache identity); `wire` the
-request and response bodies, pure functions checked without a server; `option_probs` how an
-option missing from the server's top-k is widened, scored or bounded, never read as 0;
-`first_options_check` whether a server enforces `first_options`; `batch_api` the Batch API.
+request and response bodies, pure functions checked without a server; `images` how each image
+is encoded once and sent once (file URLs, vLLM uuids); `option_ids` option probabilities read by
+token id from a vLLM server; `option_probs` how an option missing from another server's top-k is
+widened, scored or bounded, never read as 0; `first_options_check` whether a server enforces
+`first_options`; `batch_api` the Batch API.
 """
 from __future__ import annotations
 
