@@ -1,6 +1,6 @@
 """TerraVis throughput: the public release's pattern against the library's default path.
 
-    python -m bench.terravis --images 16 --size 1024 --model tiny
+    python -m bench.terravis --images 16 --size 1024 --model tiny   (this module, through bench.terravis)
 
 Runs the reference (per image: eligibility, 18 questions in one batch with full constrained
 answers, severities; `prefix_reuse=False`), the reference with prefix reuse, the optimized path
