@@ -68,7 +68,8 @@ def test_unavailable_backend_is_skipped_and_the_rest_is_measured(monkeypatch, tm
     # where the time went, measured by hooks: the vision tower, prompts and generated tokens ran
     phases = row.phases.seconds
     assert phases["encode"] > 0 and phases["prefill"] > 0 and phases["decode"] > 0 and phases["queue"] is None
-    assert sum(v for v in phases.values() if v is not None) == pytest.approx(row.seconds, rel=1e-6)
+    assert phases["other"] >= 0  # the phases and the rest make up the block timed around the run
+    assert sum(v for v in phases.values() if v is not None) == pytest.approx(row.seconds, abs=0.1)
     assert "where the time went" in text and "phases of transformers: measured" in text
     assert "host load of transformers: load average" in text and row.load.cores >= 1
     assert text.rstrip().splitlines()[-1] == "records equal on every backend: yes"  # no target this run can check
