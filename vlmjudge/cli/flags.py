@@ -15,6 +15,16 @@ from .intake import ON_ERROR_CHOICES, looks_like_path
 from .preflight import TINY_JUDGE_HINT, check_device, check_model
 
 
+class _Given(argparse.Action):
+    """Store the value and note that it was given (`batch_size_given`), where the default must
+    not bind a backend that picks its own."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_given", True)
+
+
 def add_judge_flags(parser: argparse.ArgumentParser) -> None:
     """The flags every judging command shares; each help says what happens without the flag."""
     g = parser.add_argument_group("judge")
@@ -32,7 +42,9 @@ def add_judge_flags(parser: argparse.ArgumentParser) -> None:
                         "(default: vllm)")
     g.add_argument("--device", default=None, help="cpu, cuda, cuda:1, ... (default: cuda if available)")
     g.add_argument("--dtype", default=None, help="bfloat16, float16, float32 (default: the backend's)")
-    g.add_argument("--batch-size", type=int, default=8, help="requests per model call (default: 8)")
+    g.add_argument("--batch-size", type=int, default=8, action=_Given,
+                   help="requests per model call (default: 8; a server's judge, unless given, sends a "
+                        "stage's requests together, up to its concurrency)")
     g.add_argument("--cache", default=None,
                    help="SQLite file of the judge's answers; a rerun with the same file resumes from it "
                         "(default: no cache, unless the command says where it keeps one)")
@@ -99,7 +111,7 @@ def judge_from_args(args: argparse.Namespace, default_model: str | None = None) 
     sub-command runs); a --model that cannot load is one clear line, at once (`check_judge`)."""
     from ..faces.loading import judge_recipe
     model = check_judge(args, default_model)
-    extra: dict[str, Any] = {"batch_size": args.batch_size}
+    extra: dict[str, Any] = {}
     if getattr(args, "key_fields", None):
         extra["key_fields"] = tuple(args.key_fields.split(","))
     backend = args.backend
@@ -110,6 +122,8 @@ def judge_from_args(args: argparse.Namespace, default_model: str | None = None) 
             raise SystemExit(f"--base-url is for the openai backend, not --backend {backend}")
         extra["base_url"] = args.base_url
         extra["server"] = getattr(args, "server", "vllm")
+    if backend != "openai" or getattr(args, "batch_size_given", False):  # a server's judge sizes its chunks
+        extra["batch_size"] = args.batch_size
     recipe = judge_recipe(model=os.path.expanduser(model) if looks_like_path(model) else model, backend=backend,
                           revision=getattr(args, "revision", None), device=getattr(args, "device", None),
                           dtype=getattr(args, "dtype", None), cache=args.cache, judge_kwargs=extra,
