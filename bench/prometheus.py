@@ -12,8 +12,11 @@ import threading
 import urllib.request
 from typing import Any, Callable
 
-#: The scheduler gauges `QueueSampler` reads.
+#: The scheduler gauges `QueueSampler` reads; the waiting requests held back by transient
+#: constraints (a grammar compiling, a blocked status) rather than by capacity.
 RUNNING, WAITING = "vllm:num_requests_running", "vllm:num_requests_waiting"
+BY_REASON = "vllm:num_requests_waiting_by_reason"
+DEFERRED = BY_REASON + ":deferred"
 #: The chat-completions handler's label in the server's HTTP histograms.
 CHAT_HANDLER = 'handler="/v1/chat/completions"'
 
@@ -40,6 +43,8 @@ def parse_text(text: str) -> dict[str, float]:
         except ValueError:
             continue
         name = name.removesuffix("_total")
+        if name == BY_REASON:
+            name += ":" + labels.partition('reason="')[2].partition('"')[0]
         out[name] = out.get(name, 0.0) + number
     return out
 
@@ -58,7 +63,8 @@ def read_engine(llm: Any) -> dict[str, float]:
         if hasattr(metric, "sum") and hasattr(metric, "count"):
             pairs = [(name + "_sum", metric.sum), (name + "_count", metric.count)]
         elif hasattr(metric, "value"):
-            pairs = [(name, metric.value)]
+            reason = (getattr(metric, "labels", None) or {}).get("reason") if name == BY_REASON else None
+            pairs = [(f"{name}:{reason}" if reason else name, metric.value)]
         else:  # a vector of counters
             pairs = [(name, sum(getattr(metric, "values", ())))]
         for key, value in pairs:
@@ -76,7 +82,7 @@ class QueueSampler:
 
     def __init__(self, read: Callable[[], dict[str, float]], every_s: float = 0.25) -> None:
         self._read, self.every_s = read, every_s
-        self.samples: list[tuple[float, float]] = []
+        self.samples: list[tuple[float, float, float]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="bench-queue-sampler")
 
@@ -86,7 +92,7 @@ class QueueSampler:
                 reading = self._read()
             except Exception:  # a read that fails (server busy past the timeout) is a missing sample
                 continue
-            self.samples.append((reading.get(RUNNING, 0.0), reading.get(WAITING, 0.0)))
+            self.samples.append((reading.get(RUNNING, 0.0), reading.get(WAITING, 0.0), reading.get(DEFERRED, 0.0)))
 
     def __enter__(self) -> "QueueSampler":
         self._thread.start()
@@ -97,17 +103,20 @@ class QueueSampler:
         self._thread.join()
 
     def line(self) -> str:
-        """Mean and largest running and waiting counts, and the share of samples with none running.
+        """Mean and largest running and waiting counts (of the waiting, those deferred), and the
+        share of samples with none running.
 
-        >>> q = QueueSampler(dict); q.samples = [(4, 0), (8, 2), (0, 0)]
+        >>> q = QueueSampler(dict); q.samples = [(4, 0, 0), (8, 2, 1), (0, 0, 0)]
         >>> q.line()
-        'running mean 4.0, max 8; waiting mean 0.7, max 2; idle in 33% of 3 samples'
+        'running mean 4.0, max 8; waiting mean 0.7, max 2 (deferred mean 0.3, max 1); idle in 33% of 3 samples'
         """
         if not self.samples:
             return "no samples (the run was shorter than one sampling interval)"
-        running = [r for r, _ in self.samples]
-        waiting = [w for _, w in self.samples]
+        running, waiting, deferred = ([s[k] for s in self.samples] for k in range(3))
         idle = sum(1 for r in running if r == 0) / len(running)
-        return (f"running mean {sum(running) / len(running):.1f}, max {max(running):.0f}; waiting mean "
-                f"{sum(waiting) / len(waiting):.1f}, max {max(waiting):.0f}; idle in {idle:.0%} of "
-                f"{len(running)} samples")
+        return (f"running {_spread(running)}; waiting {_spread(waiting)} (deferred {_spread(deferred)}); "
+                f"idle in {idle:.0%} of {len(running)} samples")
+
+
+def _spread(values: list[float]) -> str:
+    return f"mean {sum(values) / len(values):.1f}, max {max(values):.0f}"

@@ -14,6 +14,8 @@ vllm:prompt_tokens_total{engine="0",model_name="bench"} 900.0
 vllm:prompt_tokens_total{engine="1",model_name="bench"} 100.0
 vllm:prompt_tokens_created{engine="0",model_name="bench"} 1.7e9
 vllm:num_requests_running{engine="0",model_name="bench"} 12.0
+vllm:num_requests_waiting_by_reason{engine="0",reason="capacity"} 3.0
+vllm:num_requests_waiting_by_reason{engine="0",reason="deferred"} 2.0
 vllm:request_prefill_time_seconds_bucket{engine="0",le="0.3"} 4.0
 vllm:request_prefill_time_seconds_sum{engine="0"} 3.5
 vllm:request_prefill_time_seconds_count{engine="0"} 7.0
@@ -30,6 +32,7 @@ def test_a_server_s_text_reads_as_totals_per_name():
     assert reading["vllm:prompt_tokens"] == 1000.0 and reading["vllm:num_requests_running"] == 12.0
     assert reading["vllm:request_prefill_time_seconds_sum"] == 3.5
     assert reading["http_request_duration_seconds_sum"] == 6.5  # the chat handler's only
+    assert reading["vllm:num_requests_waiting_by_reason:deferred"] == 2.0  # kept apart by reason
     assert not any(k.endswith(("_bucket", "_created")) or "highr" in k for k in reading)
 
 
@@ -60,4 +63,4 @@ def test_the_queues_are_sampled_while_the_run_lasts():
     with QueueSampler(read, every_s=0.02) as sampler:
         time.sleep(0.3)
     assert len(sampler.samples) >= 3 and len(sampler.samples) == len(calls) - 1
-    assert "running mean" in sampler.line() and "waiting mean 1.0, max 1" in sampler.line()
+    assert "running mean" in sampler.line() and "waiting mean 1.0, max 1 (deferred mean 0.0" in sampler.line()
