@@ -13,7 +13,6 @@ settings `vlmjudge serve` gives its engine are in the environment (`vllm_cpu`).
 """
 from __future__ import annotations
 
-import math
 import os
 from typing import Any, Sequence
 
@@ -140,8 +139,7 @@ class VLLMJudge(Judge):
 
     def _option_probs(self, requests: list[Request], options: list[str], normalize: bool) -> list[OptionProbs]:
         """The options' probabilities by `vlmjudge.options`' definition, from the option ids'
-        full-vocabulary logprobs: normalised over the options (softmax relative to the largest, so
-        tiny values do not underflow) with their raw total as the mass, or (normalize=False) raw."""
+        full-vocabulary logprobs (`OptionProbs.from_logprobs`, as the openai backend reads a vLLM server)."""
         from vllm import SamplingParams
         texts = [self.prompt_text(r) for r in requests]
         ids_of = [self.option_ids(text, options) for text in texts]
@@ -150,15 +148,8 @@ class VLLMJudge(Judge):
         out = []
         for result, ids in zip(self._run(requests, texts, params), ids_of):
             found = result.outputs[0].logprobs[0]
-            logprobs = [found[i].logprob for i in ids]
-            mass = math.fsum(math.exp(lp) for lp in logprobs)
-            if normalize:
-                top = max(logprobs)
-                weights = [math.exp(lp - top) for lp in logprobs]
-                probs = [w / math.fsum(weights) for w in weights]
-            else:
-                probs = [math.exp(lp) for lp in logprobs]
-            out.append(OptionProbs(dict(zip(options, probs)), mass))
+            out.append(OptionProbs.from_logprobs({o: found[i].logprob for o, i in zip(options, ids)}, options,
+                                                 normalize=normalize))
         return out
 
     def _run(self, requests: list[Request], texts: list[str], params: list) -> list:

@@ -16,6 +16,16 @@ from .intake import ON_ERROR_CHOICES, looks_like_path
 from .preflight import TINY_JUDGE_HINT, check_device, check_model
 
 
+class _Given(argparse.Action):
+    """Store the value and note that it was given (`batch_size_given`), where the default must
+    not bind a backend that picks its own."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_given", True)
+
+
 def add_judge_flags(parser: argparse.ArgumentParser, model_flags: tuple[str, ...] = ("--model",)) -> None:
     """The flags every judging command shares; each help says what happens without the flag.
     `model_flags` names the judge's flag (`vlmjudge benchmark` adds --judge, its models being others)."""
@@ -41,7 +51,9 @@ def add_judge_flags(parser: argparse.ArgumentParser, model_flags: tuple[str, ...
                         "each request can take, from its max_tokens and logprobs)")
     g.add_argument("--device", default=None, help="cpu, cuda, cuda:1, ... (default: cuda if available)")
     g.add_argument("--dtype", default=None, help="bfloat16, float16, float32 (default: the backend's)")
-    g.add_argument("--batch-size", type=int, default=8, help="requests per model call (default: 8)")
+    g.add_argument("--batch-size", type=int, default=8, action=_Given,
+                   help="requests per model call (default: 8; a server's judge, unless given, sends a "
+                        "stage's requests together, up to its concurrency)")
     g.add_argument("--cache", default=None,
                    help="SQLite file of the judge's answers; a rerun with the same file resumes from it "
                         "(default: no cache, unless the command says where it keeps one)")
@@ -125,7 +137,7 @@ def judge_recipe_from_args(args: argparse.Namespace, default_model: str | None =
     command that loads its judge elsewhere (each Ray actor of a benchmark) hands on."""
     from ..faces.loading import judge_recipe
     model = check_judge(args, default_model)
-    extra: dict[str, Any] = {"batch_size": args.batch_size}
+    extra: dict[str, Any] = {}
     if getattr(args, "key_fields", None):
         extra["key_fields"] = tuple(args.key_fields.split(","))
     backend = args.backend
@@ -136,6 +148,8 @@ def judge_recipe_from_args(args: argparse.Namespace, default_model: str | None =
             raise CommandError(f"--base-url is for the openai backend, not --backend {backend}")
         extra["base_url"] = args.base_url
         extra["server"] = getattr(args, "server", "vllm")
+    if backend != "openai" or getattr(args, "batch_size_given", False):  # a server's judge sizes its chunks
+        extra["batch_size"] = args.batch_size
     for flag, setting in (("request_timeout", "timeout_s"), ("max_response_bytes", "max_response_bytes")):
         if getattr(args, flag, None) is not None:
             if backend != "openai":

@@ -2,8 +2,9 @@
 
 Why a launcher and not a server of our own: vLLM and SGLang already serve the OpenAI API
 with batching, prefix caching and grammars; what the methods need is the right settings
-(prefix caching, full-vocabulary logprobs, xgrammar without free whitespace, loopback)
-and the project's first-options logits processor, which vLLM loads only at start.
+(prefix caching, full-vocabulary logprobs, xgrammar without free whitespace, loopback, the
+folder clients may send images from) and the project's first-options logits processor, which
+vLLM loads only at start.
 Pure functions, so the command is checked without either engine installed.
 """
 from __future__ import annotations
@@ -36,6 +37,7 @@ class ServeOptions:
     served_model_name: str | None = None
     max_logprobs: int = -1
     engine: str = "vllm"
+    media_root: str | None = None
     extra: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -54,6 +56,8 @@ def engine_argv(opts: ServeOptions, python: str) -> list[str]:
                 "--constrained-json-disable-any-whitespace", "--enable-cache-report"]
     else:
         raise ValueError(f"engine must be one of {ENGINES}, got {opts.engine!r}")
+    if opts.media_root:  # images as file:// URLs from this folder (the openai backend's media_dir)
+        argv += ["--allowed-local-media-path", os.path.realpath(opts.media_root)]
     if opts.dtype:
         argv += ["--dtype", opts.dtype]
     if opts.served_model_name:

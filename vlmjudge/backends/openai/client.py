@@ -27,10 +27,12 @@ from ...options import OptionProbs
 from ...requests import Answer, Request
 from .batch_api import BatchRunner
 from .first_options_check import FirstOptionsCheck
+from .images import ImageSending, ImageStore
+from .option_ids import OptionIds
 from .option_probs import OptionReading, prefix_of
 from .reading import ReplyReading, UnusableReply
 from .replies import UnparseableResponse, completion_json, reply_byte_cap, retry_after_seconds
-from .wire import (SERVERS, ImageURLs, WireBody, fallback_body, generate_body, grouped_order, in_callers_order,
+from .wire import (SERVERS, WireBody, fallback_body, generate_body, grouped_order, in_callers_order,
                    probs_body)
 
 log = logging.getLogger("vlmjudge.openai")
@@ -45,18 +47,21 @@ RETRY_STATUSES = (408, 409, 429)
 NO_KEY = "EMPTY"
 #: Where the SDK sends requests when neither base_url nor OPENAI_BASE_URL names a server.
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: Requests in flight by default: a hosted API's rate limits, or enough to keep a server's scheduler full.
+DEFAULT_CONCURRENCY = {"openai": 8, "vllm": 128, "sglang": 128}
 
 
 @dataclass
 class OpenAIStats(JudgeStats):
     """JudgeStats plus the 2xx bodies that did not parse as a chat completion (each one retried),
     the chat completions with a field that cannot be used (`replies.MalformedResponse`: each one a
-    failed request) and the prompt tokens the server says its prefix cache served (part of
-    `prefill_tokens`)."""
+    failed request), the prompt tokens the server says its prefix cache served (part of
+    `prefill_tokens`) and the seconds spent waiting on the server, summed over requests (they overlap)."""
 
     unparseable_responses: int = 0
     malformed_responses: int = 0
     cached_prompt_tokens: int = 0
+    request_seconds: float = 0.0
 
 
 class OpenAIRequestError(JudgeError):
@@ -71,7 +76,7 @@ class _GaveUp(Exception):
     """Internal: the last retry failed too (or the reply was refused, which no retry changes)."""
 
 
-class OpenAIJudge(OptionReading, ReplyReading, FirstOptionsCheck, Judge):
+class OpenAIJudge(OptionReading, OptionIds, ReplyReading, FirstOptionsCheck, ImageSending, Judge):
     """A judge that sends requests to an OpenAI-compatible chat-completions endpoint.
 
     What it adds over the SDK:
@@ -80,7 +85,10 @@ class OpenAIJudge(OptionReading, ReplyReading, FirstOptionsCheck, Judge):
       prefix's requests back to back, one burst), so the server's prefix cache hits; answers come
       back in the caller's order. `stats.cached_prompt_tokens` adds up the prompt tokens the server
       says its cache served (`usage.prompt_tokens_details.cached_tokens`).
-    - A thread pool bounds concurrency; retries with exponential backoff and jitter on 429,
+    - Each image encoded once per judge, and sent once where the server allows (`images`: file
+      URLs under `media_dir`, else data URLs; vLLM `image_uuids`); `manifest()["images"]` says how.
+    - A thread pool bounds concurrency (`DEFAULT_CONCURRENCY`: enough to keep a local server's
+      scheduler full, few for a hosted API); retries with exponential backoff and jitter on 429,
       5xx, timeouts, dropped connections and 2xx bodies that are not a chat completion
       (truncated JSON, a proxy's HTML page; counted in `stats.unparseable_responses`). After
       the last retry the request becomes a failed Answer (finish_reason "error", never
@@ -98,10 +106,10 @@ class OpenAIJudge(OptionReading, ReplyReading, FirstOptionsCheck, Judge):
       (`server="openai"`) as a `response_format` JSON schema. `first_options` goes to vLLM in
       `vllm_xargs`; where the server does not enforce it (`first_options_check`), a warning says so once
       and `first_options_unenforced` counts the requests.
-    - `choice_probs` reads the first token's `top_logprobs` as `vlmjudge.options` defines an
-      option's probability. An option missing from the top-k is never 0: `option_probs`
-      asks again with `max_top_logprobs`, then scores it with `prompt_logprobs` (`score_unseen`,
-      vLLM only), else bounds it (`truncated`). Where the server gives no logprobs at all, it generates a few tokens and
+    - `choice_probs` on vLLM reads the options' token ids (`read_by_id`, `option_ids`), elsewhere
+      the first token's `top_logprobs` as `vlmjudge.options` defines them. An option missing from
+      the top-k is never 0: `option_probs` asks again with `max_top_logprobs`, then scores it with
+      `prompt_logprobs` (`score_unseen`, vLLM only), else bounds it (`truncated`). Where the server gives no logprobs at all, it generates a few tokens and
       takes the leading option (one-hot, no mass); the manifest counts `choice_probs_fallbacks`.
       `normalize=False` reads the same probabilities unnormalised, with no one-hot fallback.
     - `batch_api=True` sends each chunk as one Batch-API job (upload, poll, download).
@@ -111,9 +119,11 @@ class OpenAIJudge(OptionReading, ReplyReading, FirstOptionsCheck, Judge):
     _refusal, _gave_up, _unusable = OpenAIRequestError, _GaveUp, UnusableReply  # what `OptionReading` catches
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
-                 concurrency: int = 8, max_retries: int = 6, timeout_s: float = 60.0, backoff_s: float = 0.5,
+                 concurrency: int | None = None, max_retries: int = 6, timeout_s: float = 60.0,
+                 backoff_s: float = 0.5,
                  max_backoff_s: float = 30.0, top_logprobs: int = 20, max_top_logprobs: int = 100,
-                 score_unseen: bool = True, server: str = "vllm",
+                 score_unseen: bool = True, server: str = "vllm", read_by_id: bool = True,
+                 media_dir: str | os.PathLike | None = None, image_uuids: bool | None = None,
                  fallback_max_tokens: int = 8, batch_api: bool = False, batch_poll_s: float = 10.0,
                  batch_wait_s: float = 86400.0, batch_size: int | None = None,
                  max_response_bytes: int | None = None, **kwargs: Any) -> None:
@@ -122,6 +132,8 @@ class OpenAIJudge(OptionReading, ReplyReading, FirstOptionsCheck, Judge):
         if server not in SERVERS:
             raise ValueError(f"server must be one of {SERVERS} (the family whose request extensions to "
                              f"use; openai for hosted APIs), got {server!r}")
+        if concurrency is None:
+            concurrency = DEFAULT_CONCURRENCY[server]
         for name, value in (("concurrency", concurrency), ("top_logprobs", top_logprobs),
                             ("max_top_logprobs", max_top_logprobs), ("fallback_max_tokens", fallback_max_tokens)):
             if value < 1:
@@ -140,9 +152,10 @@ class OpenAIJudge(OptionReading, ReplyReading, FirstOptionsCheck, Judge):
                             max_retries=max_retries, timeout_s=timeout_s, backoff_s=backoff_s,
                             max_backoff_s=max_backoff_s, top_logprobs=top_logprobs,
                             max_top_logprobs=max_top_logprobs, score_unseen=score_unseen,
-                            server=server, fallback_max_tokens=fallback_max_tokens,
+                            server=server, read_by_id=read_by_id, fallback_max_tokens=fallback_max_tokens,
                             batch_api=batch_api, batch_poll_s=batch_poll_s, batch_wait_s=batch_wait_s,
                             max_response_bytes=max_response_bytes)
+        self._images = ImageStore.for_server(server, media_dir, image_uuids, batch_api=batch_api, wait_s=timeout_s)
         self._refused: dict[str, bool] = {}  # extensions the server refused once: not asked again
         #: Transport events: retries taken, attempts past their deadline, replies refused past their
         #: cap, requests failed, choice_probs answered by the generate-and-parse fallback, batch
@@ -214,7 +227,10 @@ class OpenAIJudge(OptionReading, ReplyReading, FirstOptionsCheck, Judge):
             refused = {name: getattr(self.stats, name)
                        for name in ("unparseable_responses", "malformed_responses", "invalid_answers")}
         return {**super().manifest(), "batch_api": self.batch_api, "server": self.server,
-                "timeout_s": self.timeout_s, "max_response_bytes": self.max_response_bytes, **counters, **refused}
+                "timeout_s": self.timeout_s, "max_response_bytes": self.max_response_bytes, **counters, **refused,
+                "images": self._images.manifest(),
+                "options_by_token_id": bool(self.read_by_id and self.server == "vllm"
+                                            and not self._refused.get("logprob_token_ids"))}
 
     def _count(self, name: str, n: int = 1) -> None:
         with self._lock:
@@ -307,12 +323,12 @@ class OpenAIJudge(OptionReading, ReplyReading, FirstOptionsCheck, Judge):
         requests = list(requests)
         if not all(isinstance(r, Request) for r in requests):
             return run(requests)  # the base judge names the offending item
-        order = grouped_order(requests, ImageURLs())
+        order = grouped_order(requests, self._images)
         return in_callers_order(order, run([requests[i] for i in order]))
 
     # -- the two primitives ---------------------------------------------------------------
     def _generate(self, requests: list[Request]) -> list[Answer]:
-        urls = ImageURLs()
+        urls = self._images
         order = grouped_order(requests, urls)
         bodies = {i: generate_body(requests[i], self.model_id, urls, self.server) for i in order}
         self._note_first_options(requests)
@@ -327,7 +343,7 @@ class OpenAIJudge(OptionReading, ReplyReading, FirstOptionsCheck, Judge):
     def _probs_bodies(self, requests: list[Request]) -> tuple[list[int], dict[int, Any]]:
         """The order to send `requests` in (shared images together) and each one's first-token
         logprobs body; the requests are counted as asked."""
-        urls = ImageURLs()
+        urls = self._images
         order = grouped_order(requests, urls)
         bodies = {i: probs_body(requests[i], self.model_id, urls, self.top_logprobs) for i in order}
         self._account(requests)
@@ -378,7 +394,7 @@ class OpenAIJudge(OptionReading, ReplyReading, FirstOptionsCheck, Judge):
     def _live(self, body: WireBody) -> dict[str, Any] | None:
         """One response body, or None when the request failed after the last retry."""
         try:
-            return self._create(body)
+            return self._send(body)
         except _GaveUp as exc:
             log.warning("request failed %s", exc)
             return None

@@ -1,12 +1,12 @@
 """Option probabilities from an OpenAI-compatible server, never silently truncated.
 
-A server shows the first answer token's top-k only. Where an option is missing from it,
-renormalising over the options found would report it as 0 and the other as 1. Instead, in
-order: ask again with a larger k (up to `max_top_logprobs`, while the server accepts it);
-score the missing option directly (vLLM's `prompt_logprobs` on a request whose assistant
-prefix ends with the option's form; SGLang's chat API has no such field); failing both,
-return the answer truncated, the option at its upper bound
-(`vlmjudge.options.read_top_logprobs`). docs/judges.md.
+A vLLM server is asked for the options' own token ids (`option_ids`): one request, the vllm
+backend's numbers. Elsewhere a server shows the first answer token's top-k only. Where an option is
+missing from it, renormalising over the options found would report it as 0 and the other as 1.
+Instead, in order: ask again with a larger k (up to `max_top_logprobs`, while the server accepts it);
+score the missing option directly (vLLM's `prompt_logprobs` on a request whose assistant prefix
+ends with the option's form; SGLang's chat API has no such field); failing both, return the answer
+truncated, the option at its upper bound (`vlmjudge.options.read_top_logprobs`). docs/judges.md.
 """
 from __future__ import annotations
 
@@ -83,9 +83,12 @@ class OptionReading:
     """The probability path of `OpenAIJudge` (mixed into it): reads, widens, scores, bounds."""
 
     def _live_probs(self, body: WireBody, options: list[str]) -> OptionProbs:
-        """Normalised option probabilities of one live request (see `_live_raw`); the one-hot
-        of a short generation where the server gives no logprobs; `{}` (counted) where the
-        request failed or its reply was malformed."""
+        """Normalised option probabilities of one live request: by token id where the server reads
+        them, else as `_live_raw` reads them; the one-hot of a short generation where the server
+        gives no logprobs; `{}` (counted) where the request failed or its reply was malformed."""
+        by_id = self._read_by_id(body, options, normalize=True)
+        if by_id is not None:
+            return by_id
         try:
             raw = self._raw_options(self._live(body), options, prefix_of(body))
         except self._unusable:
@@ -111,7 +114,11 @@ class OptionReading:
         return raw
 
     def _live_raw(self, body: WireBody, options: list[str]) -> OptionProbs:
-        """Raw option probabilities of one live request, unseen options widened, scored or bounded."""
+        """Raw option probabilities of one live request: by token id where the server reads them,
+        else from the top-k, unseen options widened, scored or bounded."""
+        by_id = self._read_by_id(body, options, normalize=False)
+        if by_id is not None:
+            return by_id
         raw = self._raw_or_failed(self._live(body), options, prefix_of(body))
         return self._untruncated(body, raw, options) if raw.truncated else raw
 
@@ -153,7 +160,7 @@ class OptionReading:
             return None
         wider = WireBody({**body.standard, "top_logprobs": k}, body.extra)
         try:
-            again = self._create(wider)
+            again = self._send(wider)
         except self._refusal as exc:  # the server's limit is below k: remembered, not asked again
             log.warning("the server refused top_logprobs=%d (%s); options beyond its top-%d stay bounded",
                         k, exc, body.standard["top_logprobs"])
@@ -175,7 +182,7 @@ class OptionReading:
         for option in raw.bounds:
             form = surface_form(option, prefix_of(body))
             try:
-                reply = self._create(scoring_body(body, form))
+                reply = self._send(scoring_body(body, form))
                 first_choice(reply)  # a reply with an `error`, or two choices, is no score
                 lp = form_logprob(reply, form)
             except (self._refusal, self._gave_up):

@@ -49,12 +49,17 @@ class ReplyReading:
             raise UnusableReply("no response")
         try:
             alternatives = first_token_alternatives(body)
-            usage = usage_counts(body)
+            self._add_read_usage(body)
         except MalformedResponse as exc:
             self._malformed(exc)
             raise UnusableReply(str(exc)) from exc
-        self._add_usage(*usage)
         return alternatives
+
+    def _add_read_usage(self, body: dict[str, Any]) -> None:
+        """Count a probability read's prompt tokens; its one sampled token is no answer, so no
+        generated token counts (as in process); MalformedResponse for unusable usage fields."""
+        prompt, _, cached = usage_counts(body)
+        self._add_usage(prompt, 0, cached)
 
     def _malformed(self, exc: MalformedResponse) -> None:
         """Count a reply whose fields cannot be used; the warning names the field."""

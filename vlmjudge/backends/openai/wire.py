@@ -3,8 +3,9 @@
 Why apart from the backend: pure functions, no HTTP, so each body can be checked without a
 server. A request body is split into the fields the OpenAI SDK knows (`standard`) and the
 extensions vLLM and SGLang read (`extra`, sent as `extra_body`); `SERVERS` names the families
-whose fields differ ("openai": hosted APIs, standard fields only). Images travel as base64 PNG data URLs
-(`png_data_url`). Replies are read in `replies`.
+whose fields differ ("openai": hosted APIs, standard fields only). An image part is what the
+judge's image store writes (`ImageURLs.part`: a base64 PNG data URL here; `images.ImageStore` a
+file URL or a vLLM uuid). Replies are read in `replies`.
 """
 from __future__ import annotations
 
@@ -55,6 +56,10 @@ class ImageURLs:
             self._by_digest[key] = png_data_url(image)
         return self._by_digest[key]
 
+    def part(self, image: Any) -> dict[str, Any]:
+        """The chat content part that carries `image`."""
+        return {"type": "image_url", "image_url": {"url": self.url(image)}}
+
 
 def png_data_url(image: Any) -> str:
     """A PIL image as the base64 PNG data URL an `image_url` part carries (lossless).
@@ -71,8 +76,8 @@ def png_data_url(image: Any) -> str:
 
 
 def chat_messages(request: Request, urls: ImageURLs) -> list[dict[str, Any]]:
-    """The request's turns in OpenAI form: `{"type": "image"}` parts become image_url data URLs,
-    and a non-empty prefix becomes a final assistant message to continue."""
+    """The request's turns in OpenAI form: `{"type": "image"}` parts become the parts `urls`
+    writes (`ImageURLs.part`), and a non-empty prefix becomes a final assistant message to continue."""
     images = iter(request.pil_images())
     out: list[dict[str, Any]] = []
     for turn in request.chat():
@@ -81,7 +86,7 @@ def chat_messages(request: Request, urls: ImageURLs) -> list[dict[str, Any]]:
             parts = []
             for part in content:
                 if part.get("type") == "image":
-                    parts.append({"type": "image_url", "image_url": {"url": urls.url(next(images))}})
+                    parts.append(urls.part(next(images)))
                 elif part.get("type") == "text":
                     parts.append({"type": "text", "text": part.get("text", "")})
                 else:
