@@ -8,6 +8,7 @@ One block runs elsewhere: README's test command (CI runs it, `.ci/run`).
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -68,6 +69,31 @@ def _environment() -> dict[str, str]:
 PAGES_WITH_EXAMPLES = [p for p in pages() if runnable_blocks(p)]
 
 
+def _read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def readme_run_scores_differ(folder: Path) -> None:
+    """README's Run block: the demo judge gives the two bundled TerraVis examples different
+    scores, neither with all 18 checks violated (a demo that shows the plumbing respond)."""
+    records = {r["id"]: r for r in _read_jsonl(folder / "results.jsonl")}
+    assert set(records) == {"cottage.png", "floating_house.png"}, sorted(records)
+    scores = [records[name]["score"] for name in sorted(records)]
+    assert None not in scores and scores[0] != scores[1], scores
+    assert all(r["n_major"] + r["n_minor"] < 18 for r in records.values()), records
+
+
+def compare_shows_a_difference(folder: Path) -> None:
+    """docs/comparing.md: the two demo runs differ, and the pair carries an interval around it."""
+    (pair,) = json.loads((folder / "cmp" / "comparison.json").read_text(encoding="utf-8"))["pairwise"]
+    assert pair["n"] == 2 and pair["diff"] != 0, pair
+    assert pair["low"] <= pair["diff"] <= pair["high"] and pair["low"] < pair["high"], pair
+
+
+#: Page -> what its examples must have produced, checked in the folder they ran in.
+OUTCOMES = {"README.md": readme_run_scores_differ, "docs/comparing.md": compare_shows_a_difference}
+
+
 @pytest.mark.parametrize("page", PAGES_WITH_EXAMPLES, ids=lambda p: p.relative_to(REPO).as_posix())
 def test_the_page_examples_run_as_written(page, tmp_path):
     (tmp_path / "metrics").symlink_to(REPO / "metrics", target_is_directory=True)
@@ -77,3 +103,10 @@ def test_the_page_examples_run_as_written(page, tmp_path):
         proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, (f"{page.name} block {index} ({lang}) failed:\n{body}\n"
                                       f"--- stdout\n{proc.stdout[-2000:]}\n--- stderr\n{proc.stderr[-3000:]}")
+    outcome = OUTCOMES.get(page.relative_to(REPO).as_posix())
+    if outcome is not None:
+        outcome(tmp_path)
+
+
+def test_outcomes_name_pages_that_run():
+    assert set(OUTCOMES) <= {p.relative_to(REPO).as_posix() for p in PAGES_WITH_EXAMPLES}
