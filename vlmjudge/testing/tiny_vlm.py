@@ -117,6 +117,8 @@ def build_tiny_vlm(path: str | os.PathLike, family: Literal["qwen3_vl", "llava"]
     realistic = image_tokens == "realistic"
     if max_pixels is not None and family != "qwen3_vl":
         raise ValueError(f"max_pixels is built for qwen3_vl here, not {family}")
+    if max_pixels is not None and not (isinstance(max_pixels, int) and max_pixels >= 32 * 32):
+        raise ValueError(f"max_pixels must be an int of at least {32 * 32} (one visual token), got {max_pixels!r}")
     model, processor = (_build_qwen3_vl(realistic, vllm, corpus, vocab_size, max_pixels) if family == "qwen3_vl"
                         else _build_llava(realistic, corpus, vocab_size))
     tok = processor.tokenizer
@@ -138,7 +140,7 @@ def _build_qwen3_vl(realistic: bool, vllm: bool = False, corpus: tuple[str, ...]
     tok = _train_tokenizer(SPECIAL_QWEN, "<|im_end|>", corpus, vocab_size)
     tok.chat_template = QWEN_TEMPLATE
     # patch 16, merge 2: one visual token per 32x32 pixels; the pixel budget caps the count.
-    longest = max_pixels or (1024 * 1024 if realistic else 64 * 64)
+    longest = max_pixels if max_pixels is not None else 1024 * 1024 if realistic else 64 * 64
     kw = dict(patch_size=16, temporal_patch_size=2, merge_size=2,
               size={"shortest_edge": 32 * 32, "longest_edge": longest},
               image_mean=[0.5] * 3, image_std=[0.5] * 3)

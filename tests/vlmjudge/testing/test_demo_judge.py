@@ -46,6 +46,23 @@ def test_tune_constants_are_those_of_the_tune_photos(demo):
     assert centre == pytest.approx(TUNE_CENTRE, abs=0.011) and scale == pytest.approx(TUNE_SCALE, abs=0.011)
 
 
+def test_the_demo_processor_sees_a_heldout_photo_at_its_own_resolution(demo, heldout):
+    """A blur or noise of a few pixels reaches the filters only if the photo is not shrunk first."""
+    from transformers import AutoProcessor
+    processor = AutoProcessor.from_pretrained(demo).image_processor
+    grid = processor(images=[heldout[0]], return_tensors="pt")["image_grid_thw"]
+    assert grid.tolist() == [[1, 16, 16]]  # 256 / 16 patches a side: 64 visual tokens
+
+
+@pytest.mark.parametrize("max_pixels", [0, 1023, 2.5e4])
+def test_a_pixel_budget_below_one_visual_token_or_not_an_int_is_refused(tmp_path, max_pixels):
+    from vlmjudge.testing import build_tiny_vlm
+    with pytest.raises(ValueError, match="max_pixels must be an int"):
+        build_tiny_vlm(tmp_path / "vlm", max_pixels=max_pixels)
+    with pytest.raises(ValueError, match="max_pixels is built for qwen3_vl"):
+        build_tiny_vlm(tmp_path / "vlm", family="llava", max_pixels=4096)
+
+
 def test_heldout_photos_are_not_tune_photos():
     tune = {p.read_bytes() for p in (PHOTOS / "tune").glob("*.jpg")}
     assert not tune & {p.read_bytes() for p in (PHOTOS / "heldout").glob("*.jpg")}
