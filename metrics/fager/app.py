@@ -20,8 +20,10 @@ INPUTS_HELP = {
                                     "to have the agents build the rubric and its questions first (slower)."),
 }
 
-#: A bundled example (drawn by metrics/make_examples.py), one value per input column.
-EXAMPLES = [["examples/three_apples.png", "three red apples on a white plate", None, ""]]
+#: Bundled examples (drawn by metrics/make_examples.py), one value per input column: the prompt's
+#: three red apples, and two green ones that miss its count and colour.
+EXAMPLES = [["examples/three_apples.png", "three red apples on a white plate", None, ""],
+            ["examples/two_green_apples.png", "three red apples on a white plate", None, ""]]
 
 demo = space(__file__, SPEC, examples=EXAMPLES, inputs_help=INPUTS_HELP)
 

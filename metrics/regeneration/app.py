@@ -20,9 +20,10 @@ INPUTS_HELP = {
     "generated": ("Regenerated image", "The model's regeneration of the reference, from its own prompt."),
 }
 
-#: A bundled example pair (drawn by metrics/make_examples.py): the regeneration moves the lighthouse,
-#: recolours its stripes and drops the rocks.
-EXAMPLES = [["examples/lighthouse_reference.png", "examples/lighthouse_regenerated.png"]]
+#: Bundled example pairs (drawn by metrics/make_examples.py): one regeneration moves the lighthouse,
+#: recolours its stripes and drops the rocks; the other only darkens the apples' red.
+EXAMPLES = [["examples/lighthouse_reference.png", "examples/lighthouse_regenerated.png"],
+            ["examples/apples_reference.png", "examples/apples_regenerated.png"]]
 
 config = {key: os.environ[env] for key, env in (("clip_model", "REGENERATION_CLIP_MODEL"),
                                                 ("dino_model", "REGENERATION_DINO_MODEL"),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 
 from .demo_text import TEXT_DIMS, check_tokens, corpus, install_text_dims, set_text_leans, text_units
-from .demo_vision import IMAGE_DIMS, VIS_DIM, install_image_path, patch_statistics, reserve_dims
+from .demo_vision import IMAGE_DIMS, PIXEL_BUDGET, VIS_DIM, install_image_path, patch_statistics, reserve_dims
 from .tiny_vlm import _PROSE, NO_WORDS, YES_WORDS, build_tiny_vlm
 
 #: Residual dimensions the biases use: the constant every text token holds (as in
@@ -22,14 +22,17 @@ from .tiny_vlm import _PROSE, NO_WORDS, YES_WORDS, build_tiny_vlm
 #: and a constant only the tokens that can end an answer label hold.
 HELD_DIM, MARKER_DIM, LENGTH_DIM, LABEL_DIM = 0, 1, 2, 3
 #: (question tokens, target Yes margin in nats) the length lean is fitted to.
-LENGTH_TARGETS = ((700, 1.8), (525, -1.4))
+LENGTH_TARGETS = ((700, 5.0), (525, -0.3))
 #: Spread of the Yes margin after a label from photo to photo (nats, one tune standard deviation).
-IMAGE_SPREAD = 2.0
-#: Image leans: (nats per tune standard deviation, direction over the three statistics of
-#: `demo_vision`). "Yes" after a label; lower-case "yes" in JSON answers; "Minor" over "Major";
-#: the centre of the score digits.
-IMAGE_LEANS = {"yes": (IMAGE_SPREAD, (0.8, 0.45, 0.4)), "json_yes": (2.5, (-0.5, 0.8, 0.35)),
-               "minor": (2.0, (0.0, 0.6, -0.8)), "digit": (2.0, (0.7, -0.7, 0.15))}
+IMAGE_SPREAD = 1.2
+#: Image leans: (nats per tune standard deviation, direction over the four statistics of
+#: `demo_vision`: brightness, red-blue, green, detail). "Yes" after a label (a violation found);
+#: lower-case "yes" in JSON answers (a fact holds); "Minor" over "Major"; the centre of the score
+#: digits. Each direction is a unit vector whose detail part is the largest, with the sign that
+#: makes a blurred or noisy photo (less detail) draw more violations, fewer facts, more "Major"
+#: and lower scores.
+IMAGE_LEANS = {"yes": (IMAGE_SPREAD, (0.55, 0.3, 0.3, -0.72)), "json_yes": (2.5, (-0.35, 0.55, 0.25, 0.72)),
+               "minor": (2.0, (0.0, 0.45, -0.55, 0.7)), "digit": (2.0, (0.5, -0.5, 0.1, 0.7))}
 #: Margin of lower-case "yes" over "no" away from a label, at the tune centre (JSON answers).
 JSON_YES = 0.0
 #: Centre of the score digits at the tune centre, and how sharply they fall off around it (nats).
@@ -51,7 +54,8 @@ def build_demo_judge(path: str | os.PathLike, seed: int = 0) -> str:
     """Write the demo judge to `path` (replaced) and return the path."""
     import torch
     from transformers import AutoProcessor, Qwen3VLForConditionalGeneration
-    out = build_tiny_vlm(path, family="qwen3_vl", seed=seed, corpus=corpus(), vocab_size=VOCAB)
+    out = build_tiny_vlm(path, family="qwen3_vl", seed=seed, corpus=corpus(), vocab_size=VOCAB,
+                         max_pixels=PIXEL_BUDGET)
     model = Qwen3VLForConditionalGeneration.from_pretrained(out).eval()
     processor = AutoProcessor.from_pretrained(out)
     tok = processor.tokenizer
@@ -71,8 +75,8 @@ def build_demo_judge(path: str | os.PathLike, seed: int = 0) -> str:
 
 def _option_ids(tok) -> dict[str, list[int]]:
     """Token ids of each option word (bare and after a space) and of the score digits."""
-    def forms(word: str) -> list[int]:
-        return sorted({tok.encode(f, add_special_tokens=False)[0] for f in (word, " " + word)})
+    def forms(word: str) -> list[int]:  # bare then after a space, so two words' forms pair up
+        return [tok.encode(f, add_special_tokens=False)[0] for f in (word, " " + word)]
     pairs = [(tok.encode(f + y, add_special_tokens=False)[0], tok.encode(f + n, add_special_tokens=False)[0])
              for y, n in zip(YES_WORDS, NO_WORDS) for f in ("", " ")]
     vocab = [tok.decode([i]) for i in range(len(tok))]
@@ -116,7 +120,8 @@ def _install_label_dim(model, label_tokens: list[int]) -> None:
 
 
 def _install_length_head(model, marker_token: int) -> None:
-    """Query head 0 of layer 0 attends evenly (zero query); its value reads the marker; its
+    """Query head 0 of layer 0 attends evenly to the text tokens and not to the visual ones (so
+    it reads the question's length, whatever the image's size); its value reads the marker; its
     output is written only into LENGTH_DIM, which nothing else writes or reads."""
     lm = _text_model(model)
     emb = lm.embed_tokens.weight
@@ -125,7 +130,13 @@ def _install_length_head(model, marker_token: int) -> None:
     emb[:, LENGTH_DIM] = 0.0
     attn = lm.layers[0].self_attn
     head_dim = attn.head_dim
-    attn.q_proj.weight[:head_dim] = 0.0  # every score 0: uniform attention over the context
+    slow = head_dim // 2 - 1  # the slowest rotary pair, as the visual head's
+    attn.q_proj.weight[:head_dim] = 0.0
+    attn.q_proj.weight[slow, HELD_DIM] = 1.0  # one query component; text keys are 0 there
+    attn.q_proj.weight[head_dim + slow] = 0.0  # head 1 shares these keys: it ignores that component
+    for row in (slow, slow + head_dim // 2):  # key/value head 0: visual keys far below, text keys 0
+        attn.k_proj.weight[row] = 0.0
+    attn.k_proj.weight[slow, VIS_DIM] = -50.0  # after the key norm this component is all there is: -12 nats
     attn.v_proj.weight[0] = 0.0
     attn.v_proj.weight[0, MARKER_DIM] = 1.0
     reserve_dims(lm, [LENGTH_DIM])
@@ -190,9 +201,10 @@ def _calibrate(model, processor, ids: dict[str, list[int]]) -> None:
     probes = {n: _probe_inputs(processor, n, images) for n, _ in LENGTH_TARGETS}
     for y, n in ids["pairs"]:  # each Yes form reads as its No form: only the designed leans tell them apart
         head[y] = head[n]
-    for rows, like in ((ids["minor"], ids["major"][0]), (ids["unknown"], ids["no"][0]),
-                       (ids["digits"], ids["digits"][0])):
-        head[rows] = head[like].clone()
+    for rows, like in ((ids["minor"], ids["major"]), (ids["unknown"], ids["no"]),
+                       (ids["digits"], ids["digits"][:1] * len(ids["digits"]))):
+        for row, like_row in zip(rows, like):  # each form reads as the same form of the other word
+            head[row] = head[like_row].clone()
     (n1, t1), (n2, t2) = LENGTH_TARGETS
     _center_length_channel(model, _probe_inputs(processor, (n1 + n2) // 2, images))
     h1, h2 = _states(model, probes[n1]), _states(model, probes[n2])

@@ -11,13 +11,16 @@ repeating one. The checks do not copy the user's prompt: a 64-wide model has no 
 """
 from __future__ import annotations
 
+from .demo_vision import IMAGE_DIMS
+
 #: (first word, second word) of each check, in the order a fresh answer writes them.
 CHECKS = (("Subject", "present"), ("Colours", "right"), ("Shapes", "correct"), ("Count", "matches"),
           ("Layout", "plausible"), ("Sizes", "consistent"), ("Posture", "natural"), ("Scene", "fits"),
           ("Details", "visible"), ("Lighting", "believable"))
 #: Residual dimensions: 1 at tokens that end in a double quote; 1 at the i-th first word; 1 at
 #: any second word; 1 at "?"; the share of each first word among those already written.
-OPEN_DIM, FIRST_DIMS = 8, tuple(range(9, 9 + len(CHECKS)))
+OPEN_DIM = IMAGE_DIMS[-1] + 1
+FIRST_DIMS = tuple(range(OPEN_DIM + 1, OPEN_DIM + 1 + len(CHECKS)))
 SECOND_DIM, MARK_DIM = FIRST_DIMS[-1] + 1, FIRST_DIMS[-1] + 2
 USED_DIMS = tuple(range(MARK_DIM + 1, MARK_DIM + 1 + len(CHECKS)))
 TEXT_DIMS = (OPEN_DIM, *FIRST_DIMS, SECOND_DIM, MARK_DIM, *USED_DIMS)
@@ -30,6 +33,9 @@ USED_PUSH = 40.0
 EMPTY_LEAN = 8.0
 #: Each later check starts this much lower (nats), so unused checks are never exactly tied.
 ORDER_STEP = 0.3
+#: Extra lead (nats) of the first check when no check is written yet: the list-closing lean
+#: counts checks through the first check's share, so an answer must start with it.
+FIRST_LEAD = 4.0
 #: Query/key gain of the counting head: first words outscore other tokens by about 20 nats.
 _KEY_GAIN = 3.0
 
@@ -71,7 +77,8 @@ def check_tokens(tok) -> dict[str, list[int]]:
             "mark": [one("?")], "close": [one('"')],
             "end": [i for i, text in enumerate(vocab) if "]" in text and '["' not in text],
             "more": [i for i, text in enumerate(vocab) if '["' in text],
-            "open": [i for i, text in enumerate(vocab) if text.endswith('"')]}
+            "open": [i for i, text in enumerate(vocab) if text.endswith('"')],
+            "cut": [i for i, text in enumerate(vocab) if any(c in text for c in '?"]}')]}
 
 
 def install_text_dims(model, ids: dict[str, list[int]]) -> None:
@@ -119,16 +126,19 @@ def _install_counting_head(attn) -> None:
 
 
 def set_text_leans(head, ids: dict[str, list[int]], unit: dict[int, float]) -> None:
-    """LM-head reads of TEXT_DIMS: each step's next token leads by STEP_LEAN; a first word is
+    """LM-head reads of TEXT_DIMS: each step's next token leads by STEP_LEAN, and after a first
+    word the tokens holding "?", a quote or a bracket trail by as much (a glued '?"]' would cut
+    the check short); a first word is
     pushed down by USED_PUSH times its share of the first words written. Tokens that close a list
     lead, and those that open one with a string trail, by EMPTY_LEAN * (1 - 2 * share of the
     first check) once any check is written: -1 after one,
     0 after two, 1/3 after three, so answers hold a few checks. `unit` holds the value
     each dimension takes, after the final norm, where it is fully on."""
     for k, (first, second) in enumerate(zip(ids["first"], ids["second"])):
-        head[first, OPEN_DIM] = (STEP_LEAN - ORDER_STEP * k) / unit[OPEN_DIM]
+        head[first, OPEN_DIM] = (STEP_LEAN + (0.0 if k else FIRST_LEAD) - ORDER_STEP * k) / unit[OPEN_DIM]
         head[first, USED_DIMS[k]] = -USED_PUSH / unit[USED_DIMS[k]]
         head[second, FIRST_DIMS[k]] = STEP_LEAN / unit[FIRST_DIMS[k]]
+        head[ids["cut"], FIRST_DIMS[k]] = -STEP_LEAN / unit[FIRST_DIMS[k]]
     for k, dim in enumerate(USED_DIMS):
         lean = (EMPTY_LEAN if k else -EMPTY_LEAN) / unit[dim]
         head[ids["end"], dim] = lean

@@ -92,11 +92,13 @@ def _train_tokenizer(special: list[str], eos: str, extra: tuple[str, ...] = (), 
 
 def build_tiny_vlm(path: str | os.PathLike, family: Literal["qwen3_vl", "llava"] = "qwen3_vl",
                    image_tokens: Literal["realistic"] | None = None, yes_bias: float = 0.0,
-                   seed: int = 0, vllm: bool = False, corpus: tuple[str, ...] = (), vocab_size: int = 600) -> str:
+                   seed: int = 0, vllm: bool = False, corpus: tuple[str, ...] = (), vocab_size: int = 600,
+                   max_pixels: int | None = None) -> str:
     """Write a tiny random checkpoint + processor to `path` (replaced) and return the path.
 
     `corpus` adds texts to the tokenizer's training corpus and `vocab_size` sizes it (the demo
     judge's tokenizer holds whole words this way); the defaults give every other builder's.
+    `max_pixels` (Qwen3-VL only) sets the processor's pixel budget (the demo judge's is larger).
 
     `vllm=True` (Qwen3-VL only) gives the text attention a head size vLLM's CPU build runs.
 
@@ -113,7 +115,11 @@ def build_tiny_vlm(path: str | os.PathLike, family: Literal["qwen3_vl", "llava"]
         raise ValueError(f"vllm=True is built for qwen3_vl here, not {family}")
     torch.manual_seed(seed)
     realistic = image_tokens == "realistic"
-    model, processor = (_build_qwen3_vl(realistic, vllm, corpus, vocab_size) if family == "qwen3_vl"
+    if max_pixels is not None and family != "qwen3_vl":
+        raise ValueError(f"max_pixels is built for qwen3_vl here, not {family}")
+    if max_pixels is not None and not (isinstance(max_pixels, int) and max_pixels >= 32 * 32):
+        raise ValueError(f"max_pixels must be an int of at least {32 * 32} (one visual token), got {max_pixels!r}")
+    model, processor = (_build_qwen3_vl(realistic, vllm, corpus, vocab_size, max_pixels) if family == "qwen3_vl"
                         else _build_llava(realistic, corpus, vocab_size))
     tok = processor.tokenizer
     yes_ids = [tok.encode(form, add_special_tokens=False)[0] for w in YES_WORDS for form in (" " + w, w)]
@@ -127,13 +133,14 @@ def build_tiny_vlm(path: str | os.PathLike, family: Literal["qwen3_vl", "llava"]
     return out
 
 
-def _build_qwen3_vl(realistic: bool, vllm: bool = False, corpus: tuple[str, ...] = (), vocab_size: int = 600):
+def _build_qwen3_vl(realistic: bool, vllm: bool = False, corpus: tuple[str, ...] = (), vocab_size: int = 600,
+                    max_pixels: int | None = None):
     from transformers import (Qwen2VLImageProcessor, Qwen3VLConfig, Qwen3VLForConditionalGeneration,
                               Qwen3VLProcessor, Qwen3VLVideoProcessor)
     tok = _train_tokenizer(SPECIAL_QWEN, "<|im_end|>", corpus, vocab_size)
     tok.chat_template = QWEN_TEMPLATE
     # patch 16, merge 2: one visual token per 32x32 pixels; the pixel budget caps the count.
-    longest = 1024 * 1024 if realistic else 64 * 64
+    longest = max_pixels if max_pixels is not None else 1024 * 1024 if realistic else 64 * 64
     kw = dict(patch_size=16, temporal_patch_size=2, merge_size=2,
               size={"shortest_edge": 32 * 32, "longest_edge": longest},
               image_mean=[0.5] * 3, image_std=[0.5] * 3)
