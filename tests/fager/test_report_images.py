@@ -13,11 +13,15 @@ REPO = Path(__file__).resolve().parents[2]
 JUDGE = ["--backend", "cli_bad_inputs_judge:ConstantJudge", "--model", "m"]
 
 
-def readme_items_csv() -> str:
-    """The items CSV README's FAGER quick start writes with `printf '...' > items.csv`."""
-    found = re.search(r"printf '([^']*)' > items\.csv", (REPO / "README.md").read_text(encoding="utf-8"))
+def readme_items_csv() -> tuple[str, str]:
+    """The items CSV README's FAGER quick start writes with `printf '...' > FOLDER/items.csv`, and the
+    example image it copies beside that CSV with `cp`."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"printf '([^']*)' > (\S*/)?items\.csv", readme)
     assert found, "README's FAGER quick start writes items.csv with printf"
-    return found.group(1).replace("\\n", "\n")
+    folder = found.group(2) or ""
+    copied = re.search(rf"cp (\S+) {re.escape(folder)}\n", readme) if folder else None
+    return found.group(1).replace("\\n", "\n"), copied.group(1) if copied else ""
 
 
 def quick_start(folder: Path) -> Path:
@@ -26,12 +30,12 @@ def quick_start(folder: Path) -> Path:
     from fager.qa_store import format_qa_csv
     from fager.schema import QAItem, QASet
 
-    text = readme_items_csv()
+    text, copied_from = readme_items_csv()
     (folder / "items.csv").write_text(text, encoding="utf-8")
     index, prompt, image = text.splitlines()[1].split(",")
     target = folder / image
-    target.parent.mkdir(parents=True)
-    shutil.copy(REPO / image, target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO / (copied_from or image), target)
     qa = QASet(index=index, prompt=prompt, items=[QAItem(level="level_1", category="counting", importance="high",
                                                          question="Are there three apples?",
                                                          source_fact="There are three apples")])
@@ -50,7 +54,7 @@ def shown_images(page: Path) -> list[str]:
 def test_readme_quick_start_then_report_shows_the_image(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     details = quick_start(tmp_path)
-    image = readme_items_csv().splitlines()[1].split(",")[2]
+    image = readme_items_csv()[0].splitlines()[1].split(",")[2]
     [record] = [json.loads(line) for line in details.read_text().splitlines()]
     assert record["image"] == image and record["status"] == "scored"  # as the CSV names it, not its bare name
     manifest = json.loads(details.with_name("details.manifest.json").read_text())
@@ -69,4 +73,4 @@ def test_the_report_finds_the_image_from_another_working_folder(tmp_path, monkey
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     assert main(["fager", "report", str(details.parent), "--out", "report"]) == 0
-    assert shown_images(elsewhere / "report" / "report.html") == [readme_items_csv().splitlines()[1].split(",")[2]]
+    assert shown_images(elsewhere / "report" / "report.html") == [readme_items_csv()[0].splitlines()[1].split(",")[2]]

@@ -52,7 +52,7 @@ def test_openai_backend_reads_raw_probabilities_from_top_logprobs(monkeypatch):
     from vlmjudge.backends.openai import OpenAIJudge
     monkeypatch.setenv("VLMJUDGE_TEST_KEY", "sk-test")
     judge = OpenAIJudge("m", base_url="http://127.0.0.1:9/v1", api_key_env="VLMJUDGE_TEST_KEY", concurrency=1,
-                        max_top_logprobs=20, score_unseen=False)
+                        max_top_logprobs=20, score_unseen=False, read_by_id=False)  # the top-logprobs reading
     top = [{"token": "Yes", "logprob": math.log(0.4)}, {"token": "Maybe", "logprob": math.log(0.3)},
            {"token": "No", "logprob": math.log(0.1)}]
     replies = iter([

@@ -197,7 +197,8 @@ def test_the_cli_serves_the_method_app_on_the_given_address(tmp_path, monkeypatc
     args = build_parser().parse_args(["annotate", "fager", "--images", str(tmp_path), "--out",
                                       str(tmp_path / "o.jsonl"), "--port", "7999"])
     assert args.func(args) == 0
-    assert launched == {"server_name": "127.0.0.1", "server_port": 7999, "share": False, "title": "fager annotation"}
+    assert launched == {"server_name": "127.0.0.1", "server_port": 7999, "share": False, "title": "fager annotation",
+                        "quiet": True, "prevent_thread_lock": True}  # quiet: no share=True hint from Gradio
 
 
 @pytest.mark.parametrize("method, views, values", [
