@@ -8,10 +8,8 @@ statistics through the registry, which `vlmjudge.stats` never imports.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 #: What an interrupted comparison says: it keeps no cache and writes its files only when done.
@@ -53,25 +51,11 @@ def compare(runs: Sequence[Any], *, labels: Sequence[str] | None = None, method:
                         confidence=confidence)
 
 
-def _writable_folder(out: Path) -> str | None:
-    """Why `out` cannot take the comparison's files (a file, or under a file or a folder this user
-    may not write), or None; asked before minutes of resampling, not after."""
-    if out.exists():
-        if not out.is_dir():
-            return f"--out {out} is a file; give a folder for comparison.json and report.html"
-        return None if os.access(out, os.W_OK | os.X_OK) else f"--out {out} is a folder you may not write to"
-    parent = out.absolute().parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
-        return f"--out {out} lies under {parent}, which is a file"
-    return None if os.access(parent, os.W_OK | os.X_OK) else f"--out {out} cannot be made: {parent} is not writable"
-
-
 def _checked_settings(args: argparse.Namespace) -> list[str] | None:
     """The labels, after every setting is checked: a bad one is a one-line CommandError."""
     from ..stats.runs import MAX_RESAMPLES
     from .errors import CommandError
+    from .preflight import require_out_folder
 
     if len(args.runs) < 2:
         raise CommandError("compare needs at least two runs (RUN.jsonl RUN.jsonl ...)")
@@ -81,9 +65,7 @@ def _checked_settings(args: argparse.Namespace) -> list[str] | None:
         raise CommandError(f"--confidence must lie strictly between 0 and 1, got {args.confidence}")
     if args.seed < 0:
         raise CommandError(f"--seed must be at least 0, got {args.seed}")
-    problem = _writable_folder(Path(args.out))
-    if problem:
-        raise CommandError(problem)
+    require_out_folder(args.out, "comparison.json and report.html")
     return [label.strip() for label in args.labels.split(",")] if args.labels is not None else None
 
 

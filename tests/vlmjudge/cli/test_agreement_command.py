@@ -15,9 +15,16 @@ DATA = Path(__file__).resolve().parents[2] / "data" / "human_sets"
 FAST = ["--resamples", "300"]
 
 
+def schema_record(record):
+    """A record of the shared schema (`vlmjudge.record_schema`): id, status, score first."""
+    status = record.get("status") or ("scored" if record.get("score") is not None else "not_applicable")
+    rest = {key: value for key, value in record.items() if key not in ("id", "status", "score")}
+    return {"id": record["id"], "status": status, "score": record.get("score"), **rest}
+
+
 def write_run(path, records, model, method=None):
-    """A run as the CLI leaves it: records JSONL and the manifest beside it."""
-    write_jsonl(path, records)
+    """A run as the CLI leaves it: records JSONL (each of the shared schema) and the manifest beside it."""
+    write_jsonl(path, [schema_record(record) for record in records])
     write_manifest(path, {"method": method, "model": model})
     return str(path)
 
