@@ -178,7 +178,9 @@ def _pairs(labels: Sequence[str], job_items: list[list[Items]], jobs: Sequence[J
     for i, j in combinations(range(len(labels)), 2):
         for k, (items, (stat, _, tests)) in enumerate(zip(job_items, jobs)):
             key = (id(items[i]), id(items[j]))
-            paired = aligned[key] if key in aligned else aligned.setdefault(key, align_items(items[i], items[j]))
+            if key not in aligned:
+                aligned[key] = align_items(items[i], items[j])
+            paired = aligned[key]
             if len(paired.a) == 0:  # no item scored by both runs: said, not hidden
                 out[k].append({"a": labels[i], "b": labels[j], "n": 0, "note": "no item was scored by both runs"})
                 continue

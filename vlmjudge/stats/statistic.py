@@ -148,26 +148,59 @@ class RecordRows:
         return self._items[key]
 
     def _read(self, statistic: Statistic, record: Mapping, k: int, categories: bool = False) -> Any:
-        """Record k's row (1-D numbers, None for N/A) or its categories; what the statistic cannot
-        read is a one-line `RowReadError` naming the record."""
+        """Record k's row as the statistic gives it (None for N/A; made numbers in `_stack`, a whole
+        run at once) or its categories; what the statistic cannot read is a one-line `RowReadError`."""
         try:
-            if categories:
-                return categories_of(statistic, record)
-            row = statistic.rows(record)
-            if row is None:
-                return None
-            row = np.atleast_1d(np.asarray(row, dtype=float))
-            if row.ndim != 1:
-                raise ValueError(f"a row of shape {row.shape}, not one row of numbers")
-            return row
+            return categories_of(statistic, record) if categories else statistic.rows(record)
         except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError) as error:
-            problem = " ".join(str(error).split()) or type(error).__name__
-            raise RowReadError(f"{self.where[k]}: the statistic {statistic.label!r} cannot read this record "
-                               f"({problem})") from None
+            raise self._unreadable(statistic, k, error) from None
+
+    def _unreadable(self, statistic: Statistic, k: int, error: Exception) -> RowReadError:
+        """The one-line refusal of record k, which the statistic cannot read."""
+        problem = " ".join(str(error).split()) or type(error).__name__
+        return RowReadError(f"{self.where[k]}: the statistic {statistic.label!r} cannot read this record ({problem})")
+
+    def _numbers(self, statistic: Statistic, rows: list) -> tuple[np.ndarray, np.ndarray]:
+        """Each row as numbers: a kind per row (N/A, failed: a NaN in it, scored) and the scored rows
+        stacked, all in one conversion when they have one length; else row by row, refusing a row
+        that is no numbers, or of another length than the others, naming its record."""
+        kinds = np.full(len(rows), OK, dtype=np.int8)
+        present = []
+        for k, row in enumerate(rows):
+            if row is None:
+                kinds[k] = NA
+            elif isinstance(row, float) and row != row:  # a bare NaN: failed, whatever the width
+                kinds[k] = FAILED
+            else:
+                present.append(k)
+        try:
+            block = np.array([[row] if isinstance(row, (int, float)) else row for row in (rows[k] for k in present)],
+                             dtype=float).reshape(len(present), -1)
+        except (TypeError, ValueError, OverflowError):  # rows of different lengths, or not numbers: find which
+            block = np.empty((0, 0))
+            converted = {}
+            for k in present:
+                try:
+                    converted[k] = np.atleast_1d(np.asarray(rows[k], dtype=float))
+                    if converted[k].ndim != 1:
+                        raise ValueError(f"a row of shape {converted[k].shape}, not one row of numbers")
+                except (TypeError, ValueError, OverflowError) as error:
+                    raise self._unreadable(statistic, k, error) from None
+            whole = [k for k in present if not np.isnan(converted[k]).any()]
+            odd = next((k for k in whole if len(converted[k]) != len(converted[whole[0]])), None)
+            if odd is not None:
+                raise RowReadError(f"{self.where[odd]}: the statistic {statistic.label!r} reads {len(converted[odd])} "
+                                   f"numbers from this record and {len(converted[whole[0]])} from {self.where[whole[0]]}")
+            kept = set(whole)
+            kinds[[k for k in present if k not in kept]] = FAILED
+            return kinds, (np.stack([converted[k] for k in whole]) if whole else np.empty((0, 1)))
+        failed = np.isnan(block).any(axis=1)
+        kinds[np.array(present, dtype=int)[failed]] = FAILED
+        return kinds, block[~failed]
 
     def _stack(self, statistic: Statistic) -> Items:
         """The run's rows under the statistic as `Items`: ids, an (n, k) matrix with NaN rows where
-        unscored, a kind per item; rows of different lengths are refused naming a record."""
+        unscored, a kind per item."""
         key = (statistic.rows, statistic.id_key)
         if key not in self._rows:
             records = self._needs_records(f"rows of {statistic.label!r}")
@@ -175,21 +208,14 @@ class RecordRows:
         if statistic.id_key not in self._ids:
             records = self._needs_records("ids")
             self._ids[statistic.id_key] = tuple(str(rec.get(statistic.id_key, k)) for k, rec in enumerate(records))
-        rows, ids = self._rows[key], self._ids[statistic.id_key]
+        ids = self._ids[statistic.id_key]
         if len(set(ids)) != len(ids):
             seen: set[str] = set()
             k = next(k for k, i in enumerate(ids) if i in seen or seen.add(i))
             raise RowReadError(f"{self.where[k]}: id {ids[k]!r} appears twice; pairing by id needs each id once")
-        kinds = np.array([NA if row is None else FAILED if np.isnan(row).any() else OK for row in rows], dtype=np.int8)
-        scored = np.flatnonzero(kinds == OK)
-        width = len(rows[scored[0]]) if len(scored) else 1
-        odd = next((k for k in scored if len(rows[k]) != width), None)
-        if odd is not None:
-            raise RowReadError(f"{self.where[odd]}: the statistic {statistic.label!r} reads {len(rows[odd])} numbers "
-                               f"from this record and {width} from {self.where[scored[0]]}")
-        values = np.full((len(rows), width), np.nan)
-        if len(scored):
-            values[scored] = np.stack([rows[k] for k in scored])
+        kinds, scored = self._numbers(statistic, self._rows[key])
+        values = np.full((len(kinds), scored.shape[1] if len(scored) else 1), np.nan)
+        values[kinds == OK] = scored
         return Items(ids, values, kinds, None)
 
 
