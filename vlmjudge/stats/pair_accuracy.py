@@ -96,7 +96,8 @@ class PairTable:
         best_at, carry = 0, 0
         for start in range(0, len(d), _CHUNK_PAIRS):
             stop = min(start + _CHUNK_PAIRS, len(d))
-            prefix = carry + np.cumsum(sizes[first[start:stop]].astype(np.int64) * sizes[second[start:stop]] * d[start:stop])
+            weight = sizes[first[start:stop]].astype(np.int64) * sizes[second[start:stop]]
+            prefix = carry + np.cumsum(weight * d[start:stop])
             at = np.flatnonzero(candidate[start + 1:stop + 1])
             if len(at):
                 top = int(np.argmax(prefix[at]))

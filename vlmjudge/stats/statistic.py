@@ -187,10 +187,11 @@ class RecordRows:
                 except (TypeError, ValueError, OverflowError) as error:
                     raise self._unreadable(statistic, k, error) from None
             whole = [k for k in present if not np.isnan(converted[k]).any()]
-            odd = next((k for k in whole if len(converted[k]) != len(converted[whole[0]])), None)
+            width = len(converted[whole[0]]) if whole else 0
+            odd = next((k for k in whole if len(converted[k]) != width), None)
             if odd is not None:
                 raise RowReadError(f"{self.where[odd]}: the statistic {statistic.label!r} reads {len(converted[odd])} "
-                                   f"numbers from this record and {len(converted[whole[0]])} from {self.where[whole[0]]}")
+                                   f"numbers from this record and {width} from {self.where[whole[0]]}")
             kept = set(whole)
             kinds[[k for k in present if k not in kept]] = FAILED
             return kinds, (np.stack([converted[k] for k in whole]) if whole else np.empty((0, 1)))

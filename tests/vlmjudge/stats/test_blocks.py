@@ -57,7 +57,8 @@ def _plain(compute):
 def _same(got: dict, want: dict) -> bool:
     """Equal keys, equal labels, numbers equal but for the last bits (sums in another order)."""
     return got.keys() == want.keys() and all(
-        got[key] == want[key] if isinstance(want[key], str) else got[key] == pytest.approx(want[key], rel=1e-12, abs=1e-15)
+        got[key] == want[key] if isinstance(want[key], str)
+        else got[key] == pytest.approx(want[key], rel=1e-12, abs=1e-15)
         for key in want)
 
 
