@@ -2,9 +2,10 @@
 
 Why: the same TerraVis run through the transformers backend, vLLM in this process and a vLLM
 OpenAI server shows what each engine's scheduling and prefix cache buy on identical prompts.
-Each backend here says how its judge is opened and closed and where its prefix-cache counters
-are read: the judge's own stats (transformers: the prefix KV store; vllm: the engine's cached
-tokens per request) or the server's Prometheus `/metrics`, read before and after a run.
+Each backend here says how its judge is opened and closed, where its prefix-cache counters are
+read (the judge's own stats: transformers' prefix KV store, vllm's cached tokens per request; or
+the server's Prometheus `/metrics`) and, for vLLM, where its metrics are read (`bench.prometheus`:
+the engine's `get_metrics()` or the server's `/metrics`), each before and after a run.
 """
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ import importlib.util
 import os
 import sys
 import tempfile
-import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from vlmjudge.testing.processes import ServerDidNotStart, free_port, running_server
+
+from .prometheus import read_engine, read_server
 
 #: The backends `--backends` knows, in the order the help lists them.
 NAMES = ("transformers", "vllm", "vllm-serve")
@@ -37,11 +39,14 @@ class Unavailable(Exception):
 @dataclass
 class Opened:
     """A judge and its prefix-cache counters: (prompt tokens looked up, of them those the cache
-    served), cumulative, so a run's figures are the difference of two reads."""
+    served), cumulative, so a run's figures are the difference of two reads; for vLLM its metrics
+    (`bench.prometheus` readings), and for a server the client's seconds waiting on requests."""
 
     judge: Any
     counters: Callable[[], tuple[int, int]]
     source: str
+    metrics: Callable[[], dict[str, float]] | None = None
+    client_seconds: Callable[[], float] | None = None
 
 
 def parse_backends(text: str) -> list[str]:
@@ -111,25 +116,29 @@ def _vllm(checkpoint: str, dtype: str) -> Iterator[Opened]:
     engine_environment()
     from vlmjudge import load_judge
     extra = {} if on_cuda() else {"block_size": CPU_BLOCK_SIZE}
-    judge = load_judge(checkpoint, backend="vllm", dtype=dtype, skip_mm_profiling=True, progress=False, **extra)
+    judge = load_judge(checkpoint, backend="vllm", dtype=dtype, skip_mm_profiling=True, progress=False,
+                       disable_log_stats=False, **extra)  # its metrics, for the phases and queues
     stats = judge.stats
     try:
         yield Opened(judge, lambda: (stats.prompt_tokens, stats.prefix_cache_tokens),
-                     "the engine's cached tokens per request (judge.stats)")
+                     "the engine's cached tokens per request (judge.stats)", lambda: read_engine(judge.llm))
     finally:
         judge.close()
 
 
-def server_command(checkpoint: str, port: int, dtype: str) -> list[str]:
+def server_command(checkpoint: str, port: int, dtype: str, media_root: str, cuda: bool | None = None) -> list[str]:
     """The command that serves `checkpoint` on 127.0.0.1:`port`: `vlmjudge serve` (vLLM's OpenAI
-    server with the vllm backend's settings and its first-options processor)."""
+    server with the vllm backend's settings and its first-options processor), reading images
+    from `media_root`; vLLM's defaults on a GPU, its 32-token blocks on a CPU."""
+    cuda = on_cuda() if cuda is None else cuda
     return [sys.executable, "-m", "vlmjudge.serve", "--model", checkpoint, "--served-model-name", SERVED_NAME,
-            "--port", str(port), "--dtype", dtype, "--", "--max-model-len", "4096", "--skip-mm-profiling",
-            *([] if on_cuda() else ["--block-size", str(CPU_BLOCK_SIZE)])]
+            "--port", str(port), "--dtype", dtype, "--media-root", media_root,
+            "--", "--max-model-len", "4096", "--skip-mm-profiling",
+            *([] if cuda else ["--block-size", str(CPU_BLOCK_SIZE)])]
 
 
 @contextmanager
-def served(checkpoint: str, dtype: str) -> Iterator[str]:
+def served(checkpoint: str, dtype: str, media_root: str) -> Iterator[str]:
     """A local server on `checkpoint`, its base URL while the block runs; stopped after it.
     `Unavailable` (with its log's tail) if it exits or stays silent past `SERVER_START_S`."""
     engine_environment()
@@ -137,43 +146,31 @@ def served(checkpoint: str, dtype: str) -> Iterator[str]:
     log_path = os.path.join(tempfile.mkdtemp(prefix="vlmjudge-bench-server-"), "server.log")
     base = f"http://127.0.0.1:{port}"
     try:
-        with running_server(server_command(checkpoint, port, dtype), base + "/health", log_path,
+        with running_server(server_command(checkpoint, port, dtype, media_root), base + "/health", log_path,
                             timeout_s=SERVER_START_S, poll_s=2):
             yield base
     except ServerDidNotStart as error:
         raise Unavailable(f"the vLLM server did not start: {error}") from error
 
 
-def metric_total(text: str, name: str) -> float:
-    """The sum over label sets of a Prometheus counter (`name` or `name_total`) in `/metrics` text.
-
-    >>> metric_total('vllm:prefix_cache_hits_total{engine="0"} 64.0\\nvllm:prefix_cache_hits_created 1.7e9', "vllm:prefix_cache_hits")
-    64.0
-    """
-    total = 0.0
-    for line in text.splitlines():
-        metric, _, value = line.rpartition(" ")
-        if metric.split("{", 1)[0] in (name, name + "_total"):
-            total += float(value)
-    return total
-
-
 def server_counters(base: str) -> tuple[int, int]:
     """(prefix-cache queries, hits), in tokens, from the server's `/metrics`."""
-    with urllib.request.urlopen(base + "/metrics", timeout=30) as response:
-        text = response.read().decode()
-    return (int(metric_total(text, "vllm:prefix_cache_queries")), int(metric_total(text, "vllm:prefix_cache_hits")))
+    reading = read_server(base)
+    return int(reading.get("vllm:prefix_cache_queries", 0)), int(reading.get("vllm:prefix_cache_hits", 0))
 
 
 def _served_judge(checkpoint: str, dtype: str) -> Iterator[Opened]:
-    """The openai judge on a local vLLM server, its counters read from `/metrics`."""
+    """The openai judge on a local vLLM server (images written once into the folder the server
+    may read, sent once each), its counters and metrics read from `/metrics`."""
     _need("vllm", "vllm-serve")
     _need("openai", "vllm-serve")
     from vlmjudge import load_judge
-    with served(checkpoint, dtype) as base:
-        judge = load_judge(SERVED_NAME, backend="openai", base_url=base + "/v1", progress=False)
+    media_root = tempfile.mkdtemp(prefix="vlmjudge-bench-media-")
+    with served(checkpoint, dtype, media_root) as base:
+        judge = load_judge(SERVED_NAME, backend="openai", base_url=base + "/v1", progress=False, media_dir=media_root)
         yield Opened(judge, lambda: server_counters(base),
-                     "the server's /metrics (vllm:prefix_cache_queries, vllm:prefix_cache_hits)")
+                     "the server's /metrics (vllm:prefix_cache_queries, vllm:prefix_cache_hits)",
+                     lambda: read_server(base), lambda: judge.stats.request_seconds)
 
 
 def free_memory() -> None:
@@ -189,3 +186,22 @@ def free_memory() -> None:
 def describe(value: Any) -> str:
     """One line for a skipped backend's reason."""
     return " ".join(str(value).split())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m bench.backends --print-server-command [--gpu]`: the `vlmjudge serve` command the
+    vllm-serve backend runs, printed as the engine's command line (`--print-command`), not run."""
+    import argparse
+    import subprocess
+    p = argparse.ArgumentParser(prog="python -m bench.backends", description=main.__doc__.splitlines()[0])
+    p.add_argument("--print-server-command", action="store_true", required=True)
+    p.add_argument("--gpu", action="store_true", help="the GPU's settings (bf16, vLLM's default blocks)")
+    args = p.parse_args(argv)
+    argv_ = server_command("CHECKPOINT", 8000, "bfloat16" if args.gpu else "float32", tempfile.gettempdir(),
+                           cuda=args.gpu)
+    cut = argv_.index("--")
+    return subprocess.run(argv_[:cut] + ["--print-command"] + argv_[cut:], check=False).returncode
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -93,7 +93,7 @@ def flops(model: Any, prefill: int, generated: int, images: int, patches_per_ima
 def main(argv: Sequence[str] | None = None) -> int:
     import torch
 
-    from .terravis import run
+    from .terravis_paths import run
     from .terravis_setup import bench_pack, force_positive_rate, make_all_eligible
     p = argparse.ArgumentParser(prog="python -m bench.random_vlm", description=__doc__.splitlines()[0])
     p.add_argument("--config", choices=sorted(CONFIGS), default="8b")

@@ -1,44 +1,46 @@
 """One TerraVis run per backend, side by side on one checkpoint and the same images.
 
     python -m bench.side_by_side --backends transformers,vllm,vllm-serve --images 8 --size 256
+    python -m bench.terravis --backends transformers,vllm,vllm-serve --images 16 --size 1024   (the same)
 
 Why: which engine serves the suite fastest is a question of measured rates on the same model,
 images and prompts. Each backend scores the same images with `TerraVis(judge).score` after a
-one-image warm-up; the table gives images/s, seconds, prompt and prefill tokens and the prefix
-cache's hits, with ratios against the first backend measured; records are compared with the
-first backend's (floats within `TOLERANCE`). A backend that cannot run here is listed as skipped.
-A checkpoint built here has its eligibility answer and its share of positive checks set in its
-weights, as other processes (engines, servers) see no forward hook.
+one-image warm-up; the tables give images/s, seconds, prompt, prefill and generated tokens, the
+prefix cache's hits and where the time went (`bench.phases`), with ratios against the first
+backend; then the schedulers' queues, how images reached the server, the host's load around each
+run (`bench.host_load`, with a warning where it was loaded), the records compared with the first
+backend's (floats within `TOLERANCE`) and issue 51's targets. A backend that cannot run is skipped.
 """
 from __future__ import annotations
 
 import argparse
-import math
 import sys
-import tempfile
 import time
-from dataclasses import dataclass
+from contextlib import nullcontext
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-import numpy as np
-
-from . import bench_images, grid, judge_on, load_model, option_token_ids
+from . import bench_images, grid
 from .backends import NAMES, Unavailable, describe, free_memory, on_cuda, opened, parse_backends
-from .random_vlm import CONFIGS, build_random_qwen3vl, processor_with_realistic_tokens
-from .terravis_setup import ELIGIBILITY_OPTIONS, TARGET_RATE, bench_pack, positive_rate, record_view
+from .decided_checkpoint import build_checkpoint
+from .host_load import HostLoad, LoadWatch
+from .phases import Phases, engine_phases, phase_table, torch_phases
+from .prometheus import QueueSampler, difference
+from .random_vlm import CONFIGS
+from .terravis_setup import TARGET_RATE, bench_pack, positive_rate, record_view
 
 #: Largest difference between two records' floats that still counts as equal.
 TOLERANCE = 1e-4
-#: Smallest log-odds of the first eligibility option a built checkpoint gets on every image.
-ELIGIBLE_MARGIN = 30.0
-#: Residual dimension a built checkpoint holds constant, read by the LM head for shifted tokens.
-HELD_DIM = 0
+#: Issue 51's targets: (numerator backend, denominator backend, what, largest ratio).
+TARGETS = (("vllm-serve", "vllm", "seconds", 1.5), ("vllm-serve", "vllm", "prompt tokens", 1.05),
+           ("transformers", "vllm", "seconds", 1.5))
 
 
 @dataclass
 class Row:
     """One backend's timed run: seconds, images, prompt tokens looked up in its prefix cache,
-    those the cache served, and tokens generated."""
+    those the cache served, tokens generated; where the time went, the host's load, the
+    scheduler's queues and notes (how images went to a server)."""
 
     name: str
     seconds: float
@@ -46,6 +48,10 @@ class Row:
     prompt_tokens: int
     cached_tokens: int
     generated_tokens: int
+    phases: Phases | None = None
+    load: HostLoad | None = None
+    queues: str | None = None
+    notes: list[str] = field(default_factory=list)
 
     @property
     def images_per_s(self) -> float:
@@ -60,111 +66,38 @@ class Row:
         return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
 
 
-# -- the checkpoint ----------------------------------------------------------------------------
-def hold_dimension(model: Any) -> None:
-    """Hold residual dimension `HELD_DIM` at 1 for every text token (nothing writes into it) and
-    let no LM-head row read it yet; `shift_tokens` then moves chosen tokens' logits by a multiple
-    of that constant, in the weights."""
-    import torch
-    lm = model.model.language_model
-    with torch.no_grad():
-        lm.embed_tokens.weight[:, HELD_DIM] = 1.0
-        for layer in lm.layers:
-            layer.self_attn.o_proj.weight[HELD_DIM, :] = 0.0
-            layer.mlp.down_proj.weight[HELD_DIM, :] = 0.0
-        model.lm_head.weight[:, HELD_DIM] = 0.0
-
-
-def shift_tokens(model: Any, token_ids: Sequence[int], weight: float) -> None:
-    """Set the LM-head weight with which `token_ids` read the held dimension."""
-    import torch
-    with torch.no_grad():
-        model.lm_head.weight[list(token_ids), HELD_DIM] = weight
-
-
-def _margins(model: Any, processor: Any, requests: Sequence[Any], options: Sequence[str]) -> np.ndarray:
-    """log P(first option) / P(second) per request, on a fresh judge (no stale caches)."""
-    probs = judge_on(model, processor).choice_probs(list(requests), list(options))
-    return np.array([math.log(p[options[0]] / p[options[1]]) for p in probs])
-
-
-def _slopes(model: Any, processor: Any, ids: Sequence[int], requests: Sequence[Any],
-            options: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Margins at weight 0 and their change per unit weight (the logit moves linearly with it)."""
-    shift_tokens(model, ids, 0.0)
-    m0 = _margins(model, processor, requests, options)
-    shift_tokens(model, ids, 1.0)
-    slope = _margins(model, processor, requests, options) - m0
-    if (slope <= 0).any():
-        raise RuntimeError("the held dimension does not raise these tokens' logits on every prompt")
-    return m0, slope
-
-
-def set_decisions(model: Any, processor: Any, images: Sequence[Any], positive_rate: float) -> tuple[float, float]:
-    """Weights that make every image eligible and about `positive_rate` of the detection checks
-    on two images positive; returns (eligibility weight, Yes weight)."""
-    from terravis import asking
-    from terravis.taxonomy import TAXONOMY
-    pack, tok = bench_pack(), processor.tokenizer
-    hold_dimension(model)
-    eligible_ids = option_token_ids(tok, ELIGIBILITY_OPTIONS[0])
-    m0, slope = _slopes(model, processor, eligible_ids,
-                        [asking.eligibility_request(pack, im, str(i)) for i, im in enumerate(images)],
-                        ELIGIBILITY_OPTIONS)
-    eligible_w = max(0.0, float(np.max((ELIGIBLE_MARGIN - m0) / slope)))
-    shift_tokens(model, eligible_ids, eligible_w)
-    yes_ids = option_token_ids(tok, "Yes")
-    detection = [asking.detection_request(pack, im, str(i), v) for i, im in enumerate(images[:2]) for v in TAXONOMY]
-    m0, slope = _slopes(model, processor, yes_ids, detection, pack.options.detection)
-    yes_w = float(np.quantile(-m0 / slope, positive_rate))  # check i is positive once the weight passes -m0/slope
-    shift_tokens(model, yes_ids, yes_w)
-    return eligible_w, yes_w
-
-
-def build_checkpoint(kind: str, images: Sequence[Any], positive_rate: float, device: str | None,
-                     dtype: str) -> tuple[str, str]:
-    """A vLLM-compatible Qwen3-VL folder ("tiny", or "random:<config>" of `bench.random_vlm`)
-    with its decisions set in its weights; (folder, a line that says what it is)."""
-    import torch
-
-    from vlmjudge.testing import build_tiny_vlm
-    folder = tempfile.mkdtemp(prefix="vlmjudge-bench-ckpt-")
-    if kind == "tiny":
-        build_tiny_vlm(folder + "/build", image_tokens="realistic", vllm=True)
-        model, processor = load_model(folder + "/build", device, dtype)
-        what = "tiny Qwen3-VL (vLLM head size) with realistic visual tokens"
-    else:
-        config = kind.removeprefix("random:")
-        if config not in CONFIGS:
-            raise ValueError(f"--model {kind!r}: random configurations are {', '.join(sorted(CONFIGS))}")
-        processor = processor_with_realistic_tokens()
-        model = build_random_qwen3vl(config, processor, device or "cpu", getattr(torch, dtype))
-        what = f"random-weight Qwen3-VL {config} ({sum(p.numel() for p in model.parameters()) / 1e6:,.1f} M parameters)"
-    eligible_w, yes_w = set_decisions(model, processor, images, positive_rate)
-    model.save_pretrained(folder + "/model")
-    processor.save_pretrained(folder + "/model")
-    del model, processor
-    free_memory()
-    return folder + "/model", (f"{what}; weights set: eligibility {eligible_w:+.3f}, Yes {yes_w:+.3f} "
-                               f"(all eligible, ~{positive_rate:.0%} positive checks)")
-
-
-# -- the runs --------------------------------------------------------------------------------
 def time_backend(name: str, checkpoint: str, images: Sequence[Any], dtype: str,
                  device: str | None) -> tuple[Row, list, str]:
-    """Warm `name` up on one small image, then time TerraVis on `images`: (row, records, where
-    its cache counters come from)."""
+    """Warm `name` up on one small image, then time TerraVis on `images` while its phases, queues
+    and the host's load are read: (row, records, where its cache counters come from)."""
     from terravis import TerraVis
     pack = bench_pack()
     with opened(name, checkpoint, dtype, device) as o:
-        TerraVis(o.judge, pack=pack).score(bench_images(1, 64, seed=99))
-        before, generated = o.counters(), o.judge.stats.generated_tokens
-        start = time.perf_counter()
-        records = TerraVis(o.judge, pack=pack).score(list(images))
-        seconds = time.perf_counter() - start
+        judge = o.judge
+        TerraVis(judge, pack=pack).score(bench_images(1, 64, seed=99))
+        before, generated = o.counters(), judge.stats.generated_tokens
+        metrics = o.metrics() if o.metrics else {}
+        client = o.client_seconds() if o.client_seconds else None
+        timer = torch_phases(judge.model) if name == "transformers" else nullcontext()
+        sampler = QueueSampler(o.metrics) if o.metrics else nullcontext()
+        with LoadWatch() as watch, sampler as queues, timer as measured:
+            start = time.perf_counter()
+            records = TerraVis(judge, pack=pack).score(list(images))
+            seconds = time.perf_counter() - start
         after = o.counters()
         row = Row(name, seconds, len(images), after[0] - before[0], after[1] - before[1],
-                  o.judge.stats.generated_tokens - generated)
+                  judge.stats.generated_tokens - generated, measured, watch.load,
+                  queues.line() if queues is not None else None)
+        if o.metrics:
+            run = difference(o.metrics(), metrics)
+            row.phases = engine_phases(run, o.client_seconds() - client if client is not None else None)
+            row.notes.append(f"the engine counted {run.get('vllm:prompt_tokens', 0):,.0f} prompt tokens, "
+                             f"{run.get('vllm:generation_tokens', 0):,.0f} generated; multimodal cache: "
+                             f"{run.get('vllm:mm_cache_hits', 0):,.0f} hits of {run.get('vllm:mm_cache_queries', 0):,.0f}")
+        manifest = judge.manifest()
+        if "images" in manifest:
+            row.notes.append(f"images sent: {manifest['images']}; options read by token id: "
+                             f"{manifest['options_by_token_id']}")
         return row, records, o.source
 
 
@@ -219,9 +152,27 @@ def backend_table(rows: Sequence[Row]) -> str:
     return grid(header, body)
 
 
+def target_lines(rows: dict[str, Row], records_equal: bool) -> list[str]:
+    """Issue 51's targets that these rows can check, each with its ratio and whether it is met.
+
+    >>> rows = {"vllm": Row("vllm", 10.0, 4, 1000, 0, 5), "vllm-serve": Row("vllm-serve", 12.0, 4, 1040, 0, 5)}
+    >>> target_lines(rows, True)
+    ['target vllm-serve / vllm seconds: 1.20 (at most 1.5: met)', 'target vllm-serve / vllm prompt tokens: 1.04 (at most 1.05: met)', 'records equal on every backend: yes']
+    """
+    lines = []
+    for top, bottom, what, limit in TARGETS:
+        if top in rows and bottom in rows:
+            a, b = rows[top], rows[bottom]
+            ratio = a.seconds / b.seconds if what == "seconds" else a.prompt_tokens / max(b.prompt_tokens, 1)
+            lines.append(f"target {top} / {bottom} {what}: {ratio:.2f} (at most {limit}: "
+                         f"{'met' if ratio <= limit else 'NOT met'})")
+    return lines + [f"records equal on every backend: {'yes' if records_equal else 'NO'}"]
+
+
 def run_backends(names: Sequence[str], checkpoint: str, images: Sequence[Any], *, dtype: str,
                  device: str | None, header: Sequence[str] = (), out=sys.stdout) -> dict[str, Row]:
-    """Time each backend in turn and print the table, the records' agreement and what was skipped."""
+    """Time each backend in turn and print the tables, the records' agreement, the load each ran
+    under, what was skipped and the targets."""
     rows: dict[str, Row] = {}
     records: dict[str, list] = {}
     sources: dict[str, str] = {}
@@ -237,23 +188,39 @@ def run_backends(names: Sequence[str], checkpoint: str, images: Sequence[Any], *
         print(line, file=out)
     print(f"images: {len(images)} at {images[0].width}x{images[0].height}; dtype {dtype}; "
           f"device {device or ('cuda' if on_cuda() else 'cpu')}", file=out)
+    equal = True
     if rows:
         print(backend_table(list(rows.values())), file=out)
+        print("where the time went (seconds; '-': not reported by that backend):", file=out)
+        print(phase_table({n: (r.seconds, r.phases) for n, r in rows.items() if r.phases is not None}), file=out)
+        for name, row in rows.items():
+            lines = [f"phases of {name}: {row.phases.source}" if row.phases else None,
+                     f"scheduler queues of {name} (sampled): {row.queues}" if row.queues else None,
+                     *(f"{name}: {note}" for note in row.notes), row.load.line(name) if row.load else None]
+            for line in filter(None, lines):
+                print(line, file=out)
+            if row.load is not None and row.load.loaded():
+                print(f"warning: the host was loaded while {name} ran; its figures are not a quiet machine's",
+                      file=out)
         first = next(iter(rows))
         print(f"records of {first}: eligible {sum(bool(r.checks) for r in records[first])} of {len(images)}, "
               f"positive rate of the checks {positive_rate(records[first]):.3f}", file=out)
         for name in list(rows)[1:]:
-            print(f"records of {name} against {first} (floats within {TOLERANCE:g}): "
-                  f"{compare_records(records[name], records[first])}", file=out)
+            verdict = compare_records(records[name], records[first])
+            equal = equal and verdict == "equal"
+            print(f"records of {name} against {first} (floats within {TOLERANCE:g}): {verdict}", file=out)
         for name, source in sources.items():
             print(f"cache counters of {name}: {source}", file=out)
     for name, reason in skipped.items():
         print(f"skipped {name}: {reason}", file=out)
+    if rows:
+        for line in target_lines(rows, equal):
+            print(line, file=out)
     return rows
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m bench.side_by_side", description=__doc__.splitlines()[0])
+def parse_args(argv: Sequence[str] | None = None, prog: str = "python -m bench.side_by_side") -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     p.add_argument("--backends", default=",".join(NAMES),
                    help=f"comma-separated, from {', '.join(NAMES)} (default: all; one that cannot run is skipped)")
     p.add_argument("--images", type=int, default=16)
@@ -278,9 +245,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str = "python -m bench.side_by_side") -> int:
     """Build or take the checkpoint, then `run_backends`."""
-    args = parse_args(argv)
+    args = parse_args(argv, prog)
     names = args.backends
     device = args.device or ("cuda" if on_cuda() else "cpu")
     dtype = args.dtype or ("bfloat16" if device.startswith("cuda") else "float32")

@@ -2,7 +2,7 @@
 
 The sub-commands are `rubric`, `score`, `refine`, `abtest` and `rescore`.
 
-Each sub-command's --help gives its inputs and outputs; docs/fager.md, "The command line", lists
+Each sub-command's --help gives its inputs and outputs; docs/methods/fager.md, "The command line", lists
 the CSV columns, the files each writes and how `abtest` pairs and rounds runs.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from vlmjudge.cli.help import EXIT_EPILOG, DefaultsHelpFormatter, describe
 from vlmjudge.cli.intake import Failure, Screened
 from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl
 from vlmjudge.cli.scoring import Outcome, ScoreCommand, run_scoring
-from vlmjudge.cli.progress import add_quiet_flag, progress_bar, quiet_judge
+from vlmjudge.cli.progress import ItemProgress, add_quiet_flag, progress_bar, quiet_judge
 from vlmjudge.cli.summary import print_summary
 from vlmjudge.outputs import write_manifest
 from vlmjudge.stats.interval import interval_text, mean_with_interval
@@ -159,11 +159,12 @@ def run_rubric(args: argparse.Namespace) -> int:
         quiet_judge(fager.judge)
         quiet_judge(fager.text_judge)
         builds: list = []
-        with progress_bar(len(rows), "rubric", args, unit="prompt") as bar:
+        with ItemProgress(len(rows), "rubric", args, unit="prompt", judges=[fager.judge, fager.text_judge]) as bar:
             for start in range(0, len(rows), PROGRESS_ITEMS):
                 chunk = rows[start:start + PROGRESS_ITEMS]
+                bar.start(len(chunk))
                 builds += fager.build([r["prompt"] for r in chunk], ids=[r["index"] for r in chunk])
-                bar.update(len(chunk))
+                bar.advance(len(chunk))
     except INPUT_ERRORS as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -213,19 +214,32 @@ class _FagerScore(ScoreCommand):
         quiet_judge(self.fager.judge)
         quiet_judge(self.fager.text_judge)
         verdicts: list = []
-        with progress_bar(len(kept), "fager", args, unit="img") as bar:
+        judges = [self.fager.judge, self.fager.text_judge]
+        with ItemProgress(len(kept), "fager", args, unit="img", judges=judges) as bar:
             for start in range(0, len(kept), PROGRESS_ITEMS):
                 chunk = kept[start:start + PROGRESS_ITEMS]
+                bar.start(len(chunk))
                 verdicts += self.fager.score([self.images[i] for i in chunk], [self.prompts[i] for i in chunk],
                                              qa_sets=qa_sets, ids=[self.ids[i] for i in chunk])
-                bar.update(len(chunk))
+                bar.advance(len(chunk))
         return verdicts
+
+    def image_name(self, item: int) -> str:
+        """An item's image as its record names it: the CSV's `image` value, a path relative to the
+        CSV's folder (or an absolute one), so a report finds the file from the manifest's
+        `input_root`, where a bare file name would leave it lost among the CSV's folders."""
+        path = self.images[item]
+        try:
+            return path.relative_to(self.args.items.parent).as_posix()
+        except ValueError:  # an absolute path in the CSV
+            return str(path)
 
     def summarize(self, screened: Screened, verdicts: list) -> Outcome:
         """Write the Verdicts, summary.csv and the manifest; print the shared summary, then each level's
         mean with its 95% interval and n, and the parse failures."""
         args, details, images, kept = self.args, self.out, self.images, screened.kept
-        verdicts = [with_resolution_note(v, screened.notes.get(i)) for i, v in zip(kept, verdicts)]
+        verdicts = [with_resolution_note(v, screened.notes.get(i)).model_copy(update={"image": self.image_name(i)})
+                    for i, v in zip(kept, verdicts)]
         details.parent.mkdir(parents=True, exist_ok=True)
         write_verdicts(verdicts, details)
         summary = summary_path(details)
@@ -235,7 +249,7 @@ class _FagerScore(ScoreCommand):
         unanswered = [Failure(i, str(images[i]), reason) for i, v in zip(kept, verdicts)
                       if (reason := no_result_reason(v)) is not None]
         print_summary([{"status": v.status, "score": v.score} for v in verdicts], [details, summary, manifest],
-                      "{:.2f}", skipped=len(screened.failures))
+                      skipped=len(screened.failures))
         if any(v.score is not None for v in verdicts):
             print("levels: " + ", ".join(f"{name} {interval_text(mean_with_interval(values))}"
                                          for name, values in level_values(verdicts).items()))
@@ -265,6 +279,7 @@ def _manifest(args: argparse.Namespace, fager: Any, n_items: int, n_skipped: int
     judge = fager.judge
     made_by = judge.manifest() if callable(getattr(judge, "manifest", None)) else {}
     return {**made_by, "method": "fager", "command": "fager score", "items": str(args.items),
+            "input_root": str(Path(args.items).resolve().parent),
             "qa": None if args.qa is None else str(args.qa), "pack": args.pack,
             "policy": {"regenerate_threshold": args.regenerate_threshold, "keep_threshold": args.keep_threshold,
                        "inclusive": not args.exclusive},
@@ -293,7 +308,7 @@ def run_refine(args: argparse.Namespace) -> int:
         return 2
     out = Path(args.out or "fager_refine")
     print_summary([{"status": "scored" if item.final_score is not None else "failed", "score": item.final_score}
-                   for item in report.items], [out / "report.json", out / "report.md"], "{:.2f}")
+                   for item in report.items], [out / "report.json", out / "report.md"])
     print(report.markdown().splitlines()[2])
     return 0
 

@@ -86,6 +86,23 @@ def model_name(judge: Any) -> str:
 class Fager:
     """Factuality of images against verified, stored QA sets, with keep/edit/regenerate feedback.
 
+    Args:
+        judge: the `vlmjudge` Judge that answers the questions about each image (the evaluation
+            agent), and reads reference images.
+        text_judge: the judge of the text agents (fact proposal, verification, QA generation);
+            None: `judge`.
+        pack: the prompt pack (`fager.load_pack`): None for the default, a shipped name, a JSON
+            path or a dict.
+        store: where QA sets are kept and reused: a folder (`QAStore`), a store, or None (in
+            memory, for this object's life).
+        references: reference images per prompt, read while building the rubric: None, a folder,
+            a mapping, a callable or a provider (`fager.references.as_provider`).
+        policy: the keep / edit / regenerate thresholds (`fager.scoring.DEFAULT_POLICY`).
+        max_references: reference images read per prompt at most (None: all).
+        chunk_size: questions per judge call.
+        feedback: ask for a regeneration constraint or an edit instruction where the decision
+            needs one.
+
     Examples:
         A stored QA set and a replay judge keyed by (image id, question position): level 1 passes,
         the colour question fails, and the overall score, 2/3 x 100 over all answers, means edit:

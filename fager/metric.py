@@ -5,7 +5,7 @@ It lets a training or evaluation loop use FAGER like any torchmetrics metric: te
 that sync across processes, and the pipeline with its judges kept in a `ScorerHandle` outside
 the state (never in `state_dict`, shared by copies, left out of pickles).
 
-docs/fager.md, "The metric", shows the use and the copy and pickling rules.
+docs/methods/fager.md, "The metric", shows the use and the copy and pickling rules.
 """
 from __future__ import annotations
 
@@ -44,13 +44,16 @@ class FagerScore(JudgeMetric):
     """Mean FAGER overall score over the images seen; images without a score are counted apart.
 
     Args:
-        judge: a `vlmjudge` Judge; or None, and the judge is loaded from `model` (default: the
-            method's default model, Qwen/Qwen3-VL-8B-Instruct), `backend`, `revision`, `device`,
-            `dtype`, `cache` and `judge_kwargs` (other backend options).
+        judge: a `vlmjudge` Judge; or None, and the judge is loaded from the judge arguments below.
+        model: the judge to load: a Hub id, a local folder or a server's model name; None: the
+            method's default model, Qwen/Qwen3-VL-8B-Instruct.
+        backend, revision, device, dtype, cache: as `vlmjudge.load_judge`, for the judge loaded here.
+        judge_kwargs: the backend's other options, for the judge loaded here.
         text_judge: a separate judge for the text agents (default: `judge`).
         fager: a ready `fager.Fager` pipeline instead of the judge arguments.
         qa_sets: QA sets used for every update that passes none (no rubric is built then).
-        references, pipeline_kwargs: as `fager.Fager`.
+        references: as `fager.Fager`.
+        pipeline_kwargs: `fager.Fager`'s other keywords.
         kwargs: torchmetrics options (`sync_on_compute`, `compute_on_cpu`, ...).
 
     Examples:

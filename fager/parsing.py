@@ -5,7 +5,7 @@ A reply is one question's answer (`parse_answer`) or the released evaluator's ba
 `AnswerParseError`, which the scorer counts as a parse failure and leaves out of every mean, so
 no made-up answer moves a score. Every reader is linear in its input and raises nothing else.
 
-docs/fager.md, "Reading the judge's answers", lists the rules.
+docs/methods/fager.md, "Reading the judge's answers", lists the rules.
 """
 from __future__ import annotations
 

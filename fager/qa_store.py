@@ -4,7 +4,7 @@ A QA set is expensive to build (four agent calls and a reference search) and mus
 unchanged across every image it scores, so it is stored once per (prompt, agent models,
 prompt-pack version) key, in a folder written so that a reader never sees half a record.
 
-docs/fager.md, "Storing QA sets", gives the QA.csv columns and the store layout.
+docs/methods/fager.md, "Storing QA sets", gives the QA.csv columns and the store layout.
 """
 from __future__ import annotations
 
@@ -153,7 +153,7 @@ _OPTIONAL_JSON = {"rubric": ("rubric.json", Rubric), "verification": ("verificat
 
 
 class QAStore:
-    """A folder of QA records, one subfolder per QASetKey (layout in docs/fager.md)."""
+    """A folder of QA records, one subfolder per QASetKey (layout in docs/methods/fager.md)."""
 
     def __init__(self, root: str | os.PathLike) -> None:
         self.root = Path(root)

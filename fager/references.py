@@ -34,7 +34,12 @@ class NoReferences:
 
 class FolderReferences:
     """A local folder keyed by prompt id: `<root>/<id>/*.png|jpg|...` (sorted by name) and/or
-    `<root>/<id>.png|jpg|...`; an id with neither has no references."""
+    `<root>/<id>.png|jpg|...`; an id with neither has no references.
+
+    Args:
+        root: the folder.
+        max_images: references per prompt id at most; None: all.
+    """
 
     def __init__(self, root: str | os.PathLike, max_images: int | None = None) -> None:
         self.root = Path(root)

@@ -4,7 +4,7 @@ FAGER's verdicts say what is wrong with an image; this module acts on them, one 
 time, and shows whether the changes helped. Every generated image is saved as its batch
 returns, so a killed run resumes without generating anything twice.
 
-docs/fager.md, "Refinement runs", describes the rounds, the resume rule and the output folder.
+docs/methods/fager.md, "Refinement runs", describes the rounds, the resume rule and the output folder.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from vlmjudge.generators import load_editor, load_generator
 from vlmjudge.images import image_bytes_digest, to_pil
 from vlmjudge.outputs import iter_jsonl
+from vlmjudge.text import format_score
 
 from .core import Fager
 from .records import Verdict
@@ -78,7 +79,7 @@ class RefineReport(BaseModel):
 
     def markdown(self) -> str:
         """The report as a short markdown page for people."""
-        fmt = (lambda v: "n/a" if v is None else f"{v:.2f}")
+        fmt = format_score
         lines = ["# FAGER refinement", "",
                  f"{self.images} images, {self.rounds} round(s): mean overall score {fmt(self.mean_before)} -> "
                  f"{fmt(self.mean_after)} ({self.scored_before} -> {self.scored_after} scored); "

@@ -14,11 +14,13 @@ from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
+from vlmjudge.cli.report_command import add_report_command
 from vlmjudge.outputs import JsonlError, read_manifest, staged_writer
+from vlmjudge.reports.figures import DEFAULT_DPI, FigureFiles, check_dpi, figure_files
 from vlmjudge.reports.items import input_roots, item_cell, model_name
 from vlmjudge.reports.page import (
-    NOTHING_SCORED, ReportInputError, add_report_command, figures_section, fmt_number, long_text, low_res_mark, mean,
-    page, summary_table, worst_section, write_page,
+    NOTHING_SCORED, ReportInputError, figures_section, fmt_number, long_text, low_res_mark, mean, page, summary_table,
+    worst_section, write_page,
 )
 from vlmjudge.stats.interval import INTERVAL_HEADING, interval_text, mean_with_interval
 
@@ -92,12 +94,14 @@ def _lowest(verdicts: Sequence[Verdict], worst: int, roots: Sequence[Path]) -> s
 
 
 @staged_writer
-def write_report(run: str | os.PathLike, out_dir: str | os.PathLike, worst: int = 20) -> list[Path]:
+def write_report(run: str | os.PathLike, out_dir: str | os.PathLike, worst: int = 20,
+                 dpi: int = DEFAULT_DPI) -> list[Path]:
     """Write the report of one FAGER run (folder or details.jsonl) into `out_dir`; returns the
-    written paths (summary.json, the figures drawn, report.html last), all or none of them
-    (`staged_writer`: a failure leaves the earlier report)."""
+    written paths (summary.json, the figures drawn as PNG at `dpi` and as SVG, report.html last),
+    all or none of them (`staged_writer`: a failure leaves the earlier report)."""
     from vlmjudge.reports.figures import bars, histogram
 
+    check_dpi(dpi)
     details = details_path(run)
     verdicts = read_verdicts(details)
     try:
@@ -110,18 +114,18 @@ def write_report(run: str | os.PathLike, out_dir: str | os.PathLike, worst: int 
     label = details.parent.name or details.stem
     summary_json = out / "summary.json"
     summary_json.write_text(json.dumps({"run": str(details), "summary": summary}, indent=2) + "\n", encoding="utf-8")
-    written: list[Path] = [summary_json]
-    figures: list[tuple[str, str]] = []
+    figures: list[tuple[FigureFiles, str]] = []
     if summary["n_scored"]:
-        path = out / "score_histogram.png"
-        clipped = histogram({label: [v.score for v in verdicts if v.score is not None]}, path,
-                            "FAGER overall score",
-                            f"Overall scores ({summary['n_scored']} of {summary['n_images']} scored)", SCORE_RANGE)
-        figures.append((path.name, "Overall score histogram (0-100)" + (f": {clipped}" if clipped else "")))
-        path = out / "decisions.png"
-        bars(summary["decisions"], path, "images", "Decisions: keep, edit or regenerate")
-        figures.append((path.name, "Decisions per image"))
-        written += [out / "score_histogram.png", path]
+        files = figure_files(out / "score_histogram.png")
+        clipped = histogram({label: [v.score for v in verdicts if v.score is not None]}, files.png,
+                            "FAGER overall score (0-100, higher is better)",
+                            f"Overall scores ({summary['n_scored']} of {summary['n_images']} scored)", SCORE_RANGE,
+                            dpi=dpi)
+        figures.append((files, "Overall score histogram (0-100)" + (f": {clipped}" if clipped else "")))
+        files = bars(summary["decisions"], out / "decisions.png", "images", "Decisions: keep, edit or regenerate",
+                     ylabel="decision", dpi=dpi)
+        figures.append((files, "Decisions per image"))
+    written: list[Path] = [summary_json, *(path for files, _ in figures for path in files)]
     d, ci = summary["decisions"], summary["intervals"]
     head = ["run", "judge model", "images", "scored",
             *[f"mean {name} {INTERVAL_HEADING}" for name in ("overall", *LEVEL_NAMES)],

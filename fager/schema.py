@@ -20,7 +20,9 @@ from vlmjudge.grammar import schema_nodes
 
 from .pack import Limits
 
+#: The rubric's three levels: the core subject and scene, key components and attributes, fine details.
 LEVELS: tuple[str, ...] = ("level_1", "level_2", "level_3")
+#: The nine categories a fact is sorted into.
 CATEGORIES: tuple[str, ...] = (
     "existence", "counting", "relation", "shape", "size", "color", "posture", "scene", "others",
 )

@@ -27,6 +27,7 @@ from .schema import LEVELS, Decision, QAItem, QuestionAnswer
 #: 2: an `answer` value other than yes/no/unknown is "unknown" (the release's rule), not a failure.
 SCORING_VERSION = "fager-scoring-2"
 
+#: The points of each answer to a yes-expected question.
 ANSWER_POINTS: Mapping[str, float] = MappingProxyType({"yes": 1.0, "no": 0.0, "unknown": 0.5})
 _HALF_POINTS = {"yes": 2, "no": 0, "unknown": 1}
 
@@ -88,6 +89,12 @@ def mean_score(answers: Iterable[str]) -> float | None:
 class GatingPolicy:
     """The two decision thresholds; inclusive comparisons (<=, >=) as in the released runs.
 
+    Args:
+        regenerate_threshold: regenerate when the level-1 score is at or below this (0-100).
+        keep_threshold: keep when the overall score is at or above this (0-100).
+        inclusive: compare with <= and >= (the released runs); False: < and > (the paper's
+            wording, "below" and "exceeds").
+
     Examples:
         The released runs compare inclusively: exactly 95 keeps, exactly 20 regenerates.
 
@@ -117,6 +124,8 @@ class GatingPolicy:
                              f"keep_threshold {self.keep_threshold}")
 
 
+#: The released runs' thresholds: regenerate when the level-1 score is at most 20, keep when the overall
+#: score is at least 95, edit otherwise.
 DEFAULT_POLICY = GatingPolicy()
 
 

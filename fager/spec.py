@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vlmjudge.registry import DEFAULT_JUDGE_MODEL, MethodSpec, renders
+from vlmjudge.text import format_score
 
 from .annotation import ANNOTATION
 from .core import Fager
@@ -101,15 +102,15 @@ def build(judge: Any, text_judge: Any = None, regenerate_threshold: float = 20.0
 def render(record: FagerRecord) -> dict[str, Any]:
     """Score text and a markdown account: level scores, decision, feedback, every question."""
     v = record.verdict
-    fmt = (lambda s: "-" if s is None else f"{s:.2f}")
+    fmt = (lambda s: "-" if s is None else format_score(s))
     if v.score is None:
         reason = v.provenance.get("qa_error") or ("no question could be answered" if v.counts.failed
                                                   else "no questions")
         score_text = "n/a"
         lines = [f"**FAGER**: no score ({reason})."]
     else:
-        score_text = f"{v.score:.2f} ({v.decision or 'undecided'})"
-        lines = [f"**FAGER score** {v.score:.2f} / 100, decision **{v.decision or 'undecided'}**", ""]
+        score_text = f"{format_score(v.score)} ({v.decision or 'undecided'})"
+        lines = [f"**FAGER score** {format_score(v.score)} / 100, decision **{v.decision or 'undecided'}**", ""]
     ls = v.level_scores
     lines += ["", f"Level 1: {fmt(ls.level_1)} · Level 2: {fmt(ls.level_2)} · Level 3: {fmt(ls.level_3)}"
               + (f" (skipped: {', '.join(v.gating.skipped_levels)})" if v.gating.skipped_levels else "")]

@@ -26,10 +26,11 @@ from vlmjudge.cli.help import EXIT_EPILOG, DefaultsHelpFormatter, describe
 from vlmjudge.cli.intake import Failure, Screened
 from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl
 from vlmjudge.cli.scoring import Outcome, ScoreCommand, run_scoring
-from vlmjudge.cli.progress import add_quiet_flag, progress_bar, quiet_judge
+from vlmjudge.cli.progress import ItemProgress, add_quiet_flag, progress_bar, quiet_judge
 from vlmjudge.cli.summary import print_summary
 from vlmjudge.outputs import write_manifest, write_records
 from vlmjudge.stats.interval import interval_text, mean_with_interval
+from vlmjudge.text import format_score
 
 from .evaluation import benchmark
 from .config import DEFAULT_ASPECTS, INTERROGATOR_RUNS, PROMPT_MODES, LoopConfig, parse_weights
@@ -229,7 +230,7 @@ def run_run(args: argparse.Namespace) -> int:
         return 2
     for r in results:
         if r.status == "scored":
-            print(f"{r.id}\tCLIP {r.clip:.2f}\tDINO {r.dino:.2f}\tround {r.round}\t{r.prompt}")
+            print(f"{r.id}\tCLIP {format_score(r.clip)}\tDINO {format_score(r.dino)}\tround {r.round}\t{r.prompt}")
         else:
             print(f"{r.id}\tfailed: {r.reason}")
     rows = [r.to_json() for r in results]
@@ -238,7 +239,7 @@ def run_run(args: argparse.Namespace) -> int:
     manifest = write_manifest(records, {"method": "regeneration", "command": "regeneration run",
                                         "references": str(args.references), "generator": args.generator,
                                         **config.to_json()})
-    print_summary(rows, [records, manifest], "{:.2f}")
+    print_summary(rows, [records, manifest])
     scored = [r for r in results if r.status == "scored"]
     if scored:
         print(f"CLIP {interval_text(mean_with_interval(r.clip for r in scored))} "
@@ -276,7 +277,7 @@ def run_benchmark(args: argparse.Namespace) -> int:
         records = out / "models" / name / RUN_RECORDS
         write_records(records, rows)
         print(f"{name}: ", end="")
-        print_summary(rows, [records], "{:.2f}")
+        print_summary(rows, [records])
     for kind, path in result.files.items():
         print(f"{kind}: {path}")
     return 0
@@ -347,12 +348,13 @@ class _CompareScore(ScoreCommand):
         kept = [self.pairing.pairs[i] for i in screened.kept]
         scorer = RegenerationScorer(quiet_judge(self.judge), similarity=_similarity(self.args))
         records: list = []
-        with progress_bar(len(kept), "compare", self.args, unit="pair") as bar:
+        with ItemProgress(len(kept), "compare", self.args, unit="pair", judges=[self.judge]) as bar:
             for start in range(0, len(kept), COMPARE_CHUNK):
                 chunk = kept[start:start + COMPARE_CHUNK]
+                bar.start(len(chunk))
                 records += scorer.score_batch({"reference": [str(p[1]) for p in chunk],
                                                "generated": [str(p[2]) for p in chunk]})
-                bar.update(len(chunk))
+                bar.advance(len(chunk))
         return scorer, records
 
     def summarize(self, screened: Screened, scored: tuple[Any, list]) -> Outcome:
@@ -381,6 +383,6 @@ class _CompareScore(ScoreCommand):
             print(json.dumps(result, indent=2))
         else:
             print("\n".join(plain_lines(rows, summary, judged=judged)))
-        print_summary(rows, written, "{:.2f}", skipped=len(screened.failures),
+        print_summary(rows, written, skipped=len(screened.failures),
                       file=sys.stderr if args.json else None)
         return Outcome(len(rows) - len(unanswered), unanswered)

@@ -38,10 +38,28 @@ def _weights(preset: str) -> tuple[tuple[str, float], ...]:
 class LoopConfig:
     """How a regeneration run searches: rounds T, variants N, aspect queue, selection weights, seeds.
 
-    `interrogator="single"` (default) runs the CLIP-interrogator baseline as the paper does:
-    its prompt, as written, generates one image that is compared with the reference (no
-    rewording, no feedback rounds); `"loop"` sends it through the full T-round loop instead.
-    `json_reading` is how answers are read (`parsing.READINGS`; default the release's).
+    `LoopConfig.make` builds one from a weights dict or a named selection preset.
+
+    Args:
+        rounds: T, the rounds of generation and revision per reference.
+        variants: N, the candidate prompts (and images) per round.
+        aspects: the revision queue, one aspect per round, cycled (overall, style, color, detail).
+        weights: the selection weights of "clip", "dino" and "mllm", as sorted (name, weight)
+            pairs; default the "release" preset (`regeneration.scoring.SELECTION_PRESETS`).
+        prompt_mode: the initial prompt: "iut" (from the Image Understanding Tree), "direct" (the
+            judge writes it without the tree; feedback still sees it), "interrogator" (caption and
+            CLIP) or "user" (the prompts given to `RegenerationLoop.run`).
+        final: the regeneration is the "last" round's winner (the paper and the release) or the
+            "best" of all rounds.
+        final_mllm: rate the final regeneration with the judge (content and perceptual quality).
+        seed: the generator's base seed; each round and candidate adds to it.
+        generator_batch: images per generator call.
+        max_objects: objects the Image Understanding Tree describes at most.
+        interrogator: "single" (default) runs the CLIP-interrogator baseline as the paper does:
+            its prompt, as written, generates one image that is compared with the reference (no
+            rewording, no feedback rounds); "loop" sends it through the full T-round loop instead.
+        json_reading: how answers are read (`regeneration.parsing.READINGS`; default the
+            release's).
     """
 
     rounds: int = 4

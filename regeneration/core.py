@@ -6,7 +6,7 @@ the prompt that best reproduces each reference, one aspect per round. Every stag
 references in one batched call, and everything is saved in a `RunFolder` as it comes, so a
 rerun skips saved prompts, images and scores.
 
-docs/regeneration.md describes the rounds, the selection presets, the prompt modes and the
+docs/methods/regeneration.md describes the rounds, the selection presets, the prompt modes and the
 run folder.
 """
 from __future__ import annotations
@@ -45,7 +45,21 @@ def candidate_count(config: LoopConfig, references: int) -> int:
 
 class RegenerationLoop:
     """Runs ImageRepainter over references with a judge (MLLM), an optional text judge, the generator
-    under test and the similarity encoders, saving everything in `run_dir`."""
+    under test and the similarity encoders, saving everything in `run_dir`.
+
+    Args:
+        judge: the `vlmjudge` Judge (an MLLM) that describes each reference, writes and revises the
+            prompts and rates the final regeneration.
+        generator: the text-to-image model under test: a diffusers pipeline, a folder or Hub id
+            of one, or a callable (`vlmjudge.generators.load_generator`).
+        similarity: the CLIP and DINOv2 encoders that compare candidates with the reference.
+        run_dir: the run folder: every stage is saved there, and a rerun resumes from it.
+        text_judge: a separate text-only judge for writing and revising prompts; None: `judge`.
+        config: how the run searches (`LoopConfig`); None: the defaults.
+        pack: the prompt pack (`regeneration.load_pack`): None for the default, a shipped name,
+            a JSON path or a dict.
+        interrogator_clip: the CLIP encoder of the interrogator prompt mode; None: the similarity's.
+    """
 
     def __init__(self, judge: Any, generator: Any, similarity: SimilarityScorer, run_dir: str, *,
                  text_judge: Any = None, config: LoopConfig | None = None,

@@ -59,6 +59,15 @@ class RegenerationSimilarity(JudgeMetric):
     Float tensors are quantised to 8-bit RGB like any saved image before encoding. An encoder
     given as None is left out of the result (its sum state stays 0).
 
+    Args:
+        clip_model: the CLIP model: a Hub id or folder (loaded on the CPU; the metric moves with
+            `.to(device)`), a loaded encoder, or None for no CLIP %.
+        dino_model: the DINOv2 model, the same way.
+        pooling: how DINOv2 features are pooled: "mean" (the public release) or "cls".
+        batch_size: images per encoder pass.
+        encoder_dtype: the encoders' dtype ("float32", "bfloat16", ...); None: float32.
+        kwargs: torchmetrics options (`sync_on_compute`, `compute_on_cpu`, ...).
+
     Examples:
         Tiny random encoders built offline stand in for the real ones:
 

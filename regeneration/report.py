@@ -15,11 +15,13 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
+from vlmjudge.cli.report_command import add_report_command
 from vlmjudge.outputs import staged_writer
+from vlmjudge.reports.figures import DEFAULT_DPI, FigureFiles, check_dpi, figure_files
 from vlmjudge.reports.items import input_roots, item_cell, model_name
 from vlmjudge.reports.page import (
-    NOTHING_SCORED, ReportInputError, add_report_command, figures_section, fmt_number, low_res_mark, low_res_note,
-    mean, page, read_run, section, summary_table, table, worst_section, write_page,
+    NOTHING_SCORED, ReportInputError, figures_section, fmt_number, low_res_mark, low_res_note, mean, page, read_run,
+    section, summary_table, table, worst_section, write_page,
 )
 from vlmjudge.stats.interval import INTERVAL_HEADING, interval_text, mean_with_interval
 
@@ -129,9 +131,9 @@ def _unpaired(unpaired: dict[str, list[str]]) -> str:
     return section(f"{len(rows)} unpaired files (left out)", table(["folder", "file"], rows), "unpaired")
 
 
-def _plot_score_vs_content(pairs: Sequence[dict[str, Any]], path: Path) -> str:
-    """Score against the MLLM content rating; the y axis covers every score, and the returned note
-    (also in the title) says when a score lies outside 0-100."""
+def _plot_score_vs_content(pairs: Sequence[dict[str, Any]], path: Path, dpi: int) -> str:
+    """Score against the MLLM content rating (PNG at `dpi`, and SVG); the y axis covers every score,
+    and the returned note (also in the title) says when a score lies outside 0-100."""
     from vlmjudge.reports.figures import covering_range, new_figure, range_note, save_figure
 
     points = [(p["mllm_content_rating"], p["score"]) for p in pairs
@@ -143,21 +145,23 @@ def _plot_score_vs_content(pairs: Sequence[dict[str, Any]], path: Path) -> str:
     scores = [y for _, y in points]
     ax.set_ylim(*covering_range(scores, PERCENT_RANGE, margin=0.04))
     ax.set_xlabel("MLLM content rating (1-5)")
-    ax.set_ylabel("score (mean of CLIP % and DINO %)")
+    ax.set_ylabel("score (%, mean of CLIP % and DINO %)")
     note = range_note(scores, PERCENT_RANGE)
     title = "Similarity score against the MLLM content rating"
     ax.set_title(f"{title}\n{note}" if note else title, fontsize=10)
-    save_figure(fig, path)
+    save_figure(fig, path, dpi)
     return note
 
 
 @staged_writer
-def write_report(result: str | os.PathLike, out_dir: str | os.PathLike, worst: int = 20) -> list[Path]:
+def write_report(result: str | os.PathLike, out_dir: str | os.PathLike, worst: int = 20,
+                 dpi: int = DEFAULT_DPI) -> list[Path]:
     """Write the report of one compare result into `out_dir`; returns the written paths
-    (summary.json, the figures drawn, report.html last), all or none of them (`staged_writer`: a
-    failure leaves the earlier report)."""
+    (summary.json, the figures drawn as PNG at `dpi` and as SVG, report.html last), all or none of
+    them (`staged_writer`: a failure leaves the earlier report)."""
     from vlmjudge.reports.figures import histogram
 
+    check_dpi(dpi)
     data = read_compare(result)
     pairs, unpaired = data["pairs"], data["unpaired_files"]
     out = Path(out_dir)
@@ -166,22 +170,21 @@ def write_report(result: str | os.PathLike, out_dir: str | os.PathLike, worst: i
     summary_json = out / "summary.json"
     summary_json.write_text(json.dumps({"result": Path(result).name, "summary": summary}, indent=2) + "\n",
                             encoding="utf-8")
-    written: list[Path] = [summary_json]
-    figures: list[tuple[str, str]] = []
+    figures: list[tuple[FigureFiles, str]] = []
     if summary["n_scored"]:
-        path = out / "similarity_histogram.png"
+        files = figure_files(out / "similarity_histogram.png")
         clipped = histogram({k: [p[key] for p in pairs if p.get(key) is not None]
                              for k, key in (("CLIP %", "clip"), ("DINO %", "dino"))},
-                            path, "similarity (%)", f"CLIP % and DINO % over {summary['n_scored']} pairs",
-                            PERCENT_RANGE, stacked=False)
-        figures.append((path.name, "CLIP % and DINO % per pair" + (f": {clipped}" if clipped else "")))
-        written.append(path)
+                            files.png, "image-image similarity (%)",
+                            f"CLIP % and DINO % over {summary['n_scored']} pairs", PERCENT_RANGE, stacked=False,
+                            dpi=dpi, ylabel="pairs")
+        figures.append((files, "CLIP % and DINO % per pair" + (f": {clipped}" if clipped else "")))
     if summary["mean_mllm_content"] is not None:
-        path = out / "score_vs_mllm_content.png"
-        clipped = _plot_score_vs_content(pairs, path)
-        figures.append((path.name, "Similarity score against the MLLM content rating"
+        files = figure_files(out / "score_vs_mllm_content.png")
+        clipped = _plot_score_vs_content(pairs, files.png, dpi)
+        figures.append((files, "Similarity score against the MLLM content rating"
                         + (f": {clipped}" if clipped else "")))
-        written.append(path)
+    written: list[Path] = [summary_json, *(path for files, _ in figures for path in files)]
     head = ["result", "judge model", "pairs", "scored",
             *[f"mean {name} {INTERVAL_HEADING}" for name in MEAN_COLUMNS.values()], "unpaired files", "low resolution"]
     row = [Path(result).name, model_name(data["manifest"]), summary["n_pairs"], summary["n_scored"],

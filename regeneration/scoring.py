@@ -39,6 +39,7 @@ class Ratings(Protocol):
         """The perceptual rating on [0, 1], None when unreadable."""
 
 
+#: The weights that pick each round's winner, by preset name (`regeneration.config` gives their sources).
 SELECTION_PRESETS: dict[str, dict[str, float]] = {
     "release": {"clip": 0.5, "dino": 0.5, "mllm": 0.0},
     "paper": {"clip": 1 / 3, "dino": 1 / 3, "mllm": 1 / 3},

@@ -31,6 +31,13 @@ def _default_device() -> str:
 class ImageEncoder(ABC):
     """A vision model that maps images to one vector each, batched, on its own device.
 
+    Args:
+        model_id: a Hub id or a local checkpoint folder, loaded with `from_pretrained`.
+        device: where the model runs; None: "cuda" when a GPU is available, else "cpu".
+        dtype: the model's dtype ("float32", "bfloat16", ...); None: float32.
+        batch_size: images per forward pass.
+        revision: the checkpoint's revision on the Hub.
+
     Examples:
         A tiny random DINOv2 built offline stands in for a real encoder:
 
@@ -127,6 +134,11 @@ class ClipEncoder(ImageEncoder):
 class DinoEncoder(ImageEncoder):
     """DINOv2 features pooled from the last hidden state: mean over all tokens, or the CLS token.
 
+    Args:
+        model_id: a DINOv2 Hub id or local checkpoint folder.
+        pooling: "mean" over all output tokens (the public release) or "cls".
+        kwargs: as `ImageEncoder`: `device`, `dtype`, `batch_size`, `revision`.
+
     Examples:
         >>> import tempfile
         >>> from PIL import Image
@@ -213,6 +225,12 @@ def check_loadable(models: dict[str, Any]) -> None:
 
 class SimilarityScorer:
     """CLIP % and DINO % of generated images against references (either encoder can be switched off).
+
+    Args:
+        clip: the CLIP model: a Hub id or folder, a loaded `ClipEncoder`, or None for no CLIP %.
+        dino: the DINOv2 model: a Hub id or folder, a loaded `DinoEncoder`, or None for no DINO %.
+        pooling: how DINOv2 features are pooled: "mean" (the public release) or "cls".
+        device, dtype, batch_size: as `ImageEncoder`, for the encoders loaded here.
 
     Examples:
         >>> import tempfile

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vlmjudge.registry import MethodSpec, renders
+from vlmjudge.text import format_score
 
 from .human import PROTOCOL
 from .annotation import ANNOTATION
@@ -127,16 +128,16 @@ def render(record: PairRecord) -> dict[str, Any]:
     """Score text and a markdown table of CLIP %, DINO % and the MLLM ratings."""
     if record.score is None:
         return {"score_text": "N/A", "markdown": "Could not score: " + "; ".join(record.errors)}
-    lines = ["| measure | value |", "|---|---|", f"| CLIP image-image cosine | {record.clip:.2f} % |",
-             f"| DINOv2 image-image cosine | {record.dino:.2f} % |",
-             f"| score (mean, each clipped at 0) | {record.score:.2f} |"]
+    lines = ["| measure | value |", "|---|---|", f"| CLIP image-image cosine | {format_score(record.clip)} % |",
+             f"| DINOv2 image-image cosine | {format_score(record.dino)} % |",
+             f"| score (mean, each clipped at 0) | {format_score(record.score)} |"]
     m = record.mllm
     if m is not None:
         for label, raw, norm in (("MLLM content consistency", m.content, m.content_norm),
                                  ("MLLM perceptual quality", m.perceptual, m.perceptual_norm)):
-            lines.append(f"| {label} | {raw} / 5 ((s-1)/4 = {norm:.2f}) |" if raw is not None
+            lines.append(f"| {label} | {raw} / 5 ((s-1)/4 = {format_score(norm)}) |" if raw is not None
                          else f"| {label} | unreadable answer |")
-    return {"score_text": f"{record.score:.2f}", "markdown": "\n".join(lines)}
+    return {"score_text": format_score(record.score), "markdown": "\n".join(lines)}
 
 
 #: `normalize` clips to the range before scaling (`scoring.normalize`); no judge model by default.

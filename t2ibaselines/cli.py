@@ -18,7 +18,7 @@ from vlmjudge.cli.flags import add_judge_flags, add_no_cache_flag, add_on_error_
 from vlmjudge.cli.generator_flags import positive_int
 from vlmjudge.cli.help import EXIT_EPILOG, DefaultsHelpFormatter, describe
 from vlmjudge.cli.intake import Failure, Screened, image_items
-from vlmjudge.cli.progress import add_quiet_flag, progress_bar, quiet_judge
+from vlmjudge.cli.progress import ItemProgress, add_quiet_flag, quiet_judge
 from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl, earlier_manifest, same_answers
 from vlmjudge.cli.scoring import Outcome, ScoreCommand, partial_output, run_scoring
 from vlmjudge.cli.summary import print_summary
@@ -184,10 +184,11 @@ class BaselineScore(ScoreCommand):
         without a result."""
         failures: list[Failure] = []
         written: list[dict[str, Any]] = []
-        bar = progress_bar(len(screened.kept), self.spec.name, self.args, unit="img")
+        bar = ItemProgress(len(screened.kept), self.spec.name, self.args, unit="img", judges=[self.judge])
         with bar, partial_output(self.out) as handle:
             for start in range(0, len(screened.kept), self.args.chunk_size):
                 chunk, batch = self._batch(screened.kept[start:start + self.args.chunk_size], failures)
+                bar.start(len(chunk))
                 records = self.scorer.score_batch(batch) if chunk else []
                 if len(records) != len(chunk):
                     raise RuntimeError(f"{self.spec.name} returned {len(records)} records for {len(chunk)} images")
@@ -199,7 +200,7 @@ class BaselineScore(ScoreCommand):
                     if line["status"] == "failed":
                         failures.append(Failure(index, str(self.files[index]), _reason(line)))
                 handle.flush()
-                bar.update(len(chunk))
+                bar.advance(len(chunk))
         return written, failures
 
     def _line(self, index: int, record: dict[str, Any], note: str | None) -> dict[str, Any]:
@@ -218,7 +219,7 @@ class BaselineScore(ScoreCommand):
         written, failures = scored
         manifest_file = write_manifest(self.out, self.manifest)
         n_bad = len(screened.failures) + sum(failure.bad_input for failure in failures)
-        print_summary(written, [self.out, manifest_file], "{:.4f}", skipped=n_bad)
+        print_summary(written, [self.out, manifest_file], skipped=n_bad)
         if self.judge is not None:
             stats = self.judge.stats
             print(f"model calls: {stats.model_calls} (answers from an earlier run: {stats.resumed_from_cache}, "

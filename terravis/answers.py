@@ -5,7 +5,7 @@ writes its decision after a label; reading it exactly as the release does keeps 
 with the release's (tests/golden replays its outputs). Every function here runs in time linear in
 the text and raises nothing on any string.
 
-docs/terravis.md, "Reading the judge's answers", lists the rules.
+docs/methods/terravis.md, "Reading the judge's answers", lists the rules.
 """
 from __future__ import annotations
 
@@ -94,7 +94,8 @@ def _next_line(text: str, end: int) -> str:
 
 
 def field_candidates(text: str | None, label: str) -> Iterator[str]:
-    """The candidate values of one labelled field, best first (the order docs/terravis.md gives).
+    """The candidate values of one labelled field, best first (in the order docs/methods/terravis.md
+    gives).
 
     Examples:
         The last labelled line comes first; an echo of the options is still a candidate here,

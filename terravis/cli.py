@@ -24,7 +24,8 @@ from vlmjudge.cli.preflight import require_file
 from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl, earlier_manifest, same_answers
 from vlmjudge.cli.scoring import Outcome, ScoreCommand, partial_output, run_scoring
 from vlmjudge.images import ImageInputError, to_pil
-from vlmjudge.cli.progress import add_quiet_flag, progress_bar, quiet_judge
+from vlmjudge.cli.progress import ItemProgress, add_quiet_flag, quiet_judge
+from vlmjudge.cli.report_command import add_dpi_flag
 from vlmjudge.cli.summary import print_summary
 from vlmjudge.outputs import record_text, write_manifest
 
@@ -91,6 +92,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "classifier (the paper's; default google/siglip-so400m-patch14-384, or a local "
                              "SigLIP folder) over the images in the records' meta.path; replaces any style column")
     report.add_argument("--worst", type=int, default=20, help="how many of the lowest-scored images to show")
+    add_dpi_flag(report)
     report.set_defaults(func=run_report)
 
 
@@ -141,7 +143,12 @@ class _TerraVisScore(ScoreCommand):
 
     def partial_manifest(self) -> dict[str, Any]:
         """The run's manifest, as written beside the records an interrupted run keeps."""
-        return self.manifest
+        return self.current_manifest()
+
+    def current_manifest(self) -> dict[str, Any]:
+        """The manifest with the judge's counters as the run has left them (failed and malformed
+        requests, answers refused), not as they were when the judge was built."""
+        return {**self.manifest, **self.tv.manifest()}
 
     def score(self, screened: Screened) -> tuple[list[dict[str, Any]], list[Failure]]:
         """Score chunk by chunk into the records file: each record's status and score, and the images
@@ -149,7 +156,7 @@ class _TerraVisScore(ScoreCommand):
         args, images = self.args, self.images
         failures: list[Failure] = []
         written: list[dict[str, Any]] = []
-        bar = progress_bar(len(screened.kept), "terravis", args, unit="img")
+        bar = ItemProgress(len(screened.kept), "terravis", args, unit="img", judges=[self.judge])
         try:
             with partial_output(self.out) as fh:
                 for start in range(0, len(screened.kept), args.chunk_size):
@@ -162,6 +169,7 @@ class _TerraVisScore(ScoreCommand):
                             continue
                         chunk.append(index)
                     meta = [image_meta(images[i][1], args.t2i_model, screened.notes.get(i)) for i in chunk]
+                    bar.start(len(chunk))
                     records = self.tv.score(pils, ids=[images[i][0] for i in chunk], meta=meta) if chunk else []
                     for index, record in zip(chunk, records):
                         fh.write(record_text(record.to_json(), f"{self.out} record {record.id}") + "\n")
@@ -171,7 +179,7 @@ class _TerraVisScore(ScoreCommand):
                             reason = "; ".join(record.errors) or "the judge gave no answer"
                             failures.append(Failure(index, str(images[index][1]), reason))
                     fh.flush()
-                    bar.update(len(chunk))
+                    bar.advance(len(chunk))
         finally:
             bar.close()
         return written, failures
@@ -180,9 +188,9 @@ class _TerraVisScore(ScoreCommand):
         """Write the manifest; print the shared summary (counts, mean score with its 95% interval, the
         files) and the model calls."""
         written, failures = scored
-        manifest_file = write_manifest(self.out, self.manifest)
+        manifest_file = write_manifest(self.out, self.current_manifest())
         n_bad = len(screened.failures) + sum(failure.bad_input for failure in failures)
-        print_summary(written, [self.out, manifest_file], "{:.4f}", skipped=n_bad)
+        print_summary(written, [self.out, manifest_file], skipped=n_bad)
         stats = self.judge.stats
         print(f"model calls: {stats.model_calls} (answers from an earlier run: {stats.resumed_from_cache}, "
               f"reused within this run: {stats.reused_within_run})")
@@ -206,7 +214,7 @@ def run_report(args: argparse.Namespace) -> int:
         classifier = SigLIPStyleClassifier(DEFAULT_MODEL if args.classify_styles == "siglip" else args.classify_styles)
     try:
         written = write_report(args.results, args.out, group_by=args.group_by, human=args.human, worst=args.worst,
-                               violation_below=args.violation_below, style_classifier=classifier)
+                               violation_below=args.violation_below, style_classifier=classifier, dpi=args.dpi)
     except (ReportError, OSError, ValueError, KeyError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -42,6 +42,22 @@ class TerraVis:
     """The TerraVis metric over any `vlmjudge` judge: the staged workflow (default) or one of
     its single-call baselines, "holistic" (TerraVis-H) and "gptscore".
 
+    Args:
+        judge: a `vlmjudge` Judge (`vlmjudge.load_judge`).
+        variant: "workflow" (the staged method), "holistic" (TerraVis-H: one call, a 1-5 rating)
+            or "gptscore" (the paper's generic 1-5 question).
+        lam, alpha: the weights of S = exp(-lam (N_major + alpha N_minor)); the paper's 1 and 0.5.
+        pack: the prompt pack (`terravis.load_pack`): None for the default, a shipped name, a JSON
+            path, or a dict laid over the default.
+        decision: how each yes/no or major/minor decision is read: "choice" (the options'
+            probabilities) or "generate" (constrained generation, for servers without logprobs).
+        eligibility_reasons: which images get a generated reason for their eligibility: "na" (the
+            ineligible ones), "all" or "none".
+        severity_reasons: also generate a reason for each severity.
+        max_retries: how often an unreadable eligibility (or rating) answer is asked again.
+        retry_temperature: the sampling temperature of each retry (one number for every retry).
+        block_images: images per pass through the stages (`terravis.workflow.BLOCK_IMAGES`).
+
     Examples:
         A replay judge keyed by (image, stage, check) stands in for a VLM. The cup is eligible
         and one check finds a major violation, so its score is exp(-1); the logo is N/A:

@@ -10,13 +10,13 @@ list of each annotator's ratings (None for N/A), reduced with `scoring.human_rat
 """
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .records import ImageRecord
-from .scoring import (correlations, correlations_by_group, detection_precision_recall, human_rating,
-                      kendall_tau)
+from vlmjudge.stats import rankings
+
+from .scoring import correlations, correlations_by_group, detection_precision_recall, human_rating
 from .taxonomy import TYPE_IDS
 
 HumanRatings = Mapping[str, "float | None | Sequence[float | None]"]
@@ -216,12 +216,9 @@ def model_ranking(means: Mapping[str, float]) -> list[dict[str, Any]]:
         >>> [(row["model"], row["rank"]) for row in model_ranking({"sdxl": 0.75, "flux": 0.6, "dalle": 0.75})]
         [('dalle', 1), ('sdxl', 1), ('flux', 3)]
     """
+    place = dict(zip(means, rankings.ranks(list(means.values()), ties="min").tolist()))
     ordered = sorted(means.items(), key=lambda kv: (-kv[1], kv[0]))
-    rows = []
-    for model, mean in ordered:
-        rank = 1 + sum(other > mean for other in means.values())
-        rows.append({"model": model, "mean_score": mean, "rank": rank})
-    return rows
+    return [{"model": model, "mean_score": mean, "rank": int(place[model])} for model, mean in ordered]
 
 
 def ranking_agreement(evaluators: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
@@ -238,9 +235,5 @@ def ranking_agreement(evaluators: Mapping[str, Mapping[str, float]]) -> dict[str
     """
     if len(evaluators) < 2:
         raise ValueError("ranking agreement needs at least two evaluators")
-    pairs = {}
-    for a, b in itertools.combinations(evaluators, 2):
-        common = sorted(set(evaluators[a]) & set(evaluators[b]))
-        pairs[(a, b)] = kendall_tau([evaluators[a][m] for m in common], [evaluators[b][m] for m in common])
-    defined = [v for v in pairs.values() if not math.isnan(v)]
-    return {"pairs": pairs, "mean": sum(defined) / len(defined) if defined else math.nan}
+    result = rankings.ranking_agreement(evaluators)
+    return {"pairs": result["pairs"], "mean": result["mean"]}

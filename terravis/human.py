@@ -176,4 +176,4 @@ def record_id(record: Mapping[str, Any]) -> str | None:
 #: How TerraVis's human labels are read and matched to its records (`MethodSpec.human`).
 PROTOCOL = HumanProtocol(rate=rate_label, record_id=record_id,
                          details=compare_details, human_axis="people's rating (1-5) or score",
-                         judge_axis="TerraVis score")
+                         judge_axis="TerraVis score (0-1)")

@@ -66,10 +66,13 @@ class TerraVisScore(JudgeMetric):
     """Mean TerraVis score of generated images (eligible images only), accumulated over batches.
 
     Args:
-        judge: a `vlmjudge` Judge; or leave it None and the judge is loaded from `model`
-            (default: the method's default model, Qwen/Qwen3-VL-8B-Instruct), `backend`,
-            `revision`, `device`, `dtype`, `cache` and `judge_kwargs` (other backend options).
-        variant, lam, alpha, pack: as `terravis.TerraVis`; `scorer_kwargs` for its other keywords.
+        judge: a `vlmjudge` Judge; or None, and the judge is loaded from the judge arguments below.
+        model: the judge to load: a Hub id, a local folder or a server's model name; None: the
+            method's default model, Qwen/Qwen3-VL-8B-Instruct.
+        backend, revision, device, dtype, cache: as `vlmjudge.load_judge`, for the judge loaded here.
+        judge_kwargs: the backend's other options, for the judge loaded here.
+        variant, lam, alpha, pack: as `terravis.TerraVis`.
+        scorer_kwargs: `terravis.TerraVis`'s other keywords.
         kwargs: torchmetrics options (`sync_on_compute`, `compute_on_cpu`, ...).
 
     Examples:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
 from vlmjudge.outputs import staged_writer, write_text_whole
+from vlmjudge.reports.figures import DEFAULT_DPI, check_dpi
 from vlmjudge.stats.interval import mean_with_interval
 
 from . import evaluation
@@ -299,9 +300,11 @@ def json_safe(value: Any) -> Any:
 @staged_writer
 def write_report(paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike, group_by: GroupBy = "auto",
                  human: str | os.PathLike | None = None, worst: int = 20, violation_below: float | None = None,
-                 style_classifier: Callable[[Sequence[Any]], Sequence[str]] | None = None) -> list[Path]:
-    """Write summary.json, ranking.csv, the figures and report.html (at the top of `out_dir`), all or
-    none of them (`staged_writer`: a failure leaves the earlier report); returns the paths. A figure with nothing to show is left out and the page says why: the
+                 style_classifier: Callable[[Sequence[Any]], Sequence[str]] | None = None,
+                 dpi: int = DEFAULT_DPI) -> list[Path]:
+    """Write summary.json, ranking.csv, the figures (PNG at `dpi`, and SVG) and report.html (at the
+    top of `out_dir`), all or none of them (`staged_writer`: a failure leaves the earlier report);
+    returns the paths. A figure with nothing to show is left out and the page says why: the
     histogram needs a scored image, the violation shares a detected violation."""
     from vlmjudge.reports.items import input_roots
     from vlmjudge.reports.page import NOTHING_SCORED, write_page
@@ -309,6 +312,7 @@ def write_report(paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike,
     from .figures import plot_level_shares, plot_score_histogram, plot_type_shares
     from .report_html import render_html
 
+    check_dpi(dpi)
     evaluators = load_runs(paths)
     data = build_report(evaluators, group_by, human, violation_below, style_classifier)
     models = {ev.label: image_models(ev, group_by) for ev in evaluators}
@@ -317,24 +321,21 @@ def write_report(paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike,
     summary_json, ranking_csv = out / "summary.json", out / "ranking.csv"
     write_text_whole(summary_json, json.dumps(json_safe(data), indent=2, ensure_ascii=False) + "\n")
     write_ranking_csv(data, ranking_csv)
-    figures: dict[str, Path] = {}
+    figures: dict[str, Any] = {}
     any_scored = any(rep["summary"]["n_scored"] for rep in data["evaluators"])
     any_violation = any(rep["summary"]["n_major"] + rep["summary"]["n_minor"] for rep in data["evaluators"])
     if any_violation:
-        figures["levels"], figures["types"] = out / "violations_by_level.png", out / "violations_by_type.png"
-        plot_level_shares(data["evaluators"], figures["levels"])
-        plot_type_shares(data["evaluators"], figures["types"])
+        figures["levels"] = plot_level_shares(data["evaluators"], out / "violations_by_level.png", dpi)
+        figures["types"] = plot_type_shares(data["evaluators"], out / "violations_by_type.png", dpi)
     if any_scored:
-        figures["histogram"] = out / "score_histogram.png"
-        plot_score_histogram(evaluators, models, figures["histogram"])
+        figures["histogram"] = plot_score_histogram(evaluators, models, out / "score_histogram.png", dpi=dpi)
     note = NOTHING_SCORED if not any_scored else "No violation was detected, so there are no violation shares to plot."
     worst_by_label = {ev.label: worst_records(ev.records, worst) for ev in evaluators}
     low_res = {ev.label: sum(bool(r.meta.get("resolution_note")) for r in ev.records) for ev in evaluators}
     search = list(dict.fromkeys(root for ev in evaluators for source in ev.sources
                                 for root in input_roots(ev.manifest, source)))
-    html = write_page(out, render_html(data, {k: v.name for k, v in figures.items()}, worst_by_label, models,
-                                       search, low_res, note))
-    return [summary_json, ranking_csv, *figures.values(), html]
+    html = write_page(out, render_html(data, figures, worst_by_label, models, search, low_res, note))
+    return [summary_json, ranking_csv, *(path for files in figures.values() for path in files), html]
 
 
 def write_ranking_csv(data: Mapping[str, Any], path: Path) -> None:

@@ -7,6 +7,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from vlmjudge.reports.figures import FigureFiles
 from vlmjudge.reports.items import item_cell
 from vlmjudge.reports.page import (
     NOTHING_SCORED, empty_state, figures_section, fmt_cell, fmt_number, long_text, low_res_mark, page, summary_table,
@@ -52,7 +53,8 @@ def _human_section(h: Mapping[str, Any]) -> str:
              f"({h['n_unmatched']} without).</p>"]
     agree = h["agreement"]
     rows = [["pooled", *(agree["pooled"][k] for k in ("n", "spearman", "kendall", "pearson"))]]
-    rows += [[g, *(c[k] for k in ("n", "spearman", "kendall", "pearson"))] for g, c in agree["by_group"].items()]
+    if len(agree["by_group"]) > 1:  # one T2I model's row would repeat the pooled one
+        rows += [[g, *(c[k] for k in ("n", "spearman", "kendall", "pearson"))] for g, c in agree["by_group"].items()]
     parts.append(table(["images", "n", "Spearman", "Kendall", "Pearson"], rows))
     if "detection" in h:
         d = h["detection"]
@@ -116,11 +118,11 @@ def _summary(data: Mapping[str, Any], low_res: Mapping[str, int]) -> str:
                           "minor", "low resolution", "parse failures"], rows)
 
 
-def render_html(data: Mapping[str, Any], figures: Mapping[str, str], worst: Mapping[str, Sequence[ImageRecord]],
+def render_html(data: Mapping[str, Any], figures: Mapping[str, FigureFiles], worst: Mapping[str, Sequence[ImageRecord]],
                 models: Mapping[str, Mapping[str, str]], search: Sequence[Path],
                 low_res: Mapping[str, int] | None = None, figures_note: str = NOTHING_SCORED) -> str:
-    """The whole page: the summary, ranking agreement, the figures (linked by file name; the
-    `figures_note` when none was drawn), then per evaluator its tables and worst images.
+    """The whole page: the summary, ranking agreement, the figures (each PNG shown and its SVG
+    linked, by file name; the `figures_note` when none was drawn), then per evaluator its tables and worst images.
     `low_res` counts each evaluator's images flagged as low resolution."""
     parts = []
     if "ranking_agreement" in data:
@@ -129,7 +131,7 @@ def render_html(data: Mapping[str, Any], figures: Mapping[str, str], worst: Mapp
                      table(["evaluator A", "evaluator B", "Kendall tau"],
                             [[p["a"], p["b"], p["kendall_tau"]] for p in ra["pairs"]]) +
                      f"<p>mean tau: {fmt_cell(ra['mean'])}</p>")
-    shown = [(name, CAPTIONS.get(key, key)) for key, name in figures.items()]
+    shown = [(files, CAPTIONS.get(key, key)) for key, files in figures.items()]
     parts.append(figures_section(shown, figures_note, notes=[] if "levels" in figures else [figures_note]))
     for rep in data["evaluators"]:
         parts.append(_evaluator_section(rep, worst[rep["label"]], models[rep["label"]], search))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from vlmjudge.registry import DEFAULT_JUDGE_MODEL, MethodSpec, renders
+from vlmjudge.text import format_score
 
 from .annotation import ANNOTATION
 from .core import TerraVis
@@ -27,7 +28,7 @@ def render(record: ImageRecord) -> dict[str, Any]:
         reason = f": {record.eligibility_reason}" if record.eligibility_reason else ""
         lines.append(f"**Eligibility:** not applicable{reason}")
     else:
-        score_text = f"{record.score:.3f}"
+        score_text = format_score(record.score)
         lines.append("**Eligibility:** eligible")
         if record.rating is not None:
             lines.append(f"**Rating:** {record.rating} / 5")

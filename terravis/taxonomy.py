@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 Level = Literal["object", "interaction", "scene"]
+#: The taxonomy's three levels, in the order its checks are listed.
 LEVELS: tuple[Level, ...] = ("object", "interaction", "scene")
 
 
@@ -37,6 +38,7 @@ class ViolationType:
                 "question": self.question}
 
 
+#: The 18 violation types: object level, then interaction, then scene.
 TAXONOMY: tuple[ViolationType, ...] = (
     # -- object level ---------------------------------------------------------------------
     ViolationType(
@@ -147,6 +149,7 @@ TAXONOMY: tuple[ViolationType, ...] = (
         "abruptly from one area to the next?"),
 )
 
+#: The ids of the 18 types, in TAXONOMY's order (the order of a record's checks).
 TYPE_IDS: tuple[str, ...] = tuple(t.id for t in TAXONOMY)
 _BY_ID = {t.id: t for t in TAXONOMY}
 

@@ -1,9 +1,11 @@
 """Checks that a summary's mean comes with its 95% interval and n: the printed phrase
-`0.71 [0.64, 0.78] (n=48)` and the dicts and result keys that carry the same numbers."""
+`0.7100 [0.6400, 0.7800] (n=48)` and the dicts and result keys that carry the same numbers."""
 import math
 import re
 
-NUMBER = r"-?\d+(?:\.\d+)?"
+from vlmjudge.text import format_score
+
+NUMBER = r"-?\d+(?:\.\d+)?(?:e[-+]\d+)?"
 PHRASE = re.compile(rf"({NUMBER}) \[({NUMBER}), ({NUMBER})\] \(n=(\d+)\)")
 
 
@@ -15,13 +17,16 @@ def printed_interval(text: str, label: str) -> tuple[float, float, float, int]:
     return float(mean), float(low), float(high), int(n)
 
 
-def check_printed(text: str, label: str, values, places: int) -> tuple[float, float, float, int]:
-    """The phrase after `label` holds the mean of `values` (None left out) to `places` decimals,
-    bounds around it and n the number of values averaged."""
+def check_printed(text: str, label: str, values) -> tuple[float, float, float, int]:
+    """The phrase after `label` holds the mean of `values` (None left out) as every score is printed
+    (`format_score`: four significant digits), bounds around it and n the number of values averaged."""
+    found = re.search(re.escape(label) + r"\s*" + PHRASE.pattern, text)
+    assert found, f"no '{label}MEAN [LOW, HIGH] (n=N)' in {text!r}"
     mean, low, high, n = printed_interval(text, label)
     kept = [v for v in values if v is not None]
     assert n == len(kept)
-    assert mean == round(math.fsum(kept) / len(kept), places)
+    assert found.group(1) == format_score(math.fsum(kept) / len(kept))
+    assert all(part == format_score(float(part)) for part in found.groups()[:3])  # every number by one rule
     assert low <= mean <= high
     return mean, low, high, n
 

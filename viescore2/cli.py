@@ -3,7 +3,7 @@ ground truth (``evaluate``).
 
 ``score --help`` prints `SCORE_HELP` and ``evaluate --help`` `EVALUATE_HELP`; ``score``'s
 records (``id``, ``text``, scores, grids, explanation, status) are also a predictions file for
-``evaluate``. docs/viescore2.md, "The command line", gives the predictions and references
+``evaluate``. docs/methods/viescore2.md, "The command line", gives the predictions and references
 formats and what the result JSON holds.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from vlmjudge.cli.help import EXIT_EPILOG, RawDefaultsHelpFormatter, describe
 from vlmjudge.cli.intake import Failure, Screened, image_items
 from vlmjudge.cli.resume import cache_has_answers, done_in_jsonl, earlier_manifest, same_answers
 from vlmjudge.cli.scoring import Outcome, ScoreCommand, partial_output, run_scoring
-from vlmjudge.cli.progress import add_quiet_flag, progress_bar, quiet_judge
+from vlmjudge.cli.progress import ItemProgress, add_quiet_flag, quiet_judge
 from vlmjudge.cli.summary import print_summary
 from vlmjudge.outputs import record_text, with_resolution_note, write_manifest
 
@@ -164,10 +164,11 @@ class _VIEScore2Score(ScoreCommand):
         out.parent.mkdir(parents=True, exist_ok=True)
         failures, records, counts, manifest = [], [], Counter(), {}
         step = max(args.batch_size, 1) * SCORE_CHUNK_BATCHES
-        bar = progress_bar(len(screened.kept), "viescore2", args, unit="img")
+        bar = ItemProgress(len(screened.kept), "viescore2", args, unit="img", judges=[self.scorer.judge])
         with bar, partial_output(out) as fh:
             for start in range(0, len(screened.kept), step):
                 chunk = screened.kept[start:start + step]
+                bar.start(len(chunk))
                 result = self.scorer.run([str(files[i]) for i in chunk], [self.prompts[i] for i in chunk],
                                          [[str(c) for c in self.conditioning[i]] for i in chunk],
                                          [self.ids[i] for i in chunk])
@@ -181,7 +182,7 @@ class _VIEScore2Score(ScoreCommand):
                         failures.append(Failure(index, str(files[index]), "the judge gave no answer (finish "
                                                                           f"reason {record.finish_reason})"))
                 fh.flush()
-                bar.update(len(chunk))
+                bar.advance(len(chunk))
                 records += result.records
         return records, counts, manifest, failures
 
@@ -199,7 +200,7 @@ class _VIEScore2Score(ScoreCommand):
             from .figures import draw_record_overlays
 
             written.append(draw_record_overlays(Path(args.overlays), records))
-        print_summary([{"status": r.status, "score": r.overall} for r in records], written, "{:.4f}",
+        print_summary([{"status": r.status, "score": r.overall} for r in records], written,
                       skipped=len(screened.failures))
         print(format_table(score_extras(records, counts.get("parse_failures", 0))))
         return Outcome(sum(r.read_status != "error" for r in records), failures)

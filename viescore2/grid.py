@@ -5,7 +5,7 @@ line per row with defects, ``none`` for a clean grid). This module holds the gri
 that text, and defines `ParsedOutput` and `GridStatus`, which let a caller tell a clean grid
 from a parse failure; `viescore2.parsing` reads the text.
 
-docs/viescore2.md, "The grid text format", describes the format.
+docs/methods/viescore2.md, "The grid text format", describes the format.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import numpy as np
 
 from .scoring import overall_score
 
+#: Cells per side of the defect grid (16 x 16), as the paper and the release use.
 DEFAULT_N = 16
 CATEGORIES = ("artifact", "misalign")
 SCORE_KEYS = ("score", "pq", "sc")

@@ -6,7 +6,7 @@ path); evaluating predicted grids needs each turned into the grid the release wo
 numbers compare with the release's. Unlike the release, data that cannot be read raises rather
 than becoming a clean ground truth.
 
-docs/viescore2.md, "Ground truth from visual annotations", lists the kinds and rules.
+docs/methods/viescore2.md, "Ground truth from visual annotations", lists the kinds and rules.
 
 `PROTOCOL` reads the annotation app's labels (`pq`, `sc` or `score` on 0-10, and grid cells):
 SRCC per score, and grid IoU and F1 of the judge's cells against the cells most annotators marked.

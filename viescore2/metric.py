@@ -6,7 +6,7 @@ They let a training or evaluation loop use VIEScore2 like any torchmetrics metri
 states that sync across processes, and a judge kept outside the module tree (never in
 `state_dict`, shared by copies, left out of pickles).
 
-docs/viescore2.md, "The metrics", shows the use and the state, copy and pickling rules.
+docs/methods/viescore2.md, "The metrics", shows the use and the state, copy and pickling rules.
 """
 from __future__ import annotations
 
@@ -63,10 +63,13 @@ class VIEScore2Score(JudgeMetric):
     """Mean VIEScore2 overall score (0-10) of generated images, accumulated over batches.
 
     Args:
-        judge: a `vlmjudge` Judge; or None, and the judge is loaded from `model` (default: the
-            method's default model, Qwen/Qwen3-VL-8B-Instruct), `backend`, `revision`,
-            `device`, `dtype`, `cache` and `judge_kwargs` (other backend options).
-        fields, grid_size, pack: as `viescore2.VIEScore2`; `scorer_kwargs` for its other keywords.
+        judge: a `vlmjudge` Judge; or None, and the judge is loaded from the judge arguments below.
+        model: the judge to load: a Hub id, a local folder or a server's model name; None: the
+            method's default model, Qwen/Qwen3-VL-8B-Instruct.
+        backend, revision, device, dtype, cache: as `vlmjudge.load_judge`, for the judge loaded here.
+        judge_kwargs: the backend's other options, for the judge loaded here.
+        fields, grid_size, pack: as `viescore2.VIEScore2`.
+        scorer_kwargs: `viescore2.VIEScore2`'s other keywords.
         kwargs: torchmetrics options (`sync_on_compute`, `compute_on_cpu`, ...).
 
     Examples:

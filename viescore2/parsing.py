@@ -6,7 +6,7 @@ Reading as the release does keeps parse rates and grid metrics comparable with i
 where the release has a known bug the reader follows the paper. Every pattern matches in time
 linear in the text.
 
-docs/viescore2.md, "Reading the judge's answers", lists the rules and the differences from
+docs/methods/viescore2.md, "Reading the judge's answers", lists the rules and the differences from
 the release.
 """
 from __future__ import annotations

@@ -23,7 +23,9 @@ from .grid import DEFAULT_N, Grid
 
 MASK_THRESHOLD = 0.5
 HEATMAP_THRESHOLD = 0.25
-DEFAULT_CELL_THRESHOLD = MASK_THRESHOLD  # the mask threshold, under its former name
+#: The mask threshold (`MASK_THRESHOLD`, 0.5) under its former name.
+DEFAULT_CELL_THRESHOLD = MASK_THRESHOLD
+#: A defect cell carries the coverage mark `!` where its resized value is at least this.
 MARK_THRESHOLD = 0.9
 BINARIZE_THRESHOLD = 0.5  # RichHF maps: on/off per pixel before the resize
 RESAMPLE = "lanczos"

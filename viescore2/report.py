@@ -15,13 +15,16 @@ from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
+from vlmjudge.cli.report_command import add_report_command
 from vlmjudge.outputs import staged_writer
+from vlmjudge.reports.figures import DEFAULT_DPI, FigureFiles, check_dpi, figure_files
 from vlmjudge.reports.items import input_roots, item_cell, model_name
 from vlmjudge.reports.page import (
-    NOTHING_SCORED, ReportInputError, add_report_command, figures_section, fmt_number, long_text, low_res_mark,
-    low_res_note, mean, page, read_run, summary_table, worst_section, write_page,
+    NOTHING_SCORED, ReportInputError, figures_section, fmt_number, long_text, low_res_mark, low_res_note, mean, page,
+    read_run, summary_table, worst_section, write_page,
 )
 from vlmjudge.stats.interval import INTERVAL_HEADING, interval_text, mean_with_interval
+from vlmjudge.text import format_score
 
 from .grid import DEFAULT_N
 from .parsing import parse_grid
@@ -31,10 +34,9 @@ SCORE_RANGE = (0.0, 10.0)
 
 
 def _cell(value: Any) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, float):
-        return f"{value:.4f}"
+    """A console cell: floats as every score is printed (`format_score`), None as n/a."""
+    if value is None or isinstance(value, float):
+        return format_score(value)
     return str(value)
 
 
@@ -53,7 +55,7 @@ def _sub_scores(records: list) -> dict[str, list[float]]:
 def score_extras(records: Sequence[Any], parse_failures: int) -> dict[str, Any]:
     """What `viescore2 score` prints after the shared summary: the PQ and SC means read (each with
     its 95% interval and n) and the parse failures."""
-    return {**{f"mean_{key}": interval_text(mean_with_interval(values), "{:.4f}".format)
+    return {**{f"mean_{key}": interval_text(mean_with_interval(values))
                for key, values in _sub_scores(records).items()},
             "parse_failures": parse_failures}
 
@@ -99,21 +101,23 @@ def cell_shares(records: Sequence[dict[str, Any]]) -> Any:
     return 100 * total / read
 
 
-def plot_cell_shares(shares: Any, path: str | os.PathLike, label: str) -> None:
-    """A heatmap of `cell_shares`: rows and columns numbered as in the grid format."""
+def plot_cell_shares(shares: Any, path: str | os.PathLike, label: str, dpi: int = DEFAULT_DPI) -> FigureFiles:
+    """A heatmap of `cell_shares`, rows and columns numbered as in the grid format, coloured from 0
+    to the largest share (a colour bar reads it); PNG at `dpi`, and SVG."""
     from vlmjudge.reports.figures import heatmap, new_figure, save_figure, title_lines
 
     n = shares.shape[0]
     fig = new_figure(7.5, 6.5)
     ax = fig.subplots()
-    image = heatmap(ax, shares, cmap="Reds", label=(lambda v: f"{v:.0f}") if n <= 16 else None,
-                    fontsize=10 if n <= 8 else 6)
+    heatmap(ax, shares, colorbar="% of images with a read grid", cmap="Reds",
+            label=(lambda v: f"{v:.0f}") if n <= 16 else None, fontsize=10 if n <= 8 else 6)
     ax.set_xticks(range(n), [str(c + 1) for c in range(n)], fontsize=7)
     ax.set_yticks(range(n), [f"r{r + 1}" for r in range(n)], fontsize=7)
+    ax.set_xlabel("grid column (1 is left)")
+    ax.set_ylabel("grid row (r1 is top)")
     ax.set_title(title_lines(f"Defect cells: % of images with a read grid flagging each cell ({label})", 75),
                  fontsize=10)
-    fig.colorbar(image, ax=ax, fraction=0.04, label="% of images")
-    save_figure(fig, path)
+    return save_figure(fig, path, dpi)
 
 
 def item_name(record: dict[str, Any]) -> str:
@@ -137,12 +141,14 @@ def _lowest(records: Sequence[dict[str, Any]], worst: int, roots: Sequence[Path]
 
 
 @staged_writer
-def write_report(results: str | os.PathLike, out_dir: str | os.PathLike, worst: int = 20) -> list[Path]:
+def write_report(results: str | os.PathLike, out_dir: str | os.PathLike, worst: int = 20,
+                 dpi: int = DEFAULT_DPI) -> list[Path]:
     """Write the report of one results JSONL into `out_dir`; returns the written paths
-    (summary.json, the figures drawn, report.html last), all or none of them (`staged_writer`: a
-    failure leaves the earlier report)."""
+    (summary.json, the figures drawn as PNG at `dpi` and as SVG, report.html last), all or none of
+    them (`staged_writer`: a failure leaves the earlier report)."""
     from vlmjudge.reports.figures import histogram
 
+    check_dpi(dpi)
     records, manifest = read_run(results)
     bad = [i for i, r in enumerate(records, 1) if "id" not in r]  # (the one key `item_name` reads)
     if bad:
@@ -154,22 +160,19 @@ def write_report(results: str | os.PathLike, out_dir: str | os.PathLike, worst: 
     summary_json = out / "summary.json"
     summary_json.write_text(json.dumps({"label": label, "manifest": manifest, "summary": summary}, indent=2) + "\n",
                             encoding="utf-8")
-    written: list[Path] = [summary_json]
-    figures: list[tuple[str, str]] = []
+    figures: list[tuple[FigureFiles, str]] = []
     if summary["n_scored"]:
-        path = out / "score_histogram.png"
-        clipped = histogram({label: [r["score"] for r in records if r.get("score") is not None]}, path,
-                            "VIEScore2 score",
+        files = figure_files(out / "score_histogram.png")
+        clipped = histogram({label: [r["score"] for r in records if r.get("score") is not None]}, files.png,
+                            "VIEScore2 score (0-10, higher is better)",
                             f"Scores: {label} ({summary['n_scored']} of {summary['n_images']} images scored)",
-                            SCORE_RANGE)
-        figures.append((path.name, "Score histogram (0-10)" + (f": {clipped}" if clipped else "")))
-        written.append(path)
+                            SCORE_RANGE, dpi=dpi)
+        figures.append((files, "Score histogram (0-10)" + (f": {clipped}" if clipped else "")))
     shares = cell_shares(records)
     if shares is not None and shares.max() > 0:
-        path = out / "defect_cells.png"
-        plot_cell_shares(shares, path, label)
-        figures.append((path.name, "Where defects were flagged: share of images per grid cell"))
-        written.append(path)
+        files = plot_cell_shares(shares, out / "defect_cells.png", label, dpi)
+        figures.append((files, "Where defects were flagged: share of images per grid cell"))
+    written: list[Path] = [summary_json, *(path for files, _ in figures for path in files)]
     note = NOTHING_SCORED if not summary["n_scored"] else "No grid flagged a defect cell, so there is no map to draw."
     keys = [k for k in summary["mean_by_key"] if k != "overall"]  # the overall score is "mean score"
     head = ["run", "judge model", "images", "scored", *[f"mean {k} {INTERVAL_HEADING}" for k in ("score", *keys)],

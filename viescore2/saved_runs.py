@@ -6,7 +6,7 @@ Following the release's rules lets numbers compare one to one with its reports; 
 exception, kept from the paper, is that a failed parse is not a correct clean image
 (``clean_failures_count=True`` restores the release's count).
 
-docs/viescore2.md, "Evaluation rules", lists every rule.
+docs/methods/viescore2.md, "Evaluation rules", lists every rule.
 """
 from __future__ import annotations
 

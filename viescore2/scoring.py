@@ -32,6 +32,7 @@ class GridCells(Protocol):
         """True when no cell is marked defective."""
 
 
+#: The weight of each reward term in the total (`viescore2.rewards`): the grid's Dice, the score and the format.
 REWARD_WEIGHTS: Mapping[str, float] = {"dice": 1.0, "score": 0.3, "format": 0.1}
 MARK_WEIGHT = 2.0
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from vlmjudge.registry import DEFAULT_JUDGE_MODEL, MethodSpec, renders
+from vlmjudge.text import format_score
 
 from .annotation import ANNOTATION
 from .core import VIEScore2
@@ -13,19 +14,15 @@ from .records import VIEScore2Record
 from .statistics import STATISTICS
 
 
-def _number(value: float) -> str:
-    return f"{value:.2f}".rstrip("0").rstrip(".")
-
-
 @renders("viescore2", VIEScore2Record)
 def render(record: VIEScore2Record) -> dict[str, Any]:
     """Score text, a markdown account (scores, explanation, reading status, raw answer) and the
     overlay of the predicted cells on the generated image when a grid was read."""
     overall = record.overall
-    score_text = f"{_number(overall)}/10" if overall is not None else f"unscored ({record.status})"
+    score_text = f"{format_score(overall)}/10" if overall is not None else f"unscored ({record.status})"
     lines = [f"**VIEScore2** ({record.fields}, {record.grid_size}x{record.grid_size} grid), image `{record.id}`", ""]
     if record.scores:
-        lines.append("**Scores:** " + ", ".join(f"{k} {_number(v)}/10" for k, v in record.scores.items()))
+        lines.append("**Scores:** " + ", ".join(f"{k} {format_score(v)}/10" for k, v in record.scores.items()))
         lines.append("")
     lines += [record.explanation, ""]
     if record.missing:

@@ -18,11 +18,17 @@ _EXPORTS = {
     "to_pil_list": "vlmjudge.images", "ImageInputError": "vlmjudge.images", "compare": "vlmjudge.cli.compare",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+#: Sub-packages that are also called: `vlmjudge.benchmark(...)` runs a benchmark, and
+#: `vlmjudge.benchmark.suites` is still its sub-package (the package itself is callable).
+_CALLABLE_PACKAGES = {"benchmark": "vlmjudge.benchmark"}
+
+__all__ = ["__version__", *_EXPORTS, *_CALLABLE_PACKAGES]
 
 
 def __getattr__(name: str) -> Any:
     """Resolve public names on first use, keeping `import vlmjudge` light."""
     if name in _EXPORTS:
         return getattr(import_module(_EXPORTS[name]), name)
+    if name in _CALLABLE_PACKAGES:
+        return import_module(_CALLABLE_PACKAGES[name])
     raise AttributeError(f"module 'vlmjudge' has no attribute {name!r}")

@@ -185,6 +185,10 @@ def _is_probability(p: Any) -> bool:
 class ResponseCache:
     """Key -> JSON value store on one SQLite file; safe across threads and processes.
 
+    Args:
+        path: the SQLite file, made with its folders when missing.
+        timeout_s: how long to wait, in seconds, while another process holds the file locked.
+
     Examples:
         >>> import os, tempfile
         >>> cache = ResponseCache(os.path.join(tempfile.mkdtemp(), "answers.sqlite"))

@@ -95,6 +95,18 @@ class JudgeError(RuntimeError):
 class Judge(ABC):
     """Batched `generate` and `choice_probs` over many requests, cached and counted.
 
+    A backend's judge takes these keywords beside its own (`load_judge` passes them on).
+
+    Args:
+        model_id: the model's name; with the revision and dtype, part of every cache key.
+        revision: the checkpoint's revision.
+        dtype: the model's dtype ("bfloat16", "float16", "float32"); None: the backend's default.
+        device: where the model runs ("cuda", "cpu", ...); None: the backend's default.
+        batch_size: requests per backend call.
+        cache: the response cache: a file path, a `ResponseCache`, or None for no cache.
+        progress: show a progress bar: True, False, or None for calls of more than
+            `PROGRESS_THRESHOLD` requests.
+
     Examples:
         Every backend shares the cache: a second judge over the same cache file answers from it
         without a model call (its own recorded answers are empty here):
@@ -112,6 +124,10 @@ class Judge(ABC):
     """
 
     backend: str = "abstract"
+    #: Called with the number of requests after each batch the model answered (answers from the
+    #: cache are not batches): what moves a command's progress bar within a chunk of items whose
+    #: records all come at the chunk's end. None: nobody listens.
+    on_batch: Callable[[int], None] | None = None
 
     def __init__(self, *, model_id: str = "", revision: str | None = None, dtype: str | None = None,
                  device: str | None = None, batch_size: int = 8,
@@ -260,6 +276,8 @@ class Judge(ABC):
                     stored_keys.update(k for k, _ in stored)
                 if bar is not None:
                     bar.update(len(chunk))
+                if self.on_batch is not None:
+                    self.on_batch(len(chunk))
         finally:
             if bar is not None:
                 bar.close()
@@ -323,10 +341,14 @@ def _progress_bar(total: int, op: str, show: bool):
 def load_judge(model: Any = None, backend: str = "transformers", **kwargs: Any) -> Judge:
     """A judge for `model` (a Hub id, a local dir, a built model, or replay answers).
 
-    `backend` is a name in `vlmjudge.backends.BACKENDS`: "transformers" (in-process, the
-    default), "vllm" (in-process vLLM), "openai" (any OpenAI-compatible server) or "replay"
-    (recorded answers); "module:Class" loads a third-party backend.
-    Keyword arguments go to the backend (revision, dtype, device, batch_size, cache, ...).
+    Args:
+        model: a Hub id or local checkpoint folder, a server's model name (`backend="openai"`),
+            or recorded answers (`backend="replay"`).
+        backend: a name in `vlmjudge.backends.BACKENDS`: "transformers" (in-process, the
+            default), "vllm" (in-process vLLM), "openai" (any OpenAI-compatible server) or "replay"
+            (recorded answers); "module:Class" loads a third-party backend.
+        kwargs: the backend's options: `Judge`'s (revision, dtype, device, batch_size, cache,
+            progress) and its own (`TransformersJudge`, `OpenAIJudge`, `ReplayJudge`).
 
     Examples:
         >>> from vlmjudge.requests import Request

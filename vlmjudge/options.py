@@ -98,6 +98,27 @@ class OptionProbs(dict):
             return cls()
         return cls({o: v / total for o, v in values.items()}, mass, bounds)
 
+    @classmethod
+    def from_logprobs(cls, logprobs: Mapping[str, float], options: Sequence[str],
+                      normalize: bool = True) -> "OptionProbs":
+        """From each option's full-vocabulary log-probability (the vLLM backends read them by token
+        id): a softmax over the options, taken relative to the largest so that tiny values do not
+        underflow, with their raw total as the mass; raw probabilities when `normalize` is False.
+
+        Examples:
+            >>> probs = OptionProbs.from_logprobs({"Yes": math.log(0.375), "No": math.log(0.125)}, ["Yes", "No"])
+            >>> {o: round(p, 6) for o, p in probs.items()}, round(probs.mass, 6)
+            ({'Yes': 0.75, 'No': 0.25}, 0.5)
+        """
+        values = [float(logprobs[o]) for o in options]
+        mass = math.fsum(math.exp(v) for v in values)
+        if not normalize:
+            return cls({o: math.exp(v) for o, v in zip(options, values)}, mass)
+        top = max(values)
+        weights = [math.exp(v - top) for v in values]
+        total = math.fsum(weights)
+        return cls({o: w / total for o, w in zip(options, weights)}, mass)
+
     def to_json(self) -> dict[str, Any]:
         """The cached form: the probabilities, the mass and the bounds (`cache.answer_problem` checks it)."""
         return {"probs": dict(self), "mass": self.mass, "bounds": dict(self.bounds)}

@@ -193,6 +193,24 @@ def non_finite_field(value: Any, path: str) -> tuple[str, float] | None:
     return None
 
 
+def without_negative_zero(value: Any) -> Any:
+    """A JSON-like value with every -0.0 written 0.0 (containers copied, a tuple as a list): a report
+    that prints "-0" for a zero (minus an error count of 0, a rounded tiny difference) looks like a
+    sign it does not have.
+
+    Examples:
+        >>> without_negative_zero({"human": -0.0, "items": [-0.0, -1.5, 0]})
+        {'human': 0.0, 'items': [0.0, -1.5, 0]}
+    """
+    if isinstance(value, float):
+        return 0.0 if value == 0 else value
+    if isinstance(value, dict):
+        return {key: without_negative_zero(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [without_negative_zero(item) for item in value]  # JSON writes a tuple as a list too
+    return value
+
+
 def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
     """Every object of a JSON-lines file, in order (blank lines skipped)."""
     return [value for _, value in iter_jsonl(path)]

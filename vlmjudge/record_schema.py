@@ -124,3 +124,29 @@ def status_counts(records: list[Mapping[str, Any]]) -> dict[str, int]:
     for record in records:
         counts[record["status"]] += 1
     return counts
+
+
+class ScoredOrFailed:
+    """The status of a record that is scored exactly when it has a score and failed otherwise (a
+    method with no not-applicable outcome): one definition for every such record type.
+
+    Examples:
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class Pair(ScoredOrFailed):
+        ...     score: float | None
+        >>> Pair(0.5).status, Pair(None).status, Pair(None).valid
+        ('scored', 'failed', False)
+    """
+
+    score: float | None
+
+    @property
+    def valid(self) -> bool:
+        """Whether the record has a score (the older name of `status == "scored"`)."""
+        return self.score is not None
+
+    @property
+    def status(self) -> str:
+        """The shared status: scored, or failed (the record says why)."""
+        return "scored" if self.score is not None else "failed"

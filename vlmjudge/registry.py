@@ -92,18 +92,29 @@ def renders(method: str, record_type: type) -> Callable[[R], R]:
 class MethodSpec:
     """Everything the shared faces need to know about a method.
 
-    `inputs` are the columns `score_batch` requires ("image", "prompt", "reference", ...);
-    `optional_inputs` those it uses when present. `build(judge, **config)` returns a
-    `Scorer`. `score_range` is the raw score range and `normalize` maps a score to [0, 1]
-    (rewards, plots); left out, it is the linear map of `score_range` (`LinearScale`).
-    `render(record)` returns a dict for apps and reports: `score_text` (str), `markdown`
-    (str) and optionally `image` (PIL image). `statistics` are the method's own statistics over its
-    saved records (the first is its headline), recomputed on resamples by `vlmjudge compare`.
-    `human` says how the paper's human labels are read and matched to the records
-    (`vlmjudge agreement`); None: the generic protocol. `annotation` is what the paper asked its
-    annotators, as `vlmjudge annotate` asks it. `extra` names the optional extra a method needs
-    (`pip install vlmjudge[<extra>]`; None: the core install runs it) and `requires` the modules it
-    imports from there, which `vlmjudge info` looks for without importing them.
+    Args:
+        name: the registered name (`vlmjudge <name>`, `get_method(name)`).
+        inputs: the columns `score_batch` requires ("image", "prompt", "reference", ...).
+        build: `build(judge, **config)` returns the method's `Scorer`.
+        score_range: the raw score range.
+        render: `render(record)` returns a dict for apps and reports: `score_text` (str),
+            `markdown` (str) and optionally `image` (PIL image).
+        normalize: maps a score to [0, 1] (rewards, plots); left out, it is the linear map of
+            `score_range` (`LinearScale`).
+        description: what the method measures, in a few sentences (a Space app without a card shows it).
+        optional_inputs: the columns `score_batch` uses when present.
+        default_model: the judge loaded when none is given; None: the method needs no judge, or
+            the user names one.
+        config: the keywords of `build` and their defaults (what `--method-option` may set).
+        statistics: the method's own statistics over its saved records (the first is its
+            headline), recomputed on resamples by `vlmjudge compare`.
+        human: how the paper's human labels are read and matched to the records (`vlmjudge
+            agreement`); None: the generic protocol.
+        annotation: what the paper asked its annotators, as `vlmjudge annotate` asks it.
+        extra: the optional extra the method needs (`pip install vlmjudge[<extra>]`; None: the
+            core install runs it).
+        requires: the modules it imports from there, which `vlmjudge info` looks for without
+            importing them.
 
     Examples:
         >>> spec = MethodSpec(name="toy", inputs=("image",), build=dict, score_range=(0.0, 10.0),

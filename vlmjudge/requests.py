@@ -19,6 +19,13 @@ FinishReason = Literal["stop", "length", "error"]
 class Decoding:
     """Decoding parameters; greedy by default so that judgements are reproducible.
 
+    Args:
+        max_new_tokens: the answer's token budget.
+        temperature: 0 decodes greedily; above 0 samples.
+        top_p: nucleus sampling's probability mass, in (0, 1].
+        seed: the sampling seed (a sampled answer repeats with the same seed).
+        stop: strings that end the answer.
+
     Examples:
         Greedy by default, so a judgement is reproducible:
 
@@ -63,6 +70,11 @@ class Constraint:
     these single-token words (the grammar must accept each of them as the answer's start),
     so constrained greedy decoding picks the same option as the argmax of `choice_probs`.
     Servers that do not know this extension apply the grammar alone.
+
+    Args:
+        kind: "json_schema" or "ebnf"; `Constraint.json_schema` and `Constraint.ebnf` build one.
+        spec: the schema as JSON text, or the grammar.
+        first_options: the single-token words the answer's first position is restricted to.
 
     Examples:
         >>> c = Constraint.json_schema({"type": "object", "properties": {"answer": {"enum": ["Yes", "No"]}}},
@@ -119,11 +131,17 @@ class Constraint:
 class Request:
     """One question to a judge.
 
-    Either `text` (one user turn: the images, then the text) or `messages` (chat turns in
-    the transformers format, `{"type": "image"}` parts standing for `images` in order).
-    `prefix` is put at the start of the assistant's answer (for example "Answer:"), so the
-    first generated token is the decision. `meta` is free (item id, question id, stage)
-    and is not hashed.
+    Args:
+        images: the request's images (paths, PIL images, arrays, tensors: `vlmjudge.to_pil`).
+        text: one user turn: the images, then this text. Give `text` or `messages`, not both.
+        messages: chat turns in the transformers format, `{"type": "image"}` parts standing
+            for `images` in order.
+        system: the system prompt.
+        decoding: how the answer is decoded (greedy by default).
+        constraint: an output format the backend enforces while decoding.
+        prefix: put at the start of the assistant's answer (for example "Answer:"), so the
+            first generated token is the decision.
+        meta: free (item id, question id, stage), and not hashed.
 
     Examples:
         A text request puts the images first, then the text, in one user turn:

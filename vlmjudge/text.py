@@ -1,7 +1,43 @@
-"""Small text helpers the methods' answer parsers share, kept free of any method's rules."""
+"""Small text helpers the whole suite shares, kept free of any method's rules: how a score is
+printed (every console line, leaderboard and report table alike) and what answer parsers strip."""
 from __future__ import annotations
 
-__all__ = ["remove_spans"]
+import math
+import numbers
+
+__all__ = ["SCORE_DIGITS", "format_score", "remove_spans"]
+
+#: Significant digits of every score, mean and interval bound the suite prints or tabulates.
+SCORE_DIGITS = 4
+
+
+def format_score(value: float | None, digits: int = SCORE_DIGITS) -> str:
+    """A score as every line and table of the suite prints it: `digits` significant digits, trailing
+    zeros kept so the digits of a column line up (0.5000 beside 0.8123); whole numbers from
+    10**digits on without an exponent; below 1e-4 in exponent form, so a small TerraVis score stays
+    visible; -0.0 as 0; None and NaN as "n/a".
+
+    Why one rule: a run printed "0.812" on the console, "0.8123" on the leaderboard and "0.81" in
+    its report reads as three different numbers.
+
+    Examples:
+        >>> [format_score(v) for v in (0.81234, 7.5, 100.0, 0.000123, 1.2e-05, -0.0, 12345.6, None)]
+        ['0.8123', '7.500', '100.0', '0.0001230', '1.200e-05', '0.000', '12346', 'n/a']
+        >>> format_score(float("nan")), format_score(float("-inf")), format_score(2, digits=2)
+        ('n/a', '-inf', '2.0')
+    """
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"format_score takes a number or None, got {type(value).__name__}")
+    value = float(value) + 0.0  # + 0.0 turns -0.0 into 0.0
+    if math.isnan(value):
+        return "n/a"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if abs(value) >= 10 ** digits:
+        return f"{value:.0f}"
+    return f"{value:#.{digits}g}"
 
 
 def remove_spans(text: str, opening: str, closing: str) -> str:

@@ -17,6 +17,7 @@ from vlmjudge.cli.intake import is_listed_image
 from vlmjudge.cli.resume import done_in_records
 from vlmjudge.outputs import with_resolution_note
 from vlmjudge.stats.interval import interval_text, mean_with_interval
+from vlmjudge.text import format_score
 
 from ..scoring import summarize_ratings
 
@@ -115,25 +116,21 @@ def result_json(summary: dict[str, Any], rows: Sequence[dict[str, Any]], pairing
     return {"summary": summary, "pairs": list(rows), "unpaired_files": pairing.unpaired_files()}
 
 
-def _number(value: float | None, spec: str) -> str:
-    return "n/a" if value is None else format(value, spec)
-
-
 def plain_lines(rows: Sequence[dict[str, Any]], summary: dict[str, Any], judged: bool) -> list[str]:
     """The plain output: one line per pair and a mean line, every metric (MLLM ratings with a judge)
     with its 95% interval and n (pairs without a value are left out, as the summary's means leave them)."""
     lines = []
     for r in rows:
-        line = f"{r['id']}\tscore {_number(r['score'], '.2f')}\tCLIP {r['clip']:.2f}\tDINO {r['dino']:.2f}"
+        line = f"{r['id']}\tscore {format_score(r['score'])}\tCLIP {format_score(r['clip'])}\tDINO {format_score(r['dino'])}"
         if judged:
             line += "".join(f"\t{label} {_rating(r[f'mllm_{name}_rating'], r[f'mllm_{name}'])}"
                             for label, name in (("MLLM content", "content"), ("MLLM perceptual", "perceptual")))
         lines.append(line)
-    mean = (f"mean over {summary['pairs']} pairs: score {_with_interval(rows, 'score', '.2f')} "
-            f"CLIP {_with_interval(rows, 'clip', '.2f')} DINO {_with_interval(rows, 'dino', '.2f')}")
+    mean = (f"mean over {summary['pairs']} pairs: score {_with_interval(rows, 'score')} "
+            f"CLIP {_with_interval(rows, 'clip')} DINO {_with_interval(rows, 'dino')}")
     if judged:
-        mean += (f" MLLM (0..1) content {_with_interval(rows, 'mllm_content', '.3f')} perceptual "
-                 f"{_with_interval(rows, 'mllm_perceptual', '.3f')}, "
+        mean += (f" MLLM (0..1) content {_with_interval(rows, 'mllm_content')} perceptual "
+                 f"{_with_interval(rows, 'mllm_perceptual')}, "
                  f"{summary['mllm_parse_failures']} MLLM parse failures")
     left_out = [f"{summary[k]} {what}" for k, what in (("skipped", "unreadable pair(s)"),
                                                         ("unpaired", "unpaired file(s)")) if summary[k]]
@@ -142,13 +139,13 @@ def plain_lines(rows: Sequence[dict[str, Any]], summary: dict[str, Any], judged:
     return [*lines, mean]
 
 
-def _with_interval(rows: Sequence[dict[str, Any]], key: str, spec: str) -> str:
+def _with_interval(rows: Sequence[dict[str, Any]], key: str) -> str:
     """A column's mean over the rows that hold a value, with its 95% interval and n."""
-    return interval_text(mean_with_interval(r[key] for r in rows), ("{:" + spec + "}").format)
+    return interval_text(mean_with_interval(r[key] for r in rows))
 
 
 def _rating(raw: int | None, normalised: float | None) -> str:
-    return "unreadable" if raw is None else f"{raw}/5 ({normalised:.2f})"
+    return "unreadable" if raw is None else f"{raw}/5 ({format_score(normalised)})"
 
 
 def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:

@@ -68,9 +68,14 @@ class QuestionBank:
 class Tifa:
     """TIFA scores of images against their prompts over a judge.
 
-    `qa`: the QA file (a path, or a mapping text id -> (caption, questions)); `generate`: write
-    questions with the judge for prompts it lacks (else those images fail); `verify`: keep only
-    written questions whose answer the judge picks from the prompt alone.
+    Args:
+        judge: a `vlmjudge` Judge that gives option probabilities (`choice_probs`).
+        pack: TIFA's prompt pack (`t2ibaselines.tifa.load_pack`): None for the default, a shipped
+            name, a JSON path or a dict.
+        qa: the QA file (a path, or a mapping text id -> (caption, questions)); None: none.
+        generate: write questions with the judge for prompts the QA file lacks (else those images
+            fail).
+        verify: keep only written questions whose answer the judge picks from the prompt alone.
     """
 
     inputs = ("image", "prompt")

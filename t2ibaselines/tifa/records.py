@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from vlmjudge.record_schema import ScoredOrFailed
+
 from .scoring import accuracy_by_type, prompt_score
 
 
@@ -41,7 +43,7 @@ class QuestionResult:
 
 
 @dataclass
-class TifaRecord:
+class TifaRecord(ScoredOrFailed):
     """One image: its prompt, where its questions came from (`qa_file`, `given`, `generated`), the
     questions and their answers, and what went wrong (`errors`).
 
@@ -68,15 +70,6 @@ class TifaRecord:
         if not self.questions or any(q.correct is None for q in self.questions):
             return None
         return prompt_score([bool(q.correct) for q in self.questions])
-
-    @property
-    def valid(self) -> bool:
-        return self.score is not None
-
-    @property
-    def status(self) -> str:
-        """The shared status: scored, or failed (`errors` say why)."""
-        return "scored" if self.score is not None else "failed"
 
     def to_json(self) -> dict[str, Any]:
         """The record in the shared layout: id, status, score, then TIFA's own fields."""

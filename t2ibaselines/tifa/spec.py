@@ -10,6 +10,7 @@ from typing import Any
 
 from vlmjudge.registry import DEFAULT_JUDGE_MODEL, MethodSpec, renders
 from vlmjudge.stats.human_sets.protocol import HumanProtocol
+from vlmjudge.text import format_score
 
 from .core import Tifa
 from .records import TifaRecord
@@ -46,7 +47,7 @@ def render(record: TifaRecord) -> dict[str, Any]:
         lines.append(f"**TIFA**: no score ({'; '.join(record.errors) or 'no questions'}).")
     else:
         n_correct = sum(bool(q.correct) for q in record.questions)
-        score_text = f"{record.score:.3f} ({n_correct}/{len(record.questions)})"
+        score_text = f"{format_score(record.score)} ({n_correct}/{len(record.questions)})"
     if record.questions:
         lines += ["| question | element type | expected | answer | correct |", "|---|---|---|---|---|"]
         for q in record.questions:
@@ -56,6 +57,7 @@ def render(record: TifaRecord) -> dict[str, Any]:
     return {"score_text": score_text, "markdown": "\n".join(lines)}
 
 
+#: TIFA as a registered method (`vlmjudge.get_method("tifa")`): every face reads it.
 SPEC = MethodSpec(
     name="tifa", inputs=Tifa.inputs, optional_inputs=("id", "questions"), build=build, render=render,
     score_range=(0.0, 1.0), default_model=DEFAULT_JUDGE_MODEL,

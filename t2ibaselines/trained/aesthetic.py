@@ -23,7 +23,16 @@ SCORE_RANGE = (0.0, 10.0)
 
 
 class AestheticScorer(TrainedScorer):
-    """Scores `image` with Aesthetic Predictor v2.5; `predictor` is the head file (None: the release)."""
+    """Scores `image` with Aesthetic Predictor v2.5.
+
+    Args:
+        judge: not used: a trained scorer has no judge (every method is built with one).
+        predictor: the predictor head file; None: the released v2.5 head.
+        encoder: the SigLIP encoder the head reads: a Hub id or a local folder.
+        device: where it runs; None: "cuda" when a GPU is available, else "cpu".
+        dtype: the model's dtype ("float32", "bfloat16", ...); None: float32.
+        batch_size: images per forward pass.
+    """
 
     def __init__(self, judge: Any = None, *, predictor: str | None = None, encoder: str = DEFAULT_ENCODER,
                  device: str | None = None, dtype: str | None = None, batch_size: int = 16) -> None:

@@ -22,6 +22,13 @@ DEFAULT_MODEL = "openai/clip-vit-large-patch14"
 class ClipScoreScorer(TrainedScorer):
     """Scores `image` against `prompt` with torchmetrics' CLIPScore, one item per call.
 
+    Args:
+        judge: not used: a trained scorer has no judge (every method is built with one).
+        model: the CLIP checkpoint: a Hub id or a local folder.
+        device: where it runs; None: "cuda" when a GPU is available, else "cpu".
+        dtype: the model's dtype ("float32", "bfloat16", ...); None: float32.
+        revision: the checkpoint's revision on the Hub.
+
     Examples:
         A tiny random CLIP built offline, loaded through `from_pretrained`:
 

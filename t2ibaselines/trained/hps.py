@@ -31,7 +31,13 @@ def _open_clip() -> Any:
 class HPSv2Scorer(TrainedScorer):
     """Scores `image` against `prompt` with an HPS checkpoint (v2.1 by default, from the Hub, or a file).
 
-    `arch` is the open_clip model name the checkpoint was trained on (ViT-H-14 for the releases).
+    Args:
+        judge: not used: a trained scorer has no judge (every method is built with one).
+        version: the released checkpoint to download, "v2.0" or "v2.1".
+        checkpoint: a local checkpoint file instead of a download.
+        arch: the open_clip model name the checkpoint was trained on (ViT-H-14 for the releases).
+        device: where it runs; None: "cuda" when a GPU is available, else "cpu".
+        batch_size: items per forward pass.
     """
 
     def __init__(self, judge: Any = None, *, version: str = "v2.1", checkpoint: str | None = None,

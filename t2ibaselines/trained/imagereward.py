@@ -24,7 +24,15 @@ SCORE_RANGE = (-10.0, 10.0)
 
 
 class ImageRewardScorer(TrainedScorer):
-    """Scores `image` against `prompt` with ImageReward, one item per call as the package scores."""
+    """Scores `image` against `prompt` with ImageReward, one item per call as the package scores.
+
+    Args:
+        judge: not used: a trained scorer has no judge (every method is built with one).
+        model: the checkpoint, as `ImageReward.load` takes it: a released name or a file.
+        med_config: the BLIP configuration file; None: the package's.
+        download_root: where the package downloads its files; None: its default.
+        device: where it runs; None: "cuda" when a GPU is available, else "cpu".
+    """
 
     def __init__(self, judge: Any = None, *, model: str = DEFAULT_MODEL, med_config: str | None = None,
                  download_root: str | None = None, device: str | None = None) -> None:

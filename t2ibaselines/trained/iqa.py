@@ -28,7 +28,15 @@ METRICS: dict[str, tuple[str, tuple[float, float], bool, str]] = {
 
 
 class IQAScorer(TrainedScorer):
-    """Scores `image` with one pyiqa metric; `options` override the network's settings (pyiqa's kwargs)."""
+    """Scores `image` with one pyiqa metric.
+
+    Args:
+        method: "musiq", "niqe" or "brisque".
+        judge: not used: a trained scorer has no judge (every method is built with one).
+        weights: a local weights file; None: pyiqa's release.
+        device: where it runs; None: "cuda" when a GPU is available, else "cpu".
+        options: settings of the network that override pyiqa's (its `create_metric` keywords).
+    """
 
     def __init__(self, method: str, judge: Any = None, *, weights: str | None = None, device: str | None = None,
                  options: Mapping[str, Any] | None = None) -> None:

@@ -24,7 +24,15 @@ SCORE_RANGE = (0.0, 2.0)
 
 
 class LpipsScorer(TrainedScorer):
-    """Scores `image` against `reference` with torchmetrics' LPIPS, one pair per call."""
+    """Scores `image` against `reference` with torchmetrics' LPIPS, one pair per call.
+
+    Args:
+        judge: not used: a trained scorer has no judge (every method is built with one).
+        net: the backbone LPIPS compares features of: "alex", "vgg" or "squeeze".
+        size: resize both images to size x size pixels first; None: the reference is resized to
+            the image's size where they differ.
+        device: where it runs; None: "cuda" when a GPU is available, else "cpu".
+    """
 
     def __init__(self, judge: Any = None, *, net: str = "alex", size: int | None = None,
                  device: str | None = None) -> None:

@@ -42,6 +42,15 @@ def preference_probs(scores: Sequence[float]) -> list[float]:
 class PickScoreScorer(TrainedScorer):
     """Scores `image` against `prompt` with PickScore, a batch of items per forward pass.
 
+    Args:
+        judge: not used: a trained scorer has no judge (every method is built with one).
+        model: the PickScore checkpoint: a Hub id or a local folder.
+        processor: the processor it was trained with (the LAION CLIP-H one): a Hub id or a folder.
+        device: where it runs; None: "cuda" when a GPU is available, else "cpu".
+        dtype: the model's dtype ("float32", "bfloat16", ...); None: float32.
+        revision: the checkpoint's revision on the Hub.
+        batch_size: items per forward pass.
+
     Examples:
         A tiny random CLIP stands in for both the checkpoint and the processor:
 

@@ -11,12 +11,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from vlmjudge.record_schema import check_record
+from vlmjudge.record_schema import ScoredOrFailed, check_record
 from vlmjudge.stats.statistic import ColumnMean, Statistic
+from vlmjudge.text import format_score
 
 
 @dataclass
-class TrainedRecord:
+class TrainedRecord(ScoredOrFailed):
     """One scored item: `score` is None exactly when the item failed, and `error` says why.
 
     Examples:
@@ -34,15 +35,6 @@ class TrainedRecord:
     raw_score: float | None = None
     details: dict[str, Any] = field(default_factory=dict)
     made_by: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def valid(self) -> bool:
-        return self.score is not None
-
-    @property
-    def status(self) -> str:
-        """The shared status: scored, or failed (`error` says why)."""
-        return "scored" if self.score is not None else "failed"
 
     def to_json(self) -> dict[str, Any]:
         """The record in the shared layout: id, status, score, then the scorer's own fields."""
@@ -81,7 +73,7 @@ def render_record(record: TrainedRecord) -> dict[str, Any]:
 
     Examples:
         >>> render_record(TrainedRecord(id="a", score=0.25, scorer="hpsv2"))["score_text"]
-        '0.25'
+        '0.2500'
         >>> render_record(TrainedRecord(id="a", score=None, scorer="hpsv2", error="no prompt"))["markdown"]
         'Could not score: no prompt'
     """
@@ -89,6 +81,6 @@ def render_record(record: TrainedRecord) -> dict[str, Any]:
         raise TypeError(f"trained scorers render TrainedRecord objects, got {type(record).__name__}")
     if record.score is None:
         return {"score_text": "N/A", "markdown": f"Could not score: {record.error}"}
-    rows = ["| field | value |", "|---|---|", f"| {record.scorer} | {record.score:.4g} |"]
+    rows = ["| field | value |", "|---|---|", f"| {record.scorer} | {format_score(record.score)} |"]
     rows += [f"| {key} | {value} |" for key, value in {**record.details, **record.made_by}.items()]
-    return {"score_text": f"{record.score:.4g}", "markdown": "\n".join(rows)}
+    return {"score_text": format_score(record.score), "markdown": "\n".join(rows)}

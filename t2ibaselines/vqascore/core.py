@@ -15,6 +15,7 @@ from typing import Any
 
 from vlmjudge.images import to_pil
 from vlmjudge.options import OptionProbs
+from vlmjudge.record_schema import ScoredOrFailed
 from vlmjudge.requests import Request
 
 from .pack import VQAScorePack, load_pack
@@ -26,7 +27,7 @@ STAGE = "vqascore"
 
 
 @dataclass
-class VQAScoreRecord:
+class VQAScoreRecord(ScoredOrFailed):
     """One image: `score` is P(answer) over the full vocabulary, None when it is not known.
 
     `p_yes` / `p_no` are the answer's and the contrast's probabilities where the judge saw them,
@@ -42,15 +43,6 @@ class VQAScoreRecord:
     truncated: bool = False
     bounds: dict[str, float] = field(default_factory=dict)
     error: str | None = None
-
-    @property
-    def valid(self) -> bool:
-        return self.score is not None
-
-    @property
-    def status(self) -> str:
-        """The shared status: scored, or failed (`error` says why)."""
-        return "scored" if self.score is not None else "failed"
 
     def to_json(self) -> dict[str, Any]:
         """The record in the shared layout: id, status, score, then VQAScore's own fields."""
@@ -90,6 +82,11 @@ def read_probs(item_id: str, prompt: str, probs: OptionProbs, answer: str, contr
 
 class VQAScore:
     """VQAScore of images against their prompts over any judge that gives token probabilities.
+
+    Args:
+        judge: a `vlmjudge` Judge that gives option probabilities (`choice_probs`).
+        pack: VQAScore's prompt pack (`t2ibaselines.vqascore.load_pack`): None for the default, a
+            shipped name, a JSON path or a dict over the default.
 
     Examples:
         A replay judge with recorded full-vocabulary probabilities stands in for a model:

@@ -37,9 +37,11 @@ class VQAScoreMetric(JudgeMetric):
     """Mean VQAScore of images against their prompts, accumulated over batches.
 
     Args:
-        judge: a `vlmjudge` Judge; or None, and the judge is loaded from `model` (default:
-            Qwen/Qwen3-VL-8B-Instruct), `backend`, `revision`, `device`, `dtype`, `cache` and
-            `judge_kwargs` (other backend options).
+        judge: a `vlmjudge` Judge; or None, and the judge is loaded from the judge arguments below.
+        model: the judge to load: a Hub id, a local folder or a server's model name; None:
+            Qwen/Qwen3-VL-8B-Instruct.
+        backend, revision, device, dtype, cache: as `vlmjudge.load_judge`, for the judge loaded here.
+        judge_kwargs: the backend's other options, for the judge loaded here.
         pack: VQAScore's prompt pack (a shipped name, a JSON file or a dict over the default).
         kwargs: torchmetrics options (`sync_on_compute`, `compute_on_cpu`, ...).
 

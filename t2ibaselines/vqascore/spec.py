@@ -12,6 +12,7 @@ from typing import Any, Mapping
 from vlmjudge.registry import DEFAULT_JUDGE_MODEL, MethodSpec, renders
 from vlmjudge.stats.human_sets.protocol import HumanProtocol
 from vlmjudge.stats.statistic import ColumnMean, Statistic
+from vlmjudge.text import format_score
 
 from .core import VQAScore, VQAScoreRecord
 
@@ -50,15 +51,16 @@ def render(record: VQAScoreRecord) -> dict[str, Any]:
 
     Examples:
         >>> render(VQAScoreRecord(id="a", prompt="a cat", score=0.75, p_yes=0.75, p_no=0.125, option_mass=0.875))
-        {'score_text': '0.750', 'markdown': '| P(Yes) | P(No) | P(Yes) + P(No) |\\n|---|---|---|\\n| 0.7500 | 0.1250 | 0.8750 |'}
+        {'score_text': '0.7500', 'markdown': '| P(Yes) | P(No) | P(Yes) + P(No) |\\n|---|---|---|\\n| 0.7500 | 0.1250 | 0.8750 |'}
     """
     if record.score is None:
         return {"score_text": "n/a", "markdown": f"**VQAScore**: no score ({record.error})."}
-    shown = [("-" if v is None else f"{v:.4f}") for v in (record.p_yes, record.p_no, record.option_mass)]
-    return {"score_text": f"{record.score:.3f}",
+    shown = [("-" if v is None else format_score(v)) for v in (record.p_yes, record.p_no, record.option_mass)]
+    return {"score_text": format_score(record.score),
             "markdown": "| P(Yes) | P(No) | P(Yes) + P(No) |\n|---|---|---|\n| " + " | ".join(shown) + " |"}
 
 
+#: VQAScore as a registered method (`vlmjudge.get_method("vqascore")`): every face reads it.
 SPEC = MethodSpec(
     name="vqascore", inputs=VQAScore.inputs, optional_inputs=("id",), build=build, render=render,
     score_range=(0.0, 1.0), default_model=DEFAULT_JUDGE_MODEL, config={"pack": None},

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from bench.compute import Work, count_flops
-from bench.terravis import compute_lines
+from bench.terravis_paths import compute_lines
 
 
 class _Tower(torch.nn.Module):
@@ -64,7 +64,7 @@ def test_compute_lines_give_the_ratio_and_the_rate_only_when_every_image_was_cou
 
 
 def test_flops_images_default_to_all_and_refuse_a_negative_count():
-    from bench.terravis import parse_args
+    from bench.terravis_paths import parse_args
     assert parse_args([]).flops_images is None and parse_args(["--flops-images", "0"]).flops_images == 0
     with pytest.raises(SystemExit):
         parse_args(["--flops-images", "-1"])

@@ -8,7 +8,8 @@ import pytest
 
 from bench import bench_images
 from bench.backends import parse_backends
-from bench.side_by_side import Row, backend_table, build_checkpoint, compare_records, parse_args, run_backends
+from bench.decided_checkpoint import build_checkpoint
+from bench.side_by_side import Row, backend_table, compare_records, parse_args, run_backends
 
 
 def test_backend_list_is_ordered_deduplicated_and_checked():
@@ -64,6 +65,26 @@ def test_unavailable_backend_is_skipped_and_the_rest_is_measured(monkeypatch, tm
     assert "skipped vllm: vllm needs the vllm package" in text
     assert "skipped vllm-serve: vllm-serve needs the vllm package" in text
     assert "eligible 2 of 2" in text  # the eligibility weight set in the checkpoint holds
+    # where the time went, measured by hooks: the vision tower, prompts and generated tokens ran
+    phases = row.phases.seconds
+    assert phases["encode"] > 0 and phases["prefill"] > 0 and phases["decode"] > 0 and phases["queue"] is None
+    assert phases["other"] >= 0  # the phases and the rest make up the block timed around the run
+    assert sum(v for v in phases.values() if v is not None) == pytest.approx(row.seconds, abs=0.1)
+    assert "where the time went" in text and "phases of transformers: measured" in text
+    assert "host load of transformers: load average" in text and row.load.cores >= 1
+    assert text.rstrip().splitlines()[-1] == "records equal on every backend: yes"  # no target this run can check
+
+
+def test_bench_terravis_dispatches_on_backends(capsys):
+    """`python -m bench.terravis --backends ...` is the side-by-side benchmark, anything else the paths."""
+    from bench import terravis
+    with pytest.raises(SystemExit) as exit_info:
+        terravis.main(["--backends", "transformers,tensorrt"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "python -m bench.terravis: error" in err and "tensorrt" in err
+    with pytest.raises(SystemExit) as exit_info:
+        terravis.main(["--ablation-images", "-x"])  # the paths benchmark's own flag, parsed by it
+    assert "python -m bench.terravis" in capsys.readouterr().err and exit_info.value.code == 2
 
 
 def test_records_compare_floats_within_the_tolerance():

@@ -3,7 +3,7 @@ its work counters are what shared-prefix batching promises. Correctness only, no
 import pytest
 
 from bench import judge_on
-from bench.terravis import expected_encodes
+from bench.terravis_paths import expected_encodes
 from bench.terravis_setup import bench_pack, positive_rate, record_view
 
 
@@ -100,7 +100,7 @@ def test_prefill_is_shared_prefixes_plus_suffixes(shifted):
 def test_benchmark_prints_each_paths_ideal_and_ends_with_prefill_over_ideal_then_speedup(shifted):
     import io
 
-    from bench.terravis import AGAIN, run
+    from bench.terravis_paths import AGAIN, run
     model, processor, images = shifted
     out = io.StringIO()
     measures = run(model, processor, images[:2], ablation_images=0, steps=False, flops_images=1, out=out)

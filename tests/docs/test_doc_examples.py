@@ -4,10 +4,13 @@ Each page runs in a fresh working folder, its blocks in order (shell blocks unde
 `bash -euo pipefail`, each python block in its own interpreter), so a page's later blocks use the
 files its earlier blocks wrote, as a reader following the page would. `metrics/` is linked into
 the folder because the pages run from a clone's root and use its bundled example images.
-One block runs elsewhere: README's test command (CI runs it, `.ci/run`).
+One block runs elsewhere: README's test command (CI runs it, `.ci/run`). What a page writes must
+not land in the project's own folders (`fager/`, `bench/`, ...), and what README and the getting
+started page write, a newcomer's first commands in their clone, lies where `.gitignore` ignores it.
 """
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import subprocess
@@ -65,7 +68,36 @@ def _environment() -> dict[str, str]:
     return {**os.environ, "HF_HUB_OFFLINE": "1", "PATH": path, "PYTHONPATH": pythonpath}
 
 
+def ignored(name: str) -> bool:
+    """Whether the repository's .gitignore ignores a top-level entry `name` (its lines are plain
+    names and globs, anchored with a leading / or not; a negation would need git to read)."""
+    for line in (REPO / ".gitignore").read_text(encoding="utf-8").splitlines():
+        pattern = line.strip()
+        if not pattern or pattern.startswith("#"):
+            continue
+        assert not pattern.startswith("!"), f".gitignore negates {pattern!r}: read it with git instead"
+        if fnmatch.fnmatch(name, pattern.strip("/")):
+            return True
+    return False
+
+
+def project_names() -> set[str]:
+    """The top-level names the project holds: what git tracks, or outside a git checkout, what is
+    there and not ignored."""
+    listed = subprocess.run(["git", "-C", str(REPO), "ls-files"], capture_output=True, text=True)
+    if listed.returncode == 0 and listed.stdout:
+        return {line.split("/")[0] for line in listed.stdout.splitlines()}
+    return {p.name for p in REPO.iterdir() if not ignored(p.name)}
+
+
+#: The pages a newcomer runs first in their clone: all they write must be ignored by git.
+SCRATCH_ONLY = ("README.md", "docs/getting-started.md")
 PAGES_WITH_EXAMPLES = [p for p in pages() if runnable_blocks(p)]
+
+
+def test_ignored_reads_the_gitignore_patterns():
+    assert ignored("runs") and ignored("__pycache__") and ignored("vlmjudge.egg-info")
+    assert not ignored("fager") and not ignored("tiny-judge") and not ignored("results.jsonl")
 
 
 @pytest.mark.parametrize("page", PAGES_WITH_EXAMPLES, ids=lambda p: p.relative_to(REPO).as_posix())
@@ -77,3 +109,9 @@ def test_the_page_examples_run_as_written(page, tmp_path):
         proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, (f"{page.name} block {index} ({lang}) failed:\n{body}\n"
                                       f"--- stdout\n{proc.stdout[-2000:]}\n--- stderr\n{proc.stderr[-3000:]}")
+    written = sorted(p.name for p in tmp_path.iterdir() if p.name != "metrics")
+    clash = sorted(set(written) & project_names())
+    assert not clash, f"{page.name} writes into the project's own {clash}: write under a scratch name (runs/)"
+    if page.relative_to(REPO).as_posix() in SCRATCH_ONLY:
+        stray = [name for name in written if not ignored(name)]
+        assert not stray, f"{page.name} writes {stray}, which .gitignore leaves in `git status`: write under runs/"

@@ -17,6 +17,7 @@ from fager.core import Fager
 from fager.spec import SPEC, parse_qa_value
 from vlmjudge.registry import get_method
 from vlmjudge.testing.conformance import check_method
+from vlmjudge.text import format_score
 
 from fagent_helpers import keyed_replay, noise
 from interval_checks import check_printed, check_result_keys
@@ -32,7 +33,7 @@ def test_spec_is_registered_and_passes_conformance(abo_five):
     records = check_method(SPEC, keyed_replay(abo_five["answers"]), batch)
     assert [r.score for r in records] == abo_five["scores"]
     shown = SPEC.render(records[0])
-    assert shown["score_text"] == f"{abo_five['scores'][0]:.2f} (edit)"
+    assert shown["score_text"] == f"{format_score(abo_five['scores'][0])} (edit)"
     assert "Edit instruction" in shown["markdown"] and abo_five["qa"][0].items[0].question in shown["markdown"]
     assert SPEC.normalize(87.5) == 0.875
 
@@ -169,12 +170,12 @@ def test_cli_score_rubric_and_refine(abo_five, tmp_path, monkeypatch, capsys):
         == [round(s, 2) for s in abo_five["scores"]]
     assert len((tmp_path / "run/details.jsonl").read_text().splitlines()) == 5
     printed = capsys.readouterr().out
-    check_printed(printed, "mean ", abo_five["scores"], places=2)
+    check_printed(printed, "mean ", abo_five["scores"])
     verdicts = [json.loads(line) for line in (tmp_path / "run/details.jsonl").read_text().splitlines()]
     for level in ("level_1", "level_2", "level_3"):
         values = [v["level_scores"][level] for v in verdicts]
         if any(value is not None for value in values):
-            check_printed(printed, f"{level} ", values, places=2)
+            check_printed(printed, f"{level} ", values)
     # rubric: the agents' answers replayed for one prompt
     rubric = {lv: {c: {"importance": "low", "facts": []} for c in ("existence", "counting", "relation", "shape",
                                                                        "size", "color", "posture", "scene", "others")}

@@ -11,6 +11,7 @@ import numpy as np
 from PIL import Image
 
 from vlmjudge.hub.app import card_header
+from vlmjudge.text import format_score
 
 from browser import api_names, drive_app, looks_blank, serve_app
 
@@ -32,8 +33,8 @@ def test_app_scores_uploaded_pair(tmp_path, chromium_path, encoder_dirs, scorer)
         api = api_names(url)
     (expected,) = scorer.score([Image.open(reference)], [Image.open(generated)])
     want = (max(expected["clip"], 0) + max(expected["dino"], 0)) / 2
-    assert shown["score"] == f"{want:.2f}"
-    assert f"{expected['clip']:.2f} %" in shown["details"] and "DINOv2" in shown["details"]
+    assert shown["score"] == format_score(want)
+    assert f"{format_score(expected['clip'])} %" in shown["details"] and "DINOv2" in shown["details"]
     assert shown["heading"] == shown["page_title"] == card_header(APP.with_name("README.md"))[0] \
         == "Image Regeneration"
     assert shown["labels"] == ["Reference image", "Regenerated image"]
@@ -42,7 +43,7 @@ def test_app_scores_uploaded_pair(tmp_path, chromium_path, encoder_dirs, scorer)
 
     (pair,) = scorer.score([Image.open(EXAMPLES / "lighthouse_reference.png").convert("RGB")],
                            [Image.open(EXAMPLES / "lighthouse_regenerated.png").convert("RGB")])
-    assert example["score"] == f"{(max(pair['clip'], 0) + max(pair['dino'], 0)) / 2:.2f}"
+    assert example["score"] == format_score((max(pair['clip'], 0) + max(pair['dino'], 0)) / 2)
     assert api == {"/score": ["reference", "generated", "Score", "Details"]}
 
 

@@ -104,16 +104,16 @@ def test_plain_output_has_every_metric_and_ratings_keep_their_names(folders, enc
     assert run_cli(argv) == 0
     lines = capsys.readouterr().out.splitlines()
     a_cat = next(line for line in lines if line.startswith("a_cat.png\t"))
-    for word in ("score ", "CLIP ", "DINO ", "MLLM content 5/5 (1.00)", "MLLM perceptual 2/5 (0.25)"):
+    for word in ("score ", "CLIP ", "DINO ", "MLLM content 5/5 (1.000)", "MLLM perceptual 2/5 (0.2500)"):
         assert word in a_cat, a_cat
     mean = next(line for line in lines if line.startswith("mean over 2 pairs"))
     # the summary's MLLM means are of the 0..1 values: content (1 + 0.5) / 2, perceptual (0.25 + 0.75) / 2
-    assert "MLLM (0..1) content 0.750 [" in mean and "perceptual 0.500 [" in mean and "0 MLLM parse failures" in mean
+    assert "MLLM (0..1) content 0.7500 [" in mean and "perceptual 0.5000 [" in mean and "0 MLLM parse failures" in mean
     assert run_cli([*argv, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
-    for label, key, places in (("score ", "score", 2), ("CLIP ", "clip", 2), ("DINO ", "dino", 2),
-                               ("MLLM (0..1) content ", "mllm_content", 3), ("perceptual ", "mllm_perceptual", 3)):
-        check_printed(mean, label, [p[key] for p in shown["pairs"]], places)
+    for label, key in (("score ", "score"), ("CLIP ", "clip"), ("DINO ", "dino"),
+                       ("MLLM (0..1) content ", "mllm_content"), ("perceptual ", "mllm_perceptual")):
+        check_printed(mean, label, [p[key] for p in shown["pairs"]])
     row = shown["pairs"][0]
     assert (row["mllm_content_rating"], row["mllm_perceptual_rating"]) == (5, 2)
     assert (row["mllm_content"], row["mllm_perceptual"]) == (1.0, 0.25)

@@ -15,6 +15,7 @@ from regeneration.metric import RegenerationSimilarity
 from regeneration.spec import NO_JUDGE, SPEC, PairRecord, build, render
 from regeneration.scoring import combined_score, normalize
 from vlmjudge.testing.conformance import check_method
+from vlmjudge.text import format_score
 
 METRICS_DIR = Path(__file__).resolve().parents[2] / "metrics" / "regeneration"
 #: CLIP % and DINO % of the same pairs batched differently agree to this (test_similarity's
@@ -136,7 +137,7 @@ def test_spec_passes_conformance(encoder_dirs, scorer):
     records = check_method(SPEC, NO_JUDGE, batch, config={"similarity": scorer})
     assert records[0].score == pytest.approx(100.0, abs=1e-6) and records[0].mllm is None
     shown = render(records[1])
-    assert "CLIP" in shown["markdown"] and shown["score_text"] == f"{records[1].score:.2f}"
+    assert "CLIP" in shown["markdown"] and shown["score_text"] == format_score(records[1].score)
 
 
 def test_spec_with_judge_and_score_formula(scorer):

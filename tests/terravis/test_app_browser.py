@@ -8,6 +8,7 @@ from browser import api_names, drive_app, looks_blank, serve_app
 from tvf_helpers import METRIC_DIR, subprocess_env
 from terravis.spec import render
 from vlmjudge.hub.app import card_header
+from vlmjudge.text import format_score
 
 
 def test_app_shows_score_eligibility_and_each_violation(tmp_path, tiny_model, pack_file, images, reference,
@@ -30,7 +31,7 @@ def test_app_shows_score_eligibility_and_each_violation(tmp_path, tiny_model, pa
     assert shown["labels"] == ["Image to judge"]  # no unexplained id box
     assert shown["overlay_visible"] is False and shown["empty_panels"] == []
     assert not looks_blank((tmp_path / "space.png").read_bytes())
-    assert shown["score"] == render(record)["score_text"] == f"{record.score:.3f}"
+    assert shown["score"] == render(record)["score_text"] == format_score(record.score)
     lines = [line.strip() for line in shown["details"].splitlines() if line.strip()]
     assert "Eligibility: eligible" in lines  # on its own line, not run into the violation count
     assert f"Violations: {record.n_major + record.n_minor} ({record.n_major} major, {record.n_minor} minor)" in lines

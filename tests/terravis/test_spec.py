@@ -30,7 +30,7 @@ def test_render_lists_eligibility_violations_evidence_and_severity():
     batch = {"image": [Image.new("RGB", (12, 12), "red"), Image.new("RGB", (12, 12), "blue")]}
     scored, na = SPEC.build(scripted_judge()).score_batch(batch)
     shown = render(scored)
-    assert shown["score_text"] == "0.368"
+    assert shown["score_text"] == "0.3679"
     assert "eligible" in shown["markdown"] and "Support and stability" in shown["markdown"]
     assert "The cup floats." in shown["markdown"] and "major" in shown["markdown"]
     shown = render(na)

@@ -33,7 +33,7 @@ def test_app_shows_score_explanation_and_overlay(tmp_path, chromium_path):
                           screenshot=tmp_path / "space.png")
         example = drive_app(url, chromium_path, example=0)
         api = api_names(url)
-    assert shown["score"] == "4/10"  # sqrt(8 * 2)
+    assert shown["score"] == "4.000/10"  # sqrt(8 * 2)
     details = shown["details"]
     assert "Visual artifacts in 2 cells" in details and "Most of these cells are marked" in details  # marks kept
     assert "No semantic misalignment is marked" in details  # r9 lies outside the 8 x 8 grid
@@ -44,5 +44,5 @@ def test_app_shows_score_explanation_and_overlay(tmp_path, chromium_path):
     assert shown["labels"] == ["Generated image", "Prompt", "Conditioning image (optional)"]  # no id box
     assert not looks_blank((tmp_path / "space.png").read_bytes())
 
-    assert example["score"] == "6/10" and example["empty_panels"] == []  # sqrt(9 * 4), from the bundled image
+    assert example["score"] == "6.000/10" and example["empty_panels"] == []  # sqrt(9 * 4), from the bundled image
     assert api == {"/score": ["image", "prompt", "conditioning", "Score", "Details", "Defect cells (grid overlay)"]}

@@ -133,11 +133,11 @@ def test_registered_spec_passes_conformance_and_renders_overlay():
     records = check_method(SPEC, judge, {"image": [image((200, 200, 200), (64, 64))] * 3, "prompt": ["a", "b", "c"],
                                          "conditioning": [None, [image((0, 0, 0))], None]})
     shown = SPEC.render(records[0])
-    assert shown["score_text"] == "4/10" and "Visual artifacts" in shown["markdown"]
+    assert shown["score_text"] == "4.000/10" and "Visual artifacts" in shown["markdown"]
     overlay = shown["image"]
     assert overlay.size == (64, 64)
     assert overlay.getpixel((10, 5)) != (200, 200, 200)   # row 2, column 3 of 16 (4 px cells) is tinted
     assert overlay.getpixel((40, 40)) == (200, 200, 200)  # elsewhere untouched
     failed = SPEC.render(records[1])
     assert failed["score_text"] == "unscored (failed)" and "image" not in failed
-    assert SPEC.render(records[2])["score_text"] == "0/10" and SPEC.normalize(10.0) == 1.0
+    assert SPEC.render(records[2])["score_text"] == "0.000/10" and SPEC.normalize(10.0) == 1.0

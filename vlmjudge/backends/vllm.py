@@ -8,11 +8,11 @@ runs. `choice_probs` reads the option ids' full-vocabulary logprobs at the first
 (`logprob_token_ids`) and softmaxes over them: the transformers backend's definition and token
 ids. A constraint goes to xgrammar as the EBNF `vlmjudge.grammar` writes for every backend (one-line
 JSON, strict bounded strings); `first_options` restricts the first answer token through the
-`vllm_first_options` logits processor. vLLM is imported on first use.
+`vllm_first_options` logits processor. vLLM is imported on first use; on a CPU, after the
+settings `vlmjudge serve` gives its engine are in the environment (`vllm_cpu`).
 """
 from __future__ import annotations
 
-import math
 import os
 from typing import Any, Sequence
 
@@ -22,6 +22,7 @@ from ..grammar import constraint_to_ebnf
 from ..judge import Judge, JudgeStats
 from ..options import OptionProbs, single_token_ids
 from ..requests import Answer, Request
+from .vllm_cpu import apply_cpu_settings
 from .vllm_first_options import FIRST_IDS_ARG, FIRST_OPTIONS_PROCESSOR, TAIL_CHARS
 
 #: Contexts `validate_options` checks: an option must be one token after either.
@@ -60,6 +61,7 @@ class VLLMJudge(Judge):
                  **engine_args: Any) -> None:
         if not isinstance(model, (str, os.PathLike)):
             raise TypeError(f"the vllm backend loads a Hub id or a folder, got {type(model).__name__}")
+        apply_cpu_settings(os.environ)
         try:
             from vllm import LLM
         except ImportError as exc:
@@ -137,8 +139,7 @@ class VLLMJudge(Judge):
 
     def _option_probs(self, requests: list[Request], options: list[str], normalize: bool) -> list[OptionProbs]:
         """The options' probabilities by `vlmjudge.options`' definition, from the option ids'
-        full-vocabulary logprobs: normalised over the options (softmax relative to the largest, so
-        tiny values do not underflow) with their raw total as the mass, or (normalize=False) raw."""
+        full-vocabulary logprobs (`OptionProbs.from_logprobs`, as the openai backend reads a vLLM server)."""
         from vllm import SamplingParams
         texts = [self.prompt_text(r) for r in requests]
         ids_of = [self.option_ids(text, options) for text in texts]
@@ -147,15 +148,8 @@ class VLLMJudge(Judge):
         out = []
         for result, ids in zip(self._run(requests, texts, params), ids_of):
             found = result.outputs[0].logprobs[0]
-            logprobs = [found[i].logprob for i in ids]
-            mass = math.fsum(math.exp(lp) for lp in logprobs)
-            if normalize:
-                top = max(logprobs)
-                weights = [math.exp(lp - top) for lp in logprobs]
-                probs = [w / math.fsum(weights) for w in weights]
-            else:
-                probs = [math.exp(lp) for lp in logprobs]
-            out.append(OptionProbs(dict(zip(options, probs)), mass))
+            out.append(OptionProbs.from_logprobs({o: found[i].logprob for o, i in zip(options, ids)}, options,
+                                                 normalize=normalize))
         return out
 
     def _run(self, requests: list[Request], texts: list[str], params: list) -> list:

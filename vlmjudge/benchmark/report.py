@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from vlmjudge.outputs import staged_folder
+from vlmjudge.reports.figures import FigureFiles, check_dpi
 from vlmjudge.reports.items import find_image, input_roots, thumb_cell
 from vlmjudge.reports.page import (empty_state, figure, fmt_number, long_text, page, read_run, section,
                                    summary_table, table, write_page)
@@ -58,11 +59,9 @@ def _leaderboard(board: dict) -> str:
                           "N/A", "failed"], rows)
 
 
-def _figure(names: tuple[str, str], caption: str) -> str:
+def _figure(files: FigureFiles, caption: str) -> str:
     """A figure's PNG on the page, with a link to its SVG."""
-    png, svg = names
-    return figure(f"{FIGURES}/{png}", caption) + \
-        f'<p class="source"><a href="{escape(FIGURES + "/" + svg)}">SVG of this figure</a></p>'
+    return figure(f"{FIGURES}/{files.png.name}", caption, f"{FIGURES}/{files.svg.name}")
 
 
 def _per_metric(board: dict, folder: Path, dpi: int) -> str:
@@ -125,7 +124,7 @@ def _human(board: dict) -> str:
     human = board.get("human")
     if not human:
         return ""
-    models = board["models"]
+    models = board["models"] if len(board["models"]) > 1 else []  # one model: its column is "all models" again
     header = ["method", "items", *(f"{title}, all models" for title in HUMAN_COLUMNS.values()),
               *(f"Spearman rho: {m}" for m in models)]
     rows, notes = [], []
@@ -134,7 +133,7 @@ def _human(board: dict) -> str:
         rows.append([entry["method"], overall["n"], *(_estimate(overall, n) for n in HUMAN_COLUMNS),
                      *(_estimate(entry["by_model"][m], "spearman") for m in models)])
         notes += [f"{entry['method']} on {label}: {where['unavailable']}" for label, where in
-                  [("all models", overall), *entry["by_model"].items()] if "unavailable" in where]
+                  [("all models", overall), *((m, entry["by_model"][m]) for m in models)] if "unavailable" in where]
     lead = (f"<p>People's labels from {escape(human['path'])} ({escape(human['format'])}"
             f"{', rated as ' + escape(human['labels_method']) + ' labels' if human['labels_method'] else ''}): "
             f"{human['n_labels']} labels, {human['n_unplaced']} of them naming no model under test.</p>")
@@ -192,8 +191,10 @@ def _check(board: Any, runs: Any, dpi: Any) -> None:
                or not runs[m]]
     if lacking:
         raise LeaderboardError(f"runs must give the runs of every model on the board; missing: {', '.join(lacking)}")
-    if isinstance(dpi, bool) or not isinstance(dpi, int) or not 10 <= dpi <= 1200:
-        raise LeaderboardError(f"dpi must be a whole number from 10 to 1200, got {dpi!r}")
+    try:
+        check_dpi(dpi)
+    except ValueError as error:
+        raise LeaderboardError(str(error)) from None
 
 
 def write_benchmark_report(board: dict, runs: Mapping, suite: Any, out_dir: str | os.PathLike, *,

@@ -72,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .compare import configure_compare
     configure_compare(sub)
+    from ..benchmark.cli import configure_benchmark
+    configure_benchmark(sub)
     from .annotate import configure_annotate
     configure_annotate(sub.add_parser("annotate", help="collect human labels by a method's protocol (a Gradio app)"))
 

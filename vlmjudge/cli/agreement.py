@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..stats.human_sets import PUBLIC_SETS, read_public_set
+from ..stats.human_sets import PUBLIC_SETS, public_set_statistics, read_public_set
 from .errors import CommandError
 
 #: How many ids a console line lists before it says "and N more".
@@ -28,6 +28,7 @@ def configure_agreement(sub: Any) -> None:
     """Add the `agreement` sub-command to the `vlmjudge` parser."""
     from ..stats.human_agreement import STATISTICS
     from ..stats.runs import MAX_RESAMPLES
+    from .report_command import add_dpi_flag
 
     parser = sub.add_parser(
         "agreement", help="how far to trust a judge: agreement of runs with human labels",
@@ -54,6 +55,7 @@ def configure_agreement(sub: Any) -> None:
                         help=f"bootstrap resamples, 1 to {MAX_RESAMPLES:,} (default 1000)")
     parser.add_argument("--confidence", type=float, default=0.95, help="interval confidence (default 0.95)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    add_dpi_flag(parser)
     parser.set_defaults(func=run_agreement, resume_hint="agreement writes its files only when it is complete; "
                                                        "run it again")
 
@@ -174,6 +176,18 @@ def _shown(ids: list[str]) -> str:
     return ", ".join(ids[:SHOWN_IDS]) + more
 
 
+def _no_match(run_path: str, record_ids: list[str], rows, human_path: Path, human_format: str) -> str:
+    """Why nothing joined, naming what was compared and a few ids of each side: a public set is
+    joined by the image path inside its download, not by its own row ids."""
+    human_ids = _shown([str(row["id"]) for row in rows])
+    if human_format == "labels":
+        return (f"no record id of {run_path} matches a label id of {human_path} (record ids: "
+                f"{_shown(record_ids)}; label ids: {human_ids})")
+    return (f"no record id of {run_path} matches an image path of the {human_format} file {human_path}: "
+            f"a public set is joined by the image path inside the set's download, not by its row ids "
+            f"(record ids: {_shown(record_ids)}; image paths: {human_ids})")
+
+
 def _estimates(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The statistics as JSON: value, interval, resamples (and epsilon for pairwise accuracy)."""
     return {name: dataclasses.asdict(estimate) for name, estimate in result.items()}
@@ -190,8 +204,7 @@ def _judge_run(run: dict[str, Any], rows, protocol, human_path: Path, args: argp
     except (KeyError, ValueError) as error:
         raise CommandError(str(error)) from None
     if not joined.matched_rows:
-        raise CommandError(f"no id of {run['path']} matches {human_path} (run ids: {_shown(list(records))}; "
-                           f"human ids: {_shown([str(row['id']) for row in rows])})")
+        raise CommandError(_no_match(run["path"], list(records), rows, human_path, args.human_format))
     if len(joined.ids) < 2:
         raise CommandError(f"{run['path']}: {len(joined.ids)} item(s) have both a judge score and a human label; "
                            "agreement needs at least 2")
@@ -206,8 +219,13 @@ def _judge_run(run: dict[str, Any], rows, protocol, human_path: Path, args: argp
                           confidence=args.confidence, seed=args.seed)
     except ValueError as error:
         raise CommandError(f"{run['path']}: {error}") from None
+    try:
+        own = public_set_statistics(args.human_format, rows, dict(zip(joined.ids, joined.judge)),
+                                    n_resamples=args.resamples, confidence=args.confidence, seed=args.seed)
+    except ValueError as error:
+        raise CommandError(f"{run['path']}: {args.human_format}'s own statistics: {error}") from None
     return {"name": run["name"], "path": run["path"], "model": run["manifest"].get("model"),
-            "matched": len(joined.ids), "statistics": _estimates(stats),
+            "matched": len(joined.ids), "statistics": _estimates(stats), "set_statistics": own,
             "unmatched": {"human_only": joined.human_only, "run_only": joined.run_only},
             "unscored": joined.unscored, "not_applicable": joined.not_applicable,
             "details": _details(protocol, joined.matched_rows, records, run["path"]),
@@ -277,8 +295,8 @@ def _comparison(judged: list[dict[str, Any]], args: argparse.Namespace) -> dict[
 
 def run_agreement(args: argparse.Namespace) -> int:
     """Join, measure, compare; write agreement.json and report.html, and print the headline."""
-    from ..outputs import json_text
-    from ..reports.agreement import write_agreement_report
+    from ..outputs import json_text, without_negative_zero
+    from ..reports.agreement import set_statistics_line, write_agreement_report
 
     from ..stats.runs import MAX_RESAMPLES
     from .preflight import require_out_folder
@@ -303,14 +321,17 @@ def run_agreement(args: argparse.Namespace) -> int:
               "axes": {"human": protocol.human_axis, "judge": protocol.judge_axis},
               "runs": judged, "ceiling": _ceiling(rows),
               "comparison": _comparison(judged, args) if len(judged) > 1 else None}
+    result = without_negative_zero(result)  # minus an error count of 0 is no negative number
     args.out.mkdir(parents=True, exist_ok=True)
     summary = args.out / "agreement.json"
     summary.write_text(json_text(result, str(summary), indent=2) + "\n", encoding="utf-8")
-    page = write_agreement_report(result, args.out)
-    for run in judged:
+    page = write_agreement_report(result, args.out, dpi=args.dpi)
+    for run in result["runs"]:
         rho = run["statistics"][args.statistic]
         print(f"{run['name']}: {args.statistic} {rho['value']:.3f} [{rho['low']:.3f}, {rho['high']:.3f}] "
               f"over {run['matched']} items")
+        if run["set_statistics"]:
+            print(set_statistics_line(run))
     comparison = result["comparison"]
     if comparison and "best" in comparison:
         verdict = "clearly (every paired interval excludes 0)" if comparison["clear"] else \

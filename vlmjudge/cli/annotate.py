@@ -3,7 +3,8 @@ so a user who switches judges can collect the labels that check the new judge ag
 
 Everything that would stop the app (a bad method, --images, --items, --out, --host or --port, no
 gradio) is one line and exit status 2 before anything is served. The app never opens a share link
-and, unless GRADIO_ANALYTICS_ENABLED is set, sends Gradio no analytics (`vlmjudge.hub.gradio_setup`).
+(nor prints Gradio's hint to open one) and, unless GRADIO_ANALYTICS_ENABLED is set, sends Gradio
+no analytics (`vlmjudge.hub.gradio_setup`).
 """
 from __future__ import annotations
 
@@ -69,9 +70,10 @@ def run_annotate(args: argparse.Namespace) -> int:
                              title=args.title)
     except (AnnotationSetupError, ImportError) as error:  # ImportError: no gradio
         raise CommandError(str(error)) from None
-    print(f"labels go to {args.out}")
-    try:
-        app.launch(server_name=args.host, server_port=port, share=False)
+    try:  # quiet: Gradio's own lines end by suggesting share=True, a link this command never opens
+        app.launch(server_name=args.host, server_port=port, share=False, quiet=True, prevent_thread_lock=True)
     except OSError as error:  # the port is taken, or the host is no address of this machine
         raise CommandError(f"cannot serve on {args.host}:{port or 'the default port'}: {error}") from None
+    print(f"labelling {args.method} at {app.local_url} until Ctrl-C; labels go to {args.out}", flush=True)
+    app.block_thread()
     return 0

@@ -12,6 +12,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..text import format_score
+
 #: What an interrupted comparison says: it keeps no cache and writes its files only when done.
 RESUME_HINT = "a comparison writes its files only when it is complete; run it again"
 
@@ -84,12 +86,13 @@ def run_compare(args: argparse.Namespace) -> int:
     except (RunFileError, MixedRunsError, CompareInputError, RowReadError) as error:
         raise CommandError(str(error)) from None
     try:
-        written = write_comparison(result, args.out)
+        written = write_comparison(result, args.out, dpi=args.dpi)
     except OSError as error:
         raise CommandError(f"cannot write the comparison into {args.out}: {error.strerror or error}") from None
     for row in result["leaderboard"]:
         rank = f"{row['rank']}. " if "rank" in row else "- "
-        print(f"{rank}{row['label']}: {row['value']:.4g} [{row['low']:.4g}, {row['high']:.4g}] n={row['n']}")
+        print(f"{rank}{row['label']}: {format_score(row['value'])} "
+              f"[{format_score(row['low'])}, {format_score(row['high'])}] n={row['n']}")
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
     return 0
 
@@ -97,6 +100,7 @@ def run_compare(args: argparse.Namespace) -> int:
 def configure_compare(sub: argparse._SubParsersAction) -> None:
     """Add the `compare` sub-command."""
     from ..stats.runs import MAX_RESAMPLES
+    from .report_command import add_dpi_flag
 
     parser = sub.add_parser("compare", help="compare runs of one method: leaderboard, paired differences, report",
                             description="Pairs items by id and recomputes the method's own statistic on "
@@ -115,4 +119,5 @@ def configure_compare(sub: argparse._SubParsersAction) -> None:
                         help=f"bootstrap and permutation resamples, 1 to {MAX_RESAMPLES:,} (default 2000)")
     parser.add_argument("--seed", type=int, default=0, help="resampling seed, 0 or more (default 0)")
     parser.add_argument("--confidence", type=float, default=0.95, help="interval confidence (default 0.95)")
+    add_dpi_flag(parser)
     parser.set_defaults(func=run_compare, resume_hint=RESUME_HINT)

@@ -15,10 +15,10 @@ from .. import __version__
 from ..registry import MethodSpec, list_methods
 
 OPTIONAL_LIBS = ("torch", "torchvision", "transformers", "accelerate", "evaluate", "datasets", "torchmetrics",
-                 "xgrammar", "openai", "ray", "gradio", "diffusers", "lightning")
+                 "xgrammar", "openai", "httpx", "ray", "gradio", "diffusers", "lightning")
 
 #: What each backend needs installed, checked without importing it (importing is slow).
-BACKEND_NEEDS = {"transformers": ("torch", "transformers"), "openai": ("openai",), "replay": ()}
+BACKEND_NEEDS = {"transformers": ("torch", "transformers"), "openai": ("openai", "httpx"), "replay": ()}
 
 
 def _version_of(distribution: str) -> str:

@@ -265,12 +265,11 @@ def build_annotation_app(protocol: AnnotationProtocol, items: Sequence[Item], ro
     grid = next((f for f in protocol.fields if f.kind == "grid"), None)
     title = title or f"{protocol.method} annotation"
 
-    def labelled(annotator: str) -> set[str]:
-        """The annotator's labelled ids; a file broken since start is said on the page."""
-        try:
-            return store.labelled(annotator)
-        except AnnotationSetupError as exc:
-            raise gr.Error(str(exc)) from exc
+    def refuse(text: str) -> list[Any]:
+        """`text` as the one message under Submit, every other output left as it was. Why not
+        `gr.Error`: Gradio then marks each output of the event, some 40 widgets for TerraVis, with
+        an "Error" badge, burying the one sentence that says what to do."""
+        return [gr.skip(), gr.skip(), text, *[gr.skip() for _ in outputs[3:]]]
 
     def load(item: Item, view: str):
         """One view's image, read fresh (the app holds no images between events)."""
@@ -279,41 +278,44 @@ def build_annotation_app(protocol: AnnotationProtocol, items: Sequence[Item], ro
 
     def show(annotator: str, note: str = "") -> list[Any]:
         """Every output for the annotator's first unlabelled item (from the store, so a reload or a
-        second tab resumes), its widgets cleared, `note` above the progress line; the panel hidden
-        once all are labelled."""
-        index = next_index(items, labelled(annotator))
+        second tab resumes), its widgets cleared, `note` above the progress line, the message
+        cleared; the panel hidden once all are labelled. A file broken since start is the message."""
+        try:
+            index = next_index(items, store.labelled(annotator))
+        except AnnotationSetupError as exc:
+            return refuse(str(exc))
         session = {"annotator": annotator, "index": index}
         progress_line = (f"{note}  \n" if note else "") + progress_text(index, len(items), annotator)
         if index >= len(items):
-            return [session, progress_line, gr.update(visible=False),
+            return [session, progress_line, "", gr.update(visible=False),
                     gr.update(), *[gr.update() for _ in images], [], *[gr.update() for _ in flat]]
         item, cells = items[index], []
         pictures = [load(item, v) for v in protocol.views]
         if grid is not None:
             pictures[0] = paint_grid(pictures[0], cells, grid.n)
         prompt_text = f"**Prompt:** {item.prompt}" if item.prompt else ""
-        return [session, progress_line, gr.update(visible=True),
+        return [session, progress_line, "", gr.update(visible=True),
                 gr.update(value=prompt_text, visible=bool(prompt_text)), *pictures, cells,
                 *[u for f in protocol.fields for u in _reset(gr, f)]]
 
     def start(annotator: str) -> list[Any]:
         """Start (or resume) under an annotator id."""
         if not annotator.strip():
-            raise gr.Error("Enter your annotator id first.")
+            return refuse("Enter your annotator id first.")
         return show(annotator.strip())
 
     def submit(session: dict, cells: list[list[int]], *values: Any) -> list[Any]:
         """Check the answers, write the label line, move on to the next unlabelled item."""
         if not session or session["index"] >= len(items):
-            raise gr.Error("Press Start first.")
+            return refuse("Press Start first.")
         raw, at = {}, 0
         for field, count in zip(protocol.fields, counts):
             raw[field.name] = _read(field, list(values[at:at + count]), cells)
             at += count
         try:
             label = make_label(protocol, items[session["index"]], session["annotator"], raw)
-        except ValueError as exc:  # a missing or out-of-range answer: said on the page
-            raise gr.Error(str(exc)) from exc
+        except ValueError as exc:  # a missing or out-of-range answer: said once, nothing saved
+            return refuse(f"Not saved: {exc}.")
         try:
             store.add(label)
         except AlreadyLabelled as stale:  # another tab or process labelled it first: that label stays
@@ -322,7 +324,7 @@ def build_annotation_app(protocol: AnnotationProtocol, items: Sequence[Item], ro
                        "next unlabelled item.")
             return show(session["annotator"], note)
         except AnnotationSetupError as exc:  # the file changed under the app into something it cannot append to
-            raise gr.Error(str(exc)) from exc
+            return refuse(f"Not saved: {exc}")
         return show(session["annotator"])
 
     def paint(session: dict, cells: list[list[int]], evt: gr.SelectData):
@@ -357,11 +359,12 @@ def build_annotation_app(protocol: AnnotationProtocol, items: Sequence[Item], ro
                 if field.only_if:
                     groups.setdefault(field.only_if, []).append(box)
             submit_button = gr.Button("Submit", variant="primary", elem_id="submit-button")
+        message = gr.Markdown("", elem_id="message")
         flat, counts = [w for ws in per_field for w in ws], [len(ws) for ws in per_field]
         for name, boxes in groups.items():
             flag = per_field[[f.name for f in protocol.fields].index(name)][0]
             flag.change(lambda on, _n=len(boxes): [gr.update(visible=on)] * _n, flag, boxes)
-        outputs = [session, progress, panel, prompt, *images, cell_state, *flat]
+        outputs = [session, progress, message, panel, prompt, *images, cell_state, *flat]
         start_button.click(start, annotator, outputs, api_name="start")
         annotator.submit(start, annotator, outputs)
         submit_button.click(submit, [session, cell_state, *flat], outputs, api_name="submit")

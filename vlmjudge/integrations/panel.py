@@ -39,6 +39,7 @@ class _Inherit:
         return "INHERIT"
 
 
+#: `Method(judge=INHERIT)`, the default: the method scores with its panel's judge.
 INHERIT = _Inherit()
 
 _JUDGES: dict[tuple[int, str], Judge] = {}
@@ -84,9 +85,13 @@ def release_judges() -> int:
 class Method:
     """A registered method with the judge and config to build it; `label` names its outputs.
 
-    `judge` is a model id or path, a dict of `load_judge` arguments (picklable: built
-    lazily in each process), a built `Judge` (this process only), None (methods that
-    need no judge, such as Regeneration's similarity score) or `INHERIT` (the panel's).
+    Args:
+        name: the method's registered name (`vlmjudge.list_methods()`).
+        judge: a model id or path, a dict of `load_judge` arguments (picklable: built
+            lazily in each process), a built `Judge` (this process only), None (methods that
+            need no judge, such as Regeneration's similarity score) or `INHERIT` (the panel's).
+        config: the method's keywords (its MethodSpec's `config`: `lam`, `fields`, ...).
+        label: the name of its outputs; None: `name` (two entries of one method need labels).
     """
 
     name: str
@@ -139,7 +144,14 @@ def unit_score(spec: MethodSpec, score: float | None) -> float | None:
 
 
 class JudgePanel:
-    """Score the same images (with prompts and extra columns) under several methods."""
+    """Score the same images (with prompts and extra columns) under several methods.
+
+    Args:
+        methods: a registered name, a list of names and `Method`s, or a mapping name -> config.
+        judge: the judge of every method left at `INHERIT`: a model id or path, a dict of
+            `load_judge` arguments, a built `Judge`, or None (each method's default model).
+        column_names: input name -> the column that holds it, where they differ.
+    """
 
     def __init__(self, methods: Any, judge: Any = None, column_names: Mapping[str, str] | None = None) -> None:
         self.methods = as_methods(methods)

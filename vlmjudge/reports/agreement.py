@@ -1,7 +1,8 @@
 """The page of `vlmjudge agreement`: how far each judge follows people, in the reports' one look.
 
 The summary puts every statistic beside its interval, since a correlation on a few dozen items
-is a range rather than a number; then which judge agrees best (with the paired interval that
+is a range rather than a number; then a public set's own statistics (T2IScoreScore's per-graph
+ones) beside the pooled correlation, which judge agrees best (with the paired interval that
 says whether the lead is real), the human ceiling, a scatter of judge against people per run,
 the method's own tables, and the ids that could not be matched.
 """
@@ -13,7 +14,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from .figures import new_figure, save_figure, title_lines
+from .figures import DEFAULT_DPI, FigureFiles, check_dpi, new_figure, plain, save_figure, title_lines
 from .page import (PAGE_NAME, empty_state, figures_section, fmt_cell, fmt_number, page, section, summary_table, table,
                    write_page)
 
@@ -33,17 +34,18 @@ def with_interval(estimate: dict[str, Any]) -> str:
     return f"{fmt_number(estimate['value'])} [{fmt_number(estimate['low'])}, {fmt_number(estimate['high'])}]"
 
 
-def scatter(run: dict[str, Any], axes: dict[str, str], path: str | os.PathLike) -> None:
-    """Judge score against people's for one run, one dot per item."""
+def scatter(run: dict[str, Any], axes: dict[str, str], path: str | os.PathLike, dpi: int = DEFAULT_DPI) -> FigureFiles:
+    """Judge score against people's for one run, one dot per item (PNG at `dpi`, and SVG)."""
     fig = new_figure(5.5, 4.2)
     ax = fig.subplots()
     ax.scatter([item["human"] for item in run["items"]], [item["judge"] for item in run["items"]],
                s=14, alpha=0.6, color="#0b5cad")
-    ax.set_xlabel(axes["human"])
-    ax.set_ylabel(axes["judge"])
+    ax.set_xlabel(plain(axes["human"]))
+    ax.set_ylabel(plain(axes["judge"]))
     rho = run["statistics"]["spearman"]["value"]
-    ax.set_title(title_lines(f"{run['name']}: Spearman rho {rho:.3f}, {run['matched']} items", 60), fontsize=9)
-    save_figure(fig, path)
+    shown = "n/a" if rho is None else f"{rho:.3f}"
+    ax.set_title(title_lines(f"{run['name']}: Spearman rho {shown}, {run['matched']} items", 60), fontsize=9)
+    return save_figure(fig, path, dpi)
 
 
 def _comparison_part(comparison: dict[str, Any] | None) -> str:
@@ -63,6 +65,58 @@ def _comparison_part(comparison: dict[str, Any] | None) -> str:
     header = ["judge A", "judge B", f"{statistic} A - B", "paired interval", "p (A not better)"]
     values = table(["judge", statistic], sorted(comparison["values"].items(), key=lambda kv: -kv[1]))
     return section("Which judge agrees best", lead + values + table(header, rows), "comparison")
+
+
+def set_statistics_line(run: dict[str, Any]) -> str:
+    """One console line: the set's own statistics of a run beside the pooled one they are read against.
+
+    >>> run = {"name": "j", "matched": 40, "statistics": {"spearman": {"value": 0.88}},
+    ...        "set_statistics": {"name": "T2IScoreScore", "unit": "graph", "beside": "spearman",
+    ...                           "measures": {"ordering": {"mean": 0.7, "low": 0.6, "high": 0.8, "n": 9}}}}
+    >>> print(set_statistics_line(run).replace("; ", ";\\n"))
+    j: T2IScoreScore's own statistics, means over graphs: ordering 0.700 [0.600, 0.800] (n=9);
+    pooled spearman 0.880 over 40 items
+    """
+    from ..stats.interval import interval_text
+
+    own = run["set_statistics"]
+    measures = ", ".join(f"{name} {interval_text(summary, '{:.3f}'.format)}"
+                         for name, summary in own["measures"].items())
+    pooled = run["statistics"][own["beside"]]["value"]
+    return (f"{run['name']}: {own['name']}'s own statistics, means over {own['unit']}s: {measures}; "
+            f"pooled {own['beside']} {pooled:.3f} over {run['matched']} items")
+
+
+def _set_statistics_part(runs: list[dict[str, Any]]) -> str:
+    """The set's own statistics beside the pooled one: T2IScoreScore's per-graph ordering and
+    separation next to the Spearman pooled over all its images, which can differ a lot."""
+    own_runs = [run for run in runs if run.get("set_statistics")]
+    if not own_runs:
+        return ""
+    first = own_runs[0]["set_statistics"]
+    unit, beside = first["unit"], TITLES[first["beside"]]
+    header = ["judge", f"{beside}, pooled (items)", *(f"{name}, mean over {unit}s [interval] ({unit}s)"
+                                                      for name in first["measures"])]
+    rows = [[run["name"], f"{with_interval(run['statistics'][first['beside']])} ({run['matched']})",
+             *(_mean_cell(summary) for summary in run["set_statistics"]["measures"].values())] for run in own_runs]
+    missing = [f"{run['name']}: {len(summary['without_value'])} {unit}s without {name}"
+               for run in own_runs for name, summary in run["set_statistics"]["measures"].items()
+               if summary["without_value"]]
+    note = (f"<p>{escape(first['name'])} measures a judge within each {unit}: ordering is Spearman's rho of the "
+            "judge's score against fewer errors along each walk through a prompt's error graph, separation the "
+            "Kolmogorov-Smirnov statistic between nodes of different error counts (it ignores direction); each is "
+            f"averaged over {unit}s, with a bootstrap interval over {unit}s. The pooled {escape(beside)} also "
+            "rewards telling prompts apart, which these do not, so the two can differ a lot.</p>")
+    listed = f"<ul>{''.join(f'<li>{escape(line)}</li>' for line in missing)}</ul>" if missing else ""
+    return section(f"{first['name']}'s own statistics", note + table(header, rows) + listed, "set-statistics")
+
+
+def _mean_cell(summary: dict[str, Any]) -> str:
+    """A mean over units with its interval and count: "0.7 [0.6, 0.8] (9)"."""
+    if summary["mean"] is None:
+        return f"n/a ({summary['n']})"
+    bounds = "" if summary["low"] is None else f" [{fmt_number(summary['low'])}, {fmt_number(summary['high'])}]"
+    return f"{fmt_number(summary['mean'])}{bounds} ({summary['n']})"
 
 
 def _ceiling_part(ceiling: dict[str, Any] | None) -> str:
@@ -106,34 +160,37 @@ def _unmatched_part(run: dict[str, Any]) -> str:
     return f"<h3>{escape(run['name'])}</h3><ul>{''.join(lines)}</ul>" if lines else ""
 
 
-def write_agreement_report(result: dict[str, Any], out_dir: str | os.PathLike) -> Path:
-    """Write report.html (and a scatter PNG per run) into `out_dir`, all or none of them
-    (`vlmjudge.outputs.staged_folder`: a failure leaves the earlier report); returns the page's path."""
-    from ..outputs import staged_folder
+def write_agreement_report(result: dict[str, Any], out_dir: str | os.PathLike, dpi: int = DEFAULT_DPI) -> Path:
+    """Write report.html and a scatter per run (PNG at `dpi`, and SVG) into `out_dir`, all or none
+    of them (`vlmjudge.outputs.staged_folder`: a failure leaves the earlier report); returns the
+    page's path."""
+    from ..outputs import staged_folder, without_negative_zero
 
+    check_dpi(dpi)
     out = Path(out_dir)
     with staged_folder(out) as stage:
-        _write_agreement_files(result, stage)
+        _write_agreement_files(without_negative_zero(result), stage, dpi)
     return out / PAGE_NAME
 
 
-def _write_agreement_files(result: dict[str, Any], out: Path) -> Path:
-    """The scatter PNGs and report.html of `write_agreement_report`, written into `out`."""
+def _write_agreement_files(result: dict[str, Any], out: Path, dpi: int) -> Path:
+    """The scatter figures and report.html of `write_agreement_report`, written into `out`."""
     header = ["judge", "items", *TITLES.values()]
     rows = [[run["name"], run["matched"], *(with_interval(run["statistics"][name]) for name in TITLES)]
             for run in result["runs"]]
     figures = []
     for number, run in enumerate(result["runs"], start=1):
         name = f"scatter_{number}_{re.sub(r'[^A-Za-z0-9._-]+', '_', run['name'])[:60]}.png"
-        scatter(run, result["axes"], out / name)
-        figures.append((name, f"{run['name']}: judge score against people's, one dot per item"))
+        files = scatter(run, result["axes"], out / name, dpi)
+        figures.append((files, f"{run['name']}: judge score against people's, one dot per item"))
     settings = result["settings"]
     subtitle = (f"{result['method'] or 'generic labels'} against {result['human']['path']} "
                 f"({result['human']['format']}); {int(settings['confidence'] * 100)}% percentile bootstrap "
                 f"intervals from {settings['resamples']} resamples")
     details = "".join(_details_part(run) for run in result["runs"])
     unmatched = "".join(_unmatched_part(run) for run in result["runs"])
-    parts = [_comparison_part(result["comparison"]), _ceiling_part(result["ceiling"]), figures_section(figures),
+    parts = [_set_statistics_part(result["runs"]), _comparison_part(result["comparison"]),
+             _ceiling_part(result["ceiling"]), figures_section(figures),
              section("The method's own checks", details, "details") if details else "",
              section("Left out of the statistics", unmatched, "unmatched") if unmatched else ""]
     html = page("How far to trust the judge", summary_table(header, rows), parts, subtitle)

@@ -13,10 +13,12 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from .figures import new_figure, save_figure
+from .figures import DEFAULT_DPI, FigureFiles
+from .intervals import interval_plot
 from .page import empty_state, figure, fmt_number, page, section, summary_table, table, write_page
 
-FOREST_NAME = "forest.png"
+#: The figures' names at the top of the report folder (each a PNG and an SVG).
+FOREST_NAME, LEADERBOARD_NAME = "forest.png", "leaderboard.png"
 BANNER_CSS = ("<style>.mixed { background: #fdecea; border-left: 4px solid #b00; padding: 0.6em 0.9em; "
               "font-weight: 600; }</style>")
 
@@ -50,22 +52,37 @@ def _pairs_table(pairs: list[dict], tests: bool = True) -> str:
     return table(header, rows)  # (a table wider than the page scrolls in its own box)
 
 
-def forest_plot(pairs: list[dict], path: str | os.PathLike, label: str, confidence: float) -> bool:
-    """Each pair's difference with its interval on one axis around 0; False when no pair has one."""
+def _p_text(value: Any) -> str:
+    return "n/a" if value is None else fmt_number(value)
+
+
+def forest_plot(pairs: list[dict], path: str | os.PathLike, label: str, confidence: float,
+                dpi: int = DEFAULT_DPI) -> FigureFiles | None:
+    """Each pair's difference with its interval on one axis around 0, its n and p (and Holm's p)
+    beside it; None when no pair has one."""
     shown = [p for p in pairs if "diff" in p]
     if not shown:
-        return False
-    fig = new_figure(7.5, 0.5 * len(shown) + 1.4)
-    ax = fig.subplots()
-    ys = list(range(len(shown)))[::-1]
-    for y, p in zip(ys, shown):
-        ax.plot([p["low"], p["high"]], [y, y], color="#0b5cad", linewidth=2)
-        ax.plot([p["diff"]], [y], "o", color="#0b5cad")
-    ax.axvline(0.0, color="#57606a", linestyle="--", linewidth=1)
-    ax.set_yticks(ys, [f"{p['b']} − {p['a']}" for p in shown])
-    ax.set_xlabel(f"difference in {label} (b − a), {round(100 * confidence)}% interval")
-    save_figure(fig, path)
-    return True
+        return None
+    rows = [{"label": f"{p['b']} − {p['a']}", "value": p["diff"], "low": p.get("low"), "high": p.get("high")}
+            for p in shown]
+    notes = [f"n={p['n']}  p={_p_text(p.get('p_value'))}  Holm p={_p_text(p.get('p_holm'))}" for p in shown]
+    return interval_plot(rows, path, dpi=dpi, zero_line=True, notes=notes, notes_title="n paired items, p (swap test)",
+                         xlabel=f"difference in {label} (b − a), {round(100 * confidence)}% interval",
+                         ylabel="pair of runs (b − a)")
+
+
+def leaderboard_plot(result: dict, path: str | os.PathLike, dpi: int = DEFAULT_DPI) -> FigureFiles | None:
+    """The leaderboard as dots and intervals, best run on top, each run's n and rank range beside
+    it; None when no run has a value."""
+    board = result["leaderboard"]
+    if not any(r.get("value") is not None for r in board):
+        return None
+    head = result["statistics"][result["statistic"]]["label"]
+    rows = [{"label": r["label"], "value": r.get("value"), "low": r.get("low"), "high": r.get("high")} for r in board]
+    notes = [f"n={r['n']}  rank {r['rank_low']}–{r['rank_high']}" if "rank_low" in r else f"n={r['n']}"
+             for r in board]
+    return interval_plot(rows, path, dpi=dpi, notes=notes, notes_title="items, rank range",
+                         xlabel=f"{head}, {round(100 * result['confidence'])}% interval", ylabel="run")
 
 
 def _statistics(result: dict) -> str:
@@ -108,17 +125,21 @@ def _unpaired(result: dict) -> str:
     return section("Unpaired items", body, "unpaired")
 
 
-def render_html(result: dict, forest: str | None) -> str:
-    """The whole comparison page."""
+def render_html(result: dict, forest: FigureFiles | None, leaderboard: FigureFiles | None = None) -> str:
+    """The whole comparison page (the figures named by their files beside it)."""
     head = result["statistics"][result["statistic"]]
     banner = ""
     if result["mixed"]:
         banner = (f'<p class="mixed" id="mixed">Mixed runs (--allow-mixed): '
                   f'{escape("; ".join(result["mixed_reasons"]))}. Differences may come from the instrument, '
                   "not the models.</p>")
-    plot = figure(forest, f"Pairwise differences in {head['label']} (b − a)") if forest else \
+    plot = figure(forest.png.name, f"Pairwise differences in {head['label']} (b − a), with each pair's n and p",
+                  forest.svg.name) if forest else \
         empty_state("No pair of runs scored a common item, so there is no difference to plot.")
-    parts = [section("Pairwise differences", plot + _pairs_table(result["pairwise"]), "pairwise"),
+    board = figure(leaderboard.png.name, f"{head['label']} per run with its interval", leaderboard.svg.name) \
+        if leaderboard else ""
+    parts = [section("Leaderboard", board, "leaderboard") if board else "",
+             section("Pairwise differences", plot + _pairs_table(result["pairwise"]), "pairwise"),
              _statistics(result), _breakdown(result), _unpaired(result)]
     subtitle = (f"{result['method']}: {len(result['labels'])} runs, {result['n_resamples']} resamples, seed "
                 f"{result['seed']}; diff = b − a, p from swapping runs within items, Holm over pairs")
@@ -137,17 +158,21 @@ def finite(value: Any) -> Any:
     return value
 
 
-def write_comparison(result: dict, out_dir: str | os.PathLike) -> list[Path]:
-    """Write comparison.json, the forest plot and report.html into `out_dir`, all or none of them
-    (`vlmjudge.outputs.staged_folder`: a failure leaves the earlier report); returns their paths."""
+def write_comparison(result: dict, out_dir: str | os.PathLike, dpi: int = DEFAULT_DPI) -> list[Path]:
+    """Write comparison.json, the leaderboard and forest plots (PNG at `dpi`, and SVG) and
+    report.html into `out_dir`, all or none of them (`vlmjudge.outputs.staged_folder`: a failure
+    leaves the earlier report); returns their paths."""
     from ..outputs import staged_folder
+    from .figures import check_dpi
 
+    check_dpi(dpi)
     out = Path(out_dir)
     with staged_folder(out) as stage:
         data = stage / "comparison.json"
         data.write_text(json.dumps(finite(result), indent=2, default=str, allow_nan=False) + "\n", encoding="utf-8")
         head = result["statistics"][result["statistic"]]["label"]
-        drawn = forest_plot(result["pairwise"], stage / FOREST_NAME, head, result["confidence"])
-        written = [data, *([stage / FOREST_NAME] if drawn else [])]
-        written.append(write_page(stage, render_html(result, FOREST_NAME if drawn else None)))
+        board = leaderboard_plot(result, stage / LEADERBOARD_NAME, dpi)
+        forest = forest_plot(result["pairwise"], stage / FOREST_NAME, head, result["confidence"], dpi)
+        written = [data, *(path for files in (board, forest) if files for path in files)]
+        written.append(write_page(stage, render_html(result, forest, board)))
     return [out / path.relative_to(stage) for path in written]

@@ -1,27 +1,57 @@
-"""Figure helpers shared by the methods' reports: an Agg figure, legible heatmap cell labels, a
-histogram whose axis shows every value (or says which it cannot), and `plain`, which every label
-holding a user's name (a folder, a model) goes through.
+"""Figure helpers shared by every report: an Agg figure, each figure saved as PNG (at a dpi) and as
+SVG, tick labels that wrap or shorten long names (the full name on hover in the SVG), heatmaps with
+a colour bar, histograms and bars; `plain` is what every label holding a user's name goes through.
 
 Figures are drawn on matplotlib's Agg canvas directly (no pyplot), so writing a report never
 changes the caller's matplotlib backend or opens a window. A name is drawn as typed: a `$` in
-it would start mathtext, and one folder with two of them stopped the whole report.
+it would start mathtext, and one folder with two of them stopped the whole report. A figure
+whose axes lack a label is refused when saved (`unlabelled_axes`), as a figure in a paper is.
 
 Examples:
     >>> label_color((0.4, 0.0, 0.05, 1.0))   # dark red cell: white text
     'white'
-    >>> label_color((1.0, 0.96, 0.94, 1.0))  # near-white cell: black text
-    'black'
+    >>> short_label("sample_0_seed-0123456789-seed-0123456789-seed-0123456789-end0.png", 24)
+    'sample_0_se…789-end0.png'
 """
 from __future__ import annotations
 
+import io
 import math
 import os
-from typing import Any, Callable, Iterable, Mapping, Sequence
+import re
+from html import escape
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 #: The longest line of a figure title, in characters (about the width of an 8-inch figure at 10 pt).
 TITLE_CHARS = 90
 #: Relative luminance above which a cell is light enough for black text.
 LIGHT_CELL = 0.45
+#: The resolution of a report's PNG figures unless `--dpi` says otherwise (the SVG has none).
+DEFAULT_DPI = 150
+#: The resolutions a PNG may be asked at: below 10 nothing is legible, above 1200 a figure is gigapixels.
+DPI_RANGE = (10, 1200)
+#: A tick label's line, in characters: longer names wrap at word boundaries, then are shortened.
+LABEL_CHARS = 28
+#: The lines a wrapped tick label may take before it is shortened instead.
+LABEL_LINES = 2
+#: Where a name may wrap: after a space, a slash, an underscore or a hyphen.
+BREAK_AFTER = re.compile(r"(?<=[\s/_\-])")
+#: The figure attribute holding {gid: full name} of the labels that were shortened.
+HOVER = "_vlmjudge_hover"
+
+
+class FigureFiles(NamedTuple):
+    """The two files of one figure: the PNG the page shows and the SVG to print or zoom."""
+
+    png: Path
+    svg: Path
+
+
+def figure_files(path: str | os.PathLike) -> FigureFiles:
+    """The PNG and SVG of the figure named `path` (its suffix, if any, replaced)."""
+    png = Path(path).with_suffix(".png")
+    return FigureFiles(png, png.with_suffix(".svg"))
 
 
 def plain(text: object) -> str:
@@ -49,6 +79,60 @@ def title_lines(text: object, width: int = TITLE_CHARS) -> str:
     return "\n".join(plain(line) for line in lines)
 
 
+def short_label(text: object, width: int = LABEL_CHARS, lines: int = LABEL_LINES) -> str:
+    """A name as a tick label: whole when it fits `width`, else wrapped at word boundaries (after a
+    space, `/`, `_` or `-`) when it fits `lines` lines, else its start and end around "…" on one
+    line (the end is kept: it tells numbered ids apart). The full name goes on hover (`label_ticks`).
+
+    Examples:
+        >>> short_label("runs/flux-dev/seed-3", 12)
+        'runs/flux-\\ndev/seed-3'
+        >>> short_label("a" * 40, 12)
+        'aaaaa…aaaaaa'
+    """
+    text = str(text)
+    if len(text) <= width:
+        return text
+    wrapped: list[str] = []
+    for piece in BREAK_AFTER.split(text):
+        if wrapped and len(wrapped[-1] + piece.rstrip()) <= width:
+            wrapped[-1] += piece
+        else:
+            wrapped.append(piece)
+    wrapped = [line.rstrip() for line in wrapped]
+    if len(wrapped) <= lines and all(len(line) <= width for line in wrapped):
+        return "\n".join(wrapped)
+    tail = (width - 1) // 2 + (width - 1) % 2
+    return text[:width - 1 - tail] + "…" + text[-tail:]
+
+
+def hover(artist: Any, full: str) -> None:
+    """Give `artist` the hover text `full` in the SVG (a `<title>` inside its group)."""
+    fig = artist.get_figure()
+    titles = getattr(fig, HOVER, None)
+    if titles is None:
+        titles = {}
+        setattr(fig, HOVER, titles)
+    gid = f"vlmjudge-hover-{len(titles) + 1}"
+    artist.set_gid(gid)
+    titles[gid] = full
+
+
+def label_ticks(ax: Any, axis: str, positions: Sequence[float], names: Sequence[object], **text_kw: Any) -> None:
+    """Tick labels from names on the `axis` ("x" or "y"): each through `short_label` and `plain`, a
+    shortened one with its full name on hover in the SVG. Names that shorten alike are numbered."""
+    full = [str(name) for name in names]
+    shown = [short_label(name) for name in full]
+    if len(set(shown)) < len(shown):  # two names alike once shortened: their positions tell them apart
+        shown = [f"{k}. {label}" for k, label in enumerate(shown, 1)]
+    setter = ax.set_xticks if axis == "x" else ax.set_yticks
+    setter(list(positions), [plain(label) for label in shown], **text_kw)
+    ticks = ax.get_xticklabels() if axis == "x" else ax.get_yticklabels()
+    for text, name, label in zip(ticks, full, shown):
+        if label.replace("\n", "") != name:
+            hover(text, name)
+
+
 def series_label(text: object) -> str:
     """A legend entry for a name: `plain`, and kept when it starts with `_` (matplotlib's legend
     skips such labels) by a zero-width space in front.
@@ -71,14 +155,53 @@ def new_figure(width: float, height: float):
     return fig
 
 
-def save_figure(fig, path: str | os.PathLike) -> None:
-    """Lay out and write a figure as PNG, through a temporary file (a failed draw leaves the
-    earlier figure: `vlmjudge.outputs.replaced_when_done`)."""
-    from ..outputs import replaced_when_done
+def check_dpi(dpi: Any) -> int:
+    """`dpi` when it is a whole number in `DPI_RANGE`, else a ValueError saying so in one line."""
+    if isinstance(dpi, bool) or not isinstance(dpi, int) or not DPI_RANGE[0] <= dpi <= DPI_RANGE[1]:
+        raise ValueError(f"dpi must be a whole number from {DPI_RANGE[0]} to {DPI_RANGE[1]}, got {dpi!r}")
+    return dpi
 
+
+def unlabelled_axes(fig: Any) -> list[str]:
+    """What a figure leaves unnamed: each drawn axis without a label, each colour bar without one."""
+    missing = []
+    for k, ax in enumerate(fig.axes, 1):
+        if not ax.axison:
+            continue
+        bar = getattr(ax, "_colorbar", None)
+        if bar is not None:
+            if not (ax.get_ylabel() or ax.get_xlabel()).strip():
+                missing.append(f"colour bar {k}")
+            continue
+        missing += [f"axes {k} ({ax.get_title() or 'untitled'}): {side} axis" for side, label in
+                    (("x", ax.get_xlabel()), ("y", ax.get_ylabel())) if not label.strip()]
+    return missing
+
+
+def save_figure(fig, path: str | os.PathLike, dpi: int = DEFAULT_DPI) -> FigureFiles:
+    """Lay out and write a figure as PNG at `dpi` and as SVG (text kept as text, no date, the full
+    name of each shortened label on hover), each through a temporary file (a failed draw leaves the
+    earlier figure: `vlmjudge.outputs.replaced_when_done`); an axis without a label is a ValueError."""
+    import matplotlib
+
+    from ..outputs import replaced_when_done, write_text_whole
+
+    check_dpi(dpi)
+    missing = unlabelled_axes(fig)
+    if missing:
+        raise ValueError(f"figure {Path(path).name} has no label on: {'; '.join(missing)}")
+    files = figure_files(path)
     fig.tight_layout()
-    with replaced_when_done(path) as partial:
-        fig.savefig(os.fspath(partial), format="png")
+    with replaced_when_done(files.png) as partial:
+        fig.savefig(os.fspath(partial), format="png", dpi=dpi)
+    drawn = io.BytesIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "vlmjudge"}):
+        fig.savefig(drawn, format="svg", metadata={"Date": None})
+    text = drawn.getvalue().decode("utf-8")
+    for gid, full in getattr(fig, HOVER, {}).items():
+        text = text.replace(f'<g id="{gid}">', f'<g id="{gid}">\n<title>{escape(full)}</title>', 1)
+    write_text_whole(files.svg, text)
+    return files
 
 
 def luminance(rgba: Sequence[float]) -> float:
@@ -94,20 +217,36 @@ def label_color(rgba: Sequence[float]) -> str:
     return "black" if luminance(rgba) > LIGHT_CELL else "white"
 
 
-def heatmap(ax, grid, cmap: str = "Reds", vmax: float | None = None, label: Callable[[float], str] | None = None,
-            fontsize: int = 7):
-    """Draw `grid` (2-D array) as a heatmap from 0 to `vmax` (its max, or 1 when all zero), each
-    cell labelled in the colour legible on it; returns the image for a colourbar."""
+def data_scale(values: Iterable[float]) -> tuple[float, float]:
+    """The colour range a heatmap's own values call for: from 0 (or the lowest value, below 0) to
+    the highest, so an empty cell of counts or shares looks empty; (0, 1) for none or all zero.
+
+    Examples:
+        >>> data_scale([12.0, 40.0, float("nan")]), data_scale([-0.4, 0.3]), data_scale([0.0])
+        ((0.0, 40.0), (-0.4, 0.3), (0.0, 1.0))
+    """
+    finite = [float(v) for v in values if math.isfinite(float(v))]
+    low, high = min([0.0, *finite]), max([0.0, *finite])
+    return (low, high) if high > low else (low, low + 1.0)
+
+
+def heatmap(ax, grid, *, colorbar: str, scale: tuple[float, float] | None = None, cmap: str = "Reds",
+            label: Callable[[float], str] | None = None, fontsize: int = 7):
+    """Draw `grid` (2-D, NaN for no value: grey) as a heatmap over its declared `scale`, else over
+    `data_scale` of its values, with a colour bar titled `colorbar` (what a colour means, with its
+    unit); each cell labelled in the colour legible on it. Returns the image."""
     import numpy as np
+    from matplotlib import colormaps
 
     values = np.asarray(grid, dtype=float)
-    top = vmax if vmax is not None else (float(values.max()) if values.size and values.max() > 0 else 1.0)
-    image = ax.imshow(values, cmap=cmap, vmin=0, vmax=top, aspect="auto")
+    low, high = scale if scale is not None else data_scale(values.ravel())
+    colours = colormaps[cmap].with_extremes(bad="#eeeeee")
+    image = ax.imshow(np.ma.masked_invalid(values), cmap=colours, vmin=low, vmax=high, aspect="auto")
     if label is not None:
-        for i in range(values.shape[0]):
-            for j in range(values.shape[1]):
-                ax.text(j, i, label(values[i, j]), ha="center", va="center", fontsize=fontsize,
-                        color=label_color(image.cmap(image.norm(values[i, j]))))
+        for (i, j), value in np.ndenumerate(values):
+            shade = (0.93, 0.93, 0.93, 1.0) if math.isnan(value) else image.cmap(image.norm(value))
+            ax.text(j, i, label(value), ha="center", va="center", fontsize=fontsize, color=label_color(shade))
+    ax.get_figure().colorbar(image, ax=ax, fraction=0.04, label=plain(colorbar))
     return image
 
 
@@ -160,10 +299,11 @@ def _count(n: int, noun: str) -> str:
 
 def histogram(groups: Mapping[str, Sequence[float]], path: str | os.PathLike, xlabel: str, title: str,
               value_range: tuple[float, float] | None = None, bins: int = 20, stacked: bool = True,
-              **figure_kw: Any) -> str:
+              dpi: int = DEFAULT_DPI, ylabel: str = "images", **figure_kw: Any) -> str:
     """Histograms of the values of each group, stacked or side by side (a legend when there are
-    several groups). The x axis spans `value_range` widened to every finite value; the returned
-    `range_note` (also under the title) says when that happened or a value could not be drawn."""
+    several groups), counted on a y axis titled `ylabel`, saved with `save_figure`. The x axis
+    spans `value_range` widened to every finite value; the returned `range_note` (also under the
+    title) says when that happened or a value could not be drawn."""
     fig = new_figure(figure_kw.get("width", 8), figure_kw.get("height", 3.2))
     ax = fig.subplots()
     every = [v for values in groups.values() for v in values]
@@ -173,35 +313,37 @@ def histogram(groups: Mapping[str, Sequence[float]], path: str | os.PathLike, xl
     span = covering_range(every, value_range) if value_range is not None else None
     if names:
         ax.hist([drawn[n] for n in names], bins=bins, range=span, stacked=stacked,
-                label=[series_label(n) for n in names])
+                label=[series_label(short_label(n)) for n in names])
         if len(names) > 1:
             ax.legend(fontsize=8)
     if span is not None:
         ax.set_xlim(*span)
     ax.set_xlabel(plain(xlabel))
-    ax.set_ylabel("images")
+    ax.set_ylabel(plain(ylabel))
     ax.yaxis.set_major_locator(_integer_ticks())
     note = range_note(every, value_range) if value_range is not None else ""
     ax.set_title(title_lines(f"{title}\n{note}" if note else title), fontsize=10)
-    save_figure(fig, path)
+    save_figure(fig, path, dpi)
     return note
 
 
-def bars(counts: Mapping[str, float], path: str | os.PathLike, xlabel: str, title: str, color: str = "#4C72B0"
-         ) -> None:
-    """Horizontal bars, one per key, each labelled with its value."""
+def bars(counts: Mapping[str, float], path: str | os.PathLike, xlabel: str, title: str, *, ylabel: str,
+         color: str = "#4C72B0", dpi: int = DEFAULT_DPI) -> FigureFiles:
+    """Horizontal bars, one per key (the keys' axis titled `ylabel`), each labelled with its value."""
     fig = new_figure(7, 1.0 + 0.45 * max(len(counts), 1))
     ax = fig.subplots()
     values = list(counts.values())
-    ax.barh([plain(name) for name in counts], values, color=color)
+    ax.barh(list(range(len(values))), values, color=color)
+    label_ticks(ax, "y", range(len(values)), list(counts))
     for y, v in enumerate(values):
         ax.text(v, y, f" {v:g}", va="center", fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel(plain(xlabel))
+    ax.set_ylabel(plain(ylabel))
     ax.set_title(plain(title), fontsize=10)
     ax.set_xlim(0, max(values + [1]) * 1.15)
     ax.xaxis.set_major_locator(_integer_ticks())
-    save_figure(fig, path)
+    return save_figure(fig, path, dpi)
 
 
 def _integer_ticks():

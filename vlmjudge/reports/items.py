@@ -17,6 +17,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..images import IMAGE_SUFFIXES
 from ..outputs import name_from_id
+from .page import breakable
 
 #: The longer side of a thumbnail, in pixels.
 THUMB_PX = 96
@@ -108,10 +109,11 @@ def thumbnail_uri(path: str | os.PathLike, px: int = THUMB_PX) -> str:
 
 
 def thumb_cell(name: str, path: Path | None, caption: str = "") -> str:
-    """One item's picture as HTML: the thumbnail with the file name under it, or the name with a
-    "missing image" (or "unreadable image") note; `caption` (e.g. "reference") goes before the name."""
+    """One item's picture as HTML: the thumbnail with the file name under it (wrapping at the name's
+    own boundaries, `breakable`, the whole name on hover), or the name with a "missing image" (or
+    "unreadable image") note; `caption` (e.g. "reference") goes before the name."""
     label = f"{escape(caption)}: " if caption else ""
-    shown = f'<span class="filename">{label}{escape(name)}</span>'
+    shown = f'<span class="filename" title="{escape(name)}">{label}{breakable(name)}</span>'
     if path is None:
         return f'<div class="thumb"><span class="nopic">missing image</span>{shown}</div>'
     try:

@@ -7,7 +7,7 @@ details. The core knows no method; everything method-specific arrives as argumen
 
 Examples:
     >>> fmt_number(1.2e-4), fmt_number(0.367879441), fmt_number(None)
-    ('0.00012', '0.368', 'n/a')
+    ('0.0001200', '0.3679', 'n/a')
     >>> "No image was scored" in empty_state("No image was scored.")
     True
 """
@@ -20,13 +20,18 @@ from html import escape
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-#: Significant digits of the scores and means a report shows.
-DIGITS = 3
+from ..text import SCORE_DIGITS, format_score
+from .figures import FigureFiles
+
+#: Significant digits of the scores and means a report shows: those of every printed score.
+DIGITS = SCORE_DIGITS
 #: The report page's file name, at the top of a report's --out folder.
 PAGE_NAME = "report.html"
 #: A word this long (no space in it) may break anywhere in a table cell; shorter ones never split.
 LONG_WORD = 24
 LONG_RUN = re.compile(r"\S{%d,}" % LONG_WORD)
+#: Where a long word may wrap: after a `/`, `_`, `-` or `.`.
+WORD_END = re.compile(r"(?<=[/_.\-])")
 TAG = re.compile(r"<[^>]*>")
 #: How much of a long model text (explanation, feedback, evidence) a report shows before its toggle.
 SHOWN_CHARS = 240
@@ -76,55 +81,72 @@ details.more[open] summary .start { display: none; }
 
 
 def fmt_number(value: Any, digits: int = DIGITS) -> str:
-    """A number as a report shows it: ints as they are, floats to `digits` significant digits
-    (so 1.2e-4 stays visible), thousands without an exponent; None and NaN as "n/a"."""
+    """A number as a report shows it: ints (counts) as they are, floats as the console prints every
+    score (`vlmjudge.text.format_score`: `digits` significant digits, 1.2e-4 still visible); None and
+    NaN as "n/a", infinities as ∞."""
     if value is None or isinstance(value, bool):
         return "n/a" if value is None else ("yes" if value else "no")
     if isinstance(value, int):
         return str(value)
     value = float(value)
-    if math.isnan(value):
-        return "n/a"
     if math.isinf(value):
         return "∞" if value > 0 else "-∞"
-    if value == 0:
-        return "0"
-    if abs(value) >= 10 ** digits:
-        return f"{value:.0f}"
-    return f"{value:.{digits}g}"
+    return format_score(value, digits)
+
+
+def breakable(text: Any) -> str:
+    """Text as HTML, escaped, where each word of `LONG_WORD` characters or more (an id, a file name)
+    may wrap after a `/`, `_`, `-` or `.` in it (a `<wbr>`), at a boundary of its own words, rather
+    than between any two letters.
+
+    Examples:
+        >>> breakable("runs/seed-0123456789-seed-0123456789.png & more")
+        'runs/<wbr>seed-<wbr>0123456789-<wbr>seed-<wbr>0123456789.<wbr>png &amp; more'
+    """
+    text, parts, start = str(text), [], 0
+    for run in LONG_RUN.finditer(text):
+        parts.append(escape(text[start:run.start()]))
+        parts.append("<wbr>".join(escape(piece) for piece in WORD_END.split(run.group()) if piece))
+        start = run.end()
+    return "".join(parts) + escape(text[start:])
 
 
 def fmt_cell(value: Any) -> str:
-    """One table cell's HTML: numbers through `fmt_number`, text escaped."""
+    """One table cell's HTML: numbers through `fmt_number`, text escaped (`breakable`)."""
     if value is None or isinstance(value, (bool, int, float)):
         return fmt_number(value)
-    return escape(str(value))
+    return breakable(value)
 
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _cell_class(cell: Any, html: str) -> str:
-    """A cell's class attribute: "num" for numbers (kept on one line), "long" for text holding a word
-    of `LONG_WORD` characters or more (broken anywhere; other text breaks only between words, so
-    short words such as "none" or "score" never split)."""
+def _cell_attributes(cell: Any, html: str, raw: bool) -> str:
+    """A cell's class ("num" for numbers, kept on one line; "long" for text holding a word of
+    `LONG_WORD` characters or more, which may break anywhere should its own boundaries not do;
+    other text breaks only between words, so "none" or "score" never split) and, for such a long
+    text cell, its whole text as a `title` (shown on hover, when the cell shows it over lines)."""
     if _is_number(cell):
         return ' class="num"'
-    return ' class="long"' if LONG_RUN.search(TAG.sub(" ", html)) else ""
+    text = TAG.sub(" ", html) if raw else str(cell)
+    if not LONG_RUN.search(text):
+        return ""
+    return ' class="long"' + ("" if raw else f' title="{escape(text)}"')
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence[Any]], css_class: str = "", raw: bool = False) -> str:
     """An HTML table; numbers right-aligned, in a box that scrolls sideways by itself should the
     table still be wider than the page. With `raw`, cells that are text are inserted as HTML (the
     caller escaped them, e.g. to add a low-resolution mark or a thumbnail)."""
-    head = "".join(f"<th{_cell_class(h, escape(h))}>{escape(h)}</th>" for h in header)
+    head = "".join(f"<th{_cell_attributes(h, h, False)}>{breakable(h)}</th>" for h in header)
     lines = []
     for row in rows:
         cells = []
         for cell in row:
-            text = cell if raw and isinstance(cell, str) else fmt_cell(cell)
-            cells.append(f"<td{_cell_class(cell, text)}>{text}</td>")
+            as_html = raw and isinstance(cell, str)
+            text = cell if as_html else fmt_cell(cell)
+            cells.append(f"<td{_cell_attributes(cell, text, as_html)}>{text}</td>")
         lines.append("<tr>" + "".join(cells) + "</tr>")
     cls = f' class="{escape(css_class)}"' if css_class else ""
     body = "".join(lines)
@@ -165,17 +187,22 @@ def low_res_mark(note: str | None) -> str:
     return f' <span class="lowres" title="{escape(str(note))}">low resolution</span>'
 
 
-def figure(src: str, caption: str) -> str:
-    """A figure: an image file next to the page (or a data: URI) with its caption."""
+def figure(src: str, caption: str, svg: str | None = None) -> str:
+    """A figure: an image file next to the page (or a data: URI) with its caption, and a link to
+    the same figure as SVG (to print or zoom) when there is one."""
+    link = f' <a class="svg" href="{escape(svg)}">(SVG)</a>' if svg else ""
     return (f'<figure><img src="{escape(src)}" alt="{escape(caption)}">'
-            f"<figcaption>{escape(caption)}</figcaption></figure>")
+            f"<figcaption>{escape(caption)}{link}</figcaption></figure>")
 
 
-def figures_section(figures: Sequence[tuple[str, str]], empty_message: str = NOTHING_SCORED,
+def figures_section(figures: Sequence[tuple[Any, str]], empty_message: str = NOTHING_SCORED,
                     notes: Sequence[str] = ()) -> str:
-    """The figures, as (src, caption) pairs, or the empty-state message when there are none;
+    """The figures, as (files, caption) pairs, or the empty-state message when there are none;
+    `files` is a `FigureFiles` beside the page (its PNG shown, its SVG linked) or an image's src.
     `notes` say why a figure that could have been there is not."""
-    body = "".join(figure(src, caption) for src, caption in figures) if figures else empty_state(empty_message)
+    shown = [figure(files.png.name, caption, files.svg.name) if isinstance(files, FigureFiles) else
+             figure(files, caption) for files, caption in figures]
+    body = "".join(shown) if figures else empty_state(empty_message)
     body += "".join(empty_state(note) for note in notes) if figures else ""
     return f'<section id="figures"><h2>Figures</h2>{body}</section>'
 
@@ -258,31 +285,3 @@ def read_run(path: str | os.PathLike) -> tuple[list[dict[str, Any]], dict[str, A
         return read_records(path)
     except JsonlError as error:
         raise ReportInputError(str(error)) from None
-
-
-def add_report_command(commands: Any, write_report: Any, *, source: str, source_help: str, help: str,
-                       description: str, items: str = "images", errors: tuple[type[BaseException], ...] = ()) -> Any:
-    """A method's `report` sub-command: SOURCE, --out DIR (report.html at its top) and --worst N.
-
-    It writes the report with `write_report(source, out, worst=)` and lists what it wrote; unreadable
-    input (a ReportInputError, an OSError, a ValueError or one of `errors`) is one line with status 2.
-    """
-    import sys
-
-    def run(args: Any) -> int:
-        try:
-            written = write_report(getattr(args, source), args.out, worst=args.worst)
-        except (ReportInputError, OSError, ValueError, *errors) as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 2
-        for path in written:
-            print(f"wrote {path}")
-        return 0
-
-    rep = commands.add_parser("report", help=help, description=description)
-    rep.add_argument(source, type=Path, help=source_help)
-    rep.add_argument("--out", type=Path, required=True, help="folder to write the report into (report.html at its top)")
-    rep.add_argument("--worst", type=int, default=20,
-                     help=f"how many of the lowest-scored {items} to list (default 20)")
-    rep.set_defaults(func=run)
-    return rep

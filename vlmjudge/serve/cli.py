@@ -11,8 +11,8 @@ import shlex
 import sys
 from typing import Mapping
 
-from .engine import (ENGINES, LOOPBACK, ServeOptions, cpu_only, engine_argv, engine_env, engine_installed,
-                     install_hint)
+from ..backends.vllm_cpu import cpu_only
+from .engine import ENGINES, LOOPBACK, ServeOptions, engine_argv, engine_env, engine_installed, install_hint
 
 #: Bind addresses that listen on every interface of the machine.
 EVERY_INTERFACE = ("0.0.0.0", "::")
@@ -31,6 +31,10 @@ def configure_serve(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-logprobs", type=int, default=-1,
                         help="vLLM's cap on logprobs per token: -1 (the default: the whole vocabulary, "
                              "which choice_probs needs to find every option) or 1 and more")
+    parser.add_argument("--media-root", default=None, metavar="DIR",
+                        help="a folder clients on this machine may send images from as file:// URLs "
+                             "(vLLM's --allowed-local-media-path; clients pass a folder inside it as "
+                             "media_dir), so each image is read from disk instead of sent as base64")
     parser.add_argument("--engine", choices=ENGINES, default="vllm", help="(default: vllm)")
     parser.add_argument("--print-command", action="store_true",
                         help="print the engine's command line and exit instead of running it")
@@ -46,7 +50,7 @@ def options_from_args(args: argparse.Namespace) -> ServeOptions:
         extra = extra[1:]
     return ServeOptions(model=args.model, host=args.host, port=args.port, dtype=args.dtype,
                         served_model_name=args.served_model_name, max_logprobs=args.max_logprobs,
-                        engine=args.engine, extra=tuple(extra))
+                        engine=args.engine, media_root=args.media_root, extra=tuple(extra))
 
 
 def flag_problem(opts: ServeOptions) -> str | None:
@@ -74,6 +78,11 @@ def flag_problem(opts: ServeOptions) -> str | None:
     if opts.max_logprobs == 0 or opts.max_logprobs < -1:
         return (f"--max-logprobs must be -1 (the whole vocabulary) or 1 and more, got {opts.max_logprobs}; "
                 f"vLLM takes -1 or more, and 0 refuses every request for logprobs, which choice_probs makes")
+    if opts.media_root is not None:
+        if opts.engine != "vllm":
+            return "--media-root is vLLM's --allowed-local-media-path; SGLang has no such setting"
+        if not os.path.isdir(opts.media_root):
+            return f"--media-root {opts.media_root!r} is not a folder; name the folder clients write images into"
     return None
 
 

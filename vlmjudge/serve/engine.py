@@ -2,8 +2,9 @@
 
 Why a launcher and not a server of our own: vLLM and SGLang already serve the OpenAI API
 with batching, prefix caching and grammars; what the methods need is the right settings
-(prefix caching, full-vocabulary logprobs, xgrammar without free whitespace, loopback)
-and the project's first-options logits processor, which vLLM loads only at start.
+(prefix caching, full-vocabulary logprobs, xgrammar without free whitespace, loopback, the
+folder clients may send images from) and the project's first-options logits processor, which
+vLLM loads only at start.
 Pure functions, so the command is checked without either engine installed.
 """
 from __future__ import annotations
@@ -11,8 +12,9 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from importlib import metadata, util
+from importlib import util
 
+from ..backends.vllm_cpu import cpu_engine_env
 from ..backends.vllm_first_options import FIRST_OPTIONS_PROCESSOR
 
 ENGINES = ("vllm", "sglang")
@@ -22,8 +24,6 @@ ENGINE_MODULES = {"vllm": "vllm.entrypoints.openai.api_server", "sglang": "sglan
 #: answer is otherwise padded with blanks up to max_tokens).
 VLLM_STRUCTURED = {"backend": "xgrammar", "disable_any_whitespace": True}
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
-#: GiB of KV cache a CPU engine reserves when the user set none.
-CPU_KVCACHE_GIB = "1"
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,7 @@ class ServeOptions:
     served_model_name: str | None = None
     max_logprobs: int = -1
     engine: str = "vllm"
+    media_root: str | None = None
     extra: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -55,6 +56,8 @@ def engine_argv(opts: ServeOptions, python: str) -> list[str]:
                 "--constrained-json-disable-any-whitespace", "--enable-cache-report"]
     else:
         raise ValueError(f"engine must be one of {ENGINES}, got {opts.engine!r}")
+    if opts.media_root:  # images as file:// URLs from this folder (the openai backend's media_dir)
+        argv += ["--allowed-local-media-path", os.path.realpath(opts.media_root)]
     if opts.dtype:
         argv += ["--dtype", opts.dtype]
     if opts.served_model_name:
@@ -63,24 +66,12 @@ def engine_argv(opts: ServeOptions, python: str) -> list[str]:
 
 
 def engine_env(opts: ServeOptions, environ: dict[str, str], cpu: bool) -> dict[str, str]:
-    """The variables to add to `environ` for the engine (none the user already set). On a CPU
-    vLLM: the CPU platform, its internal queue on loopback when the server is, a KV cache size."""
-    wanted: dict[str, str] = {}
+    """The variables to add to `environ` for the engine (none the user already set): on a CPU
+    vLLM, those the in-process backend applies too (`vllm_cpu.cpu_engine_env`), its internal queue
+    on loopback when the server is."""
     if opts.engine == "vllm" and cpu:
-        wanted["VLLM_TARGET_DEVICE"] = "cpu"
-        if opts.host in LOOPBACK:
-            wanted["VLLM_HOST_IP"] = "127.0.0.1"  # else the engine's queue binds the external address
-        wanted["VLLM_CPU_KVCACHE_SPACE"] = CPU_KVCACHE_GIB
-    return {k: v for k, v in wanted.items() if k not in environ}
-
-
-def cpu_only() -> bool:
-    """Whether the engine will run on CPU: the vllm-cpu build, or no NVIDIA or AMD GPU driver."""
-    try:
-        metadata.distribution("vllm-cpu")
-    except metadata.PackageNotFoundError:  # the GPU build, or none: decided by the drivers present
-        return not (os.path.exists("/proc/driver/nvidia") or os.path.exists("/dev/kfd"))
-    return True
+        return cpu_engine_env(environ, loopback=opts.host in LOOPBACK)
+    return {}
 
 
 def engine_installed(engine: str) -> bool:

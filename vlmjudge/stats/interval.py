@@ -14,6 +14,7 @@ import numpy as np
 
 from vlmjudge.stats.pairing import NA, FAILED, OK, Reader, read_items
 from vlmjudge.stats.resample import Statistic, bootstrap_distribution, interval, jackknife
+from vlmjudge.text import format_score
 
 
 @dataclass(frozen=True)
@@ -97,13 +98,14 @@ def mean_with_interval(values: Iterable[float | None], confidence: float = 0.95)
 INTERVAL_HEADING = "[95% interval] (n)"
 
 
-def interval_text(summary: Mapping[str, Any], number: Callable[[float], str] = "{:.2f}".format) -> str:
-    """A `mean_with_interval` summary as one phrase, e.g. `0.71 [0.64, 0.78] (n=48)`; without an
-    interval `0.71 (n=1, no interval under 2 items)`, without a mean `n/a (n=0)`.
+def interval_text(summary: Mapping[str, Any], number: Callable[[float], str] = format_score) -> str:
+    """A `mean_with_interval` summary as one phrase, e.g. `0.7140 [0.6400, 0.7810] (n=48)`; without
+    an interval `0.7140 (n=1, no interval under 2 items)`, without a mean `n/a (n=0)`. Numbers as
+    every score is printed (`vlmjudge.text.format_score`) unless `number` says otherwise.
 
     Examples:
         >>> interval_text({"mean": 0.714, "low": 0.64, "high": 0.781, "n": 48})
-        '0.71 [0.64, 0.78] (n=48)'
+        '0.7140 [0.6400, 0.7810] (n=48)'
     """
     if summary["mean"] is None:
         return f"n/a (n={summary['n']})"
@@ -112,8 +114,8 @@ def interval_text(summary: Mapping[str, Any], number: Callable[[float], str] = "
     return f"{number(summary['mean'])} {_bounds_text(summary, number)} (n={summary['n']})"
 
 
-def _bounds_text(summary: Mapping[str, Any], number: Callable[[float], str] = "{:.2f}".format) -> str:
-    """Only the bounds of a `mean_with_interval` summary, `[0.64, 0.78]`, or `n/a` without them."""
+def _bounds_text(summary: Mapping[str, Any], number: Callable[[float], str] = format_score) -> str:
+    """Only the bounds of a `mean_with_interval` summary, `[0.6400, 0.7810]`, or `n/a` without them."""
     if summary["low"] is None:
         return "n/a"
     return f"[{number(summary['low'])}, {number(summary['high'])}]"

@@ -102,7 +102,13 @@ def images():
 
 
 @pytest.fixture(scope="session")
-def vllm_server(vllm_checkpoint, tmp_path_factory):
+def media_root(tmp_path_factory):
+    """The folder the session's server may read images from (`vlmjudge serve --media-root`)."""
+    return tmp_path_factory.mktemp("media")
+
+
+@pytest.fixture(scope="session")
+def vllm_server(vllm_checkpoint, media_root, tmp_path_factory):
     """The session's one vLLM OpenAI server, started through the launcher under test
     (`python -m vlmjudge.serve`, which becomes the engine) on a free loopback port; its /v1 URL."""
     import sys
@@ -110,7 +116,8 @@ def vllm_server(vllm_checkpoint, tmp_path_factory):
     port = free_port()
     log = tmp_path_factory.mktemp("server") / "server.log"
     args = [sys.executable, "-m", "vlmjudge.serve", "--model", vllm_checkpoint, "--served-model-name", "tiny",
-            "--port", str(port), "--dtype", "float32", "--", "--max-model-len", "4096", "--skip-mm-profiling"]
+            "--port", str(port), "--dtype", "float32", "--media-root", str(media_root),
+            "--", "--max-model-len", "4096", "--skip-mm-profiling"]
     url = f"http://127.0.0.1:{port}/v1"
     # the launcher exec'd the engine: the process stopped at the end is the engine's own
     with running_server(args, f"{url}/models", log, timeout_s=900, poll_s=2):

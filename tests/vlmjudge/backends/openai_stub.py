@@ -76,6 +76,20 @@ def canned(body):
             "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}}
 
 
+def not_chat(handler):
+    """Answer 404 (as a server without the route) to a POST that is not a chat completion, such
+    as vLLM's /tokenize; True when it did."""
+    if handler.path.rstrip("/").endswith("/chat/completions"):
+        return False
+    data = json.dumps({"error": {"message": "Not Found", "code": 404}}).encode()
+    handler.send_response(404)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+    return True
+
+
 class ChatStub(BaseHTTPRequestHandler):
     """Chat completions answered by `server.answer(body)` (default `canned`); each request first
     takes the next entry of `server.faults` (a deque of FAULTS or None) and fails that way.
@@ -98,6 +112,8 @@ class ChatStub(BaseHTTPRequestHandler):
 
     def do_POST(self):
         data = self.rfile.read(int(self.headers["Content-Length"]))
+        if not_chat(self):
+            return None
         s = self.server
         with s.lock:
             s.auth.append(self.headers.get("Authorization"))

@@ -8,10 +8,13 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 from PIL import Image
-from openai_stub import stub_client, stub_server
+from openai_stub import not_chat, stub_client, stub_server
 
 from vlmjudge import Request
-from vlmjudge.backends.openai.wire import ImageURLs, grouped_order, usage_counts
+from vlmjudge.backends.openai.images import UUID_PREFIX
+from vlmjudge.backends.openai.replies import usage_counts
+from vlmjudge.backends.openai.wire import ImageURLs, grouped_order
+from vlmjudge.images import image_bytes_digest
 
 #: Tokens the stub counts for an image and for each word of text.
 IMAGE_TOKENS = 100
@@ -24,8 +27,8 @@ def _parts(body):
         out.append(("role", message["role"]))
         content = message["content"]
         for part in content if isinstance(content, list) else [{"type": "text", "text": content}]:
-            if part["type"] == "image_url":
-                out.append(("image", part["image_url"]["url"]))
+            if part["type"] == "image_url":  # named by its uuid where it has one (vLLM), else its URL
+                out.append(("image", part.get("uuid") or part["image_url"]["url"]))
             else:
                 out.append(("text", part["text"]))
     return out
@@ -75,6 +78,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if not_chat(self):
+            return
         data = json.dumps(self.server.stub.complete(body)).encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(data)))
@@ -110,8 +115,7 @@ def test_requests_sharing_a_prefix_arrive_adjacent_and_answers_keep_input_order(
     answers = judge.generate(requests)
     assert [a.text for a in answers] == [f"echo: {r.text}" for r in requests]
     seen = [_image_of(p) for p in server.arrivals]
-    urls = ImageURLs()
-    assert seen == [urls.url(images[k]) for k in (0, 0, 0, 1, 1, 1, 2, 2, 2)]
+    assert seen == [UUID_PREFIX + image_bytes_digest(images[k]) for k in (0, 0, 0, 1, 1, 1, 2, 2, 2)]
     # within one image the caller's order holds (stable)
     questions = [[v for k, v in p if k == "text"][-1] for p in server.arrivals]
     assert questions == [requests[i].text for i in (0, 3, 6, 1, 4, 7, 2, 5, 8)]

@@ -5,7 +5,7 @@ import pytest
 from openai_stub import FAULTS, canned, chat_stub, make_requests, stub_client
 
 from vlmjudge.backends.openai import OpenAIRequestError
-from vlmjudge.backends.openai.wire import UnparseableResponse, completion_json
+from vlmjudge.backends.openai.replies import UnparseableResponse, completion_json
 
 
 def test_each_kind_of_fault_is_retried_and_changes_nothing(monkeypatch):

@@ -8,7 +8,8 @@ from PIL import Image
 from vlmjudge import Request
 from vlmjudge.backends.openai import OpenAIJudge
 from vlmjudge.backends.openai.client import _public_url
-from vlmjudge.backends.openai.wire import ImageURLs, first_token_alternatives, grouped_order
+from vlmjudge.backends.openai.replies import first_token_alternatives
+from vlmjudge.backends.openai.wire import ImageURLs, grouped_order
 from vlmjudge.cache import cache_key
 from vlmjudge.options import read_top_logprobs
 

@@ -80,6 +80,66 @@ def test_option_probabilities_equal_the_engine(server_judge, vllm_judge, images,
           f"(judge.stats.truncated_options = {server_judge.stats.truncated_options})")
 
 
+@pytest.mark.parametrize("options", [["Yes", "No"], ["A", "B", "C", "D"]])
+def test_options_read_by_token_id_are_the_engine_s_in_one_request_each(vllm_server, vllm_judge, images, options):
+    """`logprob_token_ids` with ids from the server's /tokenize: every option seen, the engine's
+    numbers, one request per read (no wider top-k, no prompt_logprobs), nothing counted as generated."""
+    from vlmjudge.judge import load_judge
+    judge = load_judge("tiny", backend="openai", base_url=vllm_server, api_key_env="VLMJUDGE_TEST_KEY")
+    requests = ask(images) + ask(images, prefix="")
+    served, engine = judge.choice_probs(requests, options), vllm_judge.choice_probs(requests, options)
+    for got, want in zip(served, engine):
+        assert not got.truncated and max(abs(got[o] - want[o]) for o in options) < 1e-5
+        assert got.mass == pytest.approx(want.mass, rel=1e-4)
+    raw = judge.choice_probs(requests[:2], options, normalize=False)
+    assert raw == [pytest.approx(dict(p), rel=1e-4) for p in vllm_judge.choice_probs(requests[:2], options,
+                                                                                      normalize=False)]
+    m = judge.manifest()
+    assert m["options_by_token_id"] and m["wider_top_logprobs"] == m["options_scored_directly"] == 0
+    assert judge.stats.generated_tokens == 0 and judge.stats.model_calls == len(requests) + 2
+
+
+def test_each_image_goes_once_then_by_its_uuid(vllm_server, vllm_judge, images):
+    """vLLM takes a uuid with no data once it holds the image: answers equal the engine's."""
+    from vlmjudge.judge import load_judge
+    judge = load_judge("tiny", backend="openai", base_url=vllm_server, api_key_env="VLMJUDGE_TEST_KEY")
+    requests = ask(images[:2], prefix="", decoding=Decoding(max_new_tokens=6))
+    requests += [Request(images=[r.images[0]], text="Describe it.", decoding=Decoding(max_new_tokens=6))
+                 for r in requests[::2]]
+    assert [a.text for a in judge.generate(requests)] == [a.text for a in vllm_judge.generate(requests)]
+    assert judge.manifest()["images"] == {"transfer": "data", "uuids": True, "encoded": 2, "sent_with_data": 2,
+                                          "sent_as_uuid": 4, "resent_after_miss": 0}
+
+
+def test_an_image_the_server_does_not_hold_is_sent_again(vllm_server, vllm_judge):
+    """A uuid alone for an image the server never saw (evicted): vLLM answers 400 "Cache miss";
+    the backend sends the data and the answer is the engine's."""
+    import numpy as np
+    from PIL import Image
+    from vlmjudge.backends.openai.images import UUID_PREFIX
+    from vlmjudge.images import image_bytes_digest
+    from vlmjudge.judge import load_judge
+    fresh = Image.fromarray(np.random.default_rng(99).integers(0, 256, (40, 40, 3), dtype=np.uint8))
+    judge = load_judge("tiny", backend="openai", base_url=vllm_server, api_key_env="VLMJUDGE_TEST_KEY")
+    judge._images._held[UUID_PREFIX + image_bytes_digest(fresh)] = True  # as if sent before, then evicted
+    request = ask([fresh], prefix="", decoding=Decoding(max_new_tokens=6))[:1]
+    assert judge.generate(request)[0].text == vllm_judge.generate(request)[0].text
+    images_sent = judge.manifest()["images"]
+    assert images_sent["resent_after_miss"] == 1 and images_sent["uuids"] is True
+
+
+def test_images_go_as_files_from_the_media_root(vllm_server, vllm_judge, media_root, images):
+    """`vlmjudge serve --media-root` lets the server read the PNGs the backend writes once there."""
+    from vlmjudge.judge import load_judge
+    judge = load_judge("tiny", backend="openai", base_url=vllm_server, api_key_env="VLMJUDGE_TEST_KEY",
+                       media_dir=media_root, image_uuids=False)
+    requests = ask(images[2:4], prefix="", decoding=Decoding(max_new_tokens=6))
+    assert [a.text for a in judge.generate(requests)] == [a.text for a in vllm_judge.generate(requests)]
+    assert judge.manifest()["images"] == {"transfer": "file", "uuids": False, "encoded": 2, "sent_with_data": 4,
+                                          "sent_as_uuid": 0, "resent_after_miss": 0}
+    assert len(list(media_root.glob("vlmjudge-images-*/*.png"))) >= 2
+
+
 @pytest.mark.parametrize("fault", FAULTS)
 def test_a_transient_fault_is_retried_to_the_real_answer(proxied, server_judge, images, fault):
     proxy, judge = proxied
@@ -119,6 +179,7 @@ def test_an_option_the_answers_never_show_is_bounded_and_counted(proxied, images
         return answer
 
     proxy.rewrite = hide_yes
+    judge.read_by_id = False  # the top-k reading of other servers (by id, vLLM shows every option)
     probs = judge.choice_probs(ask(images[:1])[:1], ["Yes", "No"])[0]
     assert probs.truncated and "Yes" in probs.bounds
     assert 0 < probs["Yes"] < 1 and 0 < probs["No"] < 1  # never the 0.0 / 1.0 renormalising would give

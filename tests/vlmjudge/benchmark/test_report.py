@@ -98,6 +98,17 @@ def test_people_and_left_out_prompts_appear_when_the_board_has_them(make_runs, s
     assert "Fewer than two methods rank the models" in html  # one method: no pair of rankings
 
 
+def test_a_benchmark_of_one_model_has_no_column_repeating_all_models(make_runs, suite_of, tmp_path):
+    ids = [f"p{k}" for k in range(5)]
+    runs = make_runs({"A": {"terravis": {i: 0.1 * k for k, i in enumerate(ids)}}}, images=True)
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps({"id": f"A/{i}", "human": float(k % 3)}) + "\n" for k, i in enumerate(ids)))
+    board = build_leaderboard(runs, suite_of(ids), n_resamples=30, human=(labels, "labels"))
+    write_benchmark_report(board, runs, suite_of(ids), tmp_path / "out", dpi=30)
+    human = (tmp_path / "out" / "report.html").read_text().split('id="human"')[1]
+    assert "Spearman rho, all models" in human and "Spearman rho: A" not in human
+
+
 def test_a_report_that_fails_midway_leaves_the_earlier_one(hostile, tmp_path, monkeypatch):
     runs, suite, board = hostile
     write_benchmark_report(board, runs, suite, tmp_path, dpi=30)

@@ -162,3 +162,20 @@ def test_a_port_in_use_is_one_line(tmp_path):
         port = taken.getsockname()[1]
         argv = ["fager", "--images", str(pairs(tmp_path)), "--out", str(tmp_path / "l.jsonl"), "--port", str(port)]
         assert_one_line(*run_annotate(argv), f"cannot serve on 127.0.0.1:{port}")
+
+
+def test_serving_says_where_in_one_line_without_gradio_s_share_hint(tmp_path, monkeypatch, capsys):
+    """Gradio's start lines end with "To create a public link, set `share=True`", a link this
+    command never opens: it serves quietly and prints its own line, the address and the labels file."""
+    gr = pytest.importorskip("gradio")
+    from browser import free_port
+
+    monkeypatch.setattr(gr.Blocks, "block_thread", lambda self: self.close())  # served, then stopped
+    port = free_port()
+    out = tmp_path / "l.jsonl"
+    code = vlmjudge_main(["annotate", "fager", "--images", str(pairs(tmp_path / "images")), "--out", str(out),
+                          "--port", str(port)])
+    printed = capsys.readouterr()
+    assert code == 0 and "share" not in printed.out + printed.err, printed
+    lines = [line for line in printed.out.splitlines() if not line.startswith("Closing server")]  # the stop
+    assert lines == [f"labelling fager at http://127.0.0.1:{port}/ until Ctrl-C; labels go to {out}"]

@@ -96,8 +96,9 @@ def test_a_folder_that_is_no_checkpoint_is_one_line_with_status_2(tmp_path):
                            "--model", str(tmp_path / "notamodel"), "--out", str(tmp_path / "r.jsonl")],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stderr
-    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
-    assert "cannot load --model" in done.stderr
+    loading, *error = done.stderr.strip().splitlines()  # the line said while it loads, then the error's one
+    assert loading == f"loading judge {tmp_path / 'notamodel'} (transformers) ..." and len(error) == 1, done.stderr
+    assert "Traceback" not in done.stderr and "cannot load --model" in error[0]
 
 
 def test_a_corrupt_cache_file_is_named_with_how_to_recover(tmp_path):
@@ -152,3 +153,19 @@ def test_the_distributed_runner_names_a_model_it_cannot_load_in_one_line(tmp_pat
                           timeout=300, env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and expected in done.stderr
+
+
+@pytest.mark.parametrize("argv, batch_size", [([], 512), (["--batch-size", "8"], 8), (["--batch-size", "32"], 32)])
+def test_a_server_s_judge_sends_a_stage_together_unless_told(argv, batch_size, monkeypatch):
+    """--batch-size's default (8, for an in-process model) does not bind a server's judge, which
+    would then keep only 8 requests in flight: it takes the openai backend's own chunk (4 x its
+    concurrency); a --batch-size given goes through."""
+    pytest.importorskip("openai")
+    from vlmjudge.cli.flags import add_judge_flags
+    parser = argparse.ArgumentParser()
+    add_judge_flags(parser)
+    args = parser.parse_args(["--base-url", "http://127.0.0.1:9/v1", "--model", "judge", *argv])
+    args.cache = None
+    assert judge_from_args(args).batch_size == batch_size
+    local = parser.parse_args(["--model", "./missing-judge"])
+    assert local.batch_size == 8 and not getattr(local, "batch_size_given", False)

@@ -211,3 +211,38 @@ def test_a_stale_tab_is_told_and_moved_on_without_a_second_label(tmp_path, chrom
             browser.close()
     labels = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(label["id"], label["choice"]) for label in labels] == [("A/p0.png", "A")]
+
+
+@pytest.mark.timeout(120)
+def test_a_missing_severity_is_one_message_not_an_error_badge_on_every_widget(tmp_path, chromium_path):
+    """A violation ticked without its severity: one sentence under Submit says what to choose, no
+    widget wears an "Error" badge, nothing is saved and the answers given stay; choosing the
+    severity then saves the label and clears the message."""
+    pytest.importorskip("gradio")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    root, out = tmp_path / "images", tmp_path / "labels.jsonl"
+    make_items(root, "terravis")
+    with served("terravis", root, out) as url, sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path, headless=True, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page.goto(url, timeout=60_000)
+            start(page, "ann-1")
+            wait_progress(page, f"item 1 of {TOTAL}")
+            page.locator("#field-violations-support_stability input[type=checkbox]").check()
+            pick(page, "field-rating", "2")
+            page.locator("#submit-button").click()
+            page.locator("#message", has_text="choose minor or major for").wait_for(timeout=30_000)
+            page.wait_for_timeout(500)  # any badge or toast of the same event would be drawn by now
+            assert page.get_by_text("Error", exact=True).count() == 0
+            assert page.locator(".toast-body").count() == 0
+            assert f"item 1 of {TOTAL}" in page.locator("#progress").inner_text()
+            assert page.locator("#field-violations-support_stability input[type=checkbox]").is_checked()
+            pick(page, "field-violations-support_stability-level", "minor")
+            page.locator("#submit-button").click()
+            wait_progress(page, f"item 2 of {TOTAL}")
+            assert page.locator("#message").inner_text().strip() == ""
+        finally:
+            browser.close()
+    (label,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert label["violations"] == [{"type": "support_stability", "severity": "minor"}] and label["rating"] == 2

@@ -47,5 +47,5 @@ def test_terravis_report_draws_and_shows_a_name_with_mathtext_in_it(tmp_path, gr
 
 def test_shared_histogram_and_bars_draw_such_names(tmp_path):
     histogram({FOLDER: [0.2, 0.5], T2I_MODEL: [0.7]}, tmp_path / "h.png", f"score of {T2I_MODEL}", FOLDER)
-    bars({FOLDER: 2, T2I_MODEL: 1}, tmp_path / "b.png", "images", f"decisions: {FOLDER}")
+    bars({FOLDER: 2, T2I_MODEL: 1}, tmp_path / "b.png", "images", f"decisions: {FOLDER}", ylabel=T2I_MODEL)
     assert (tmp_path / "h.png").stat().st_size > 0 and (tmp_path / "b.png").stat().st_size > 0

@@ -9,15 +9,18 @@ from report_inputs import METHODS, TINY_SCORE, make_report, terravis_run
 
 from vlmjudge.reports.figures import heatmap, label_color, new_figure
 from vlmjudge.reports.page import NOTHING_SCORED, fmt_cell, fmt_number, low_res_note, page, summary_table
+from vlmjudge.text import format_score
 
 
 @pytest.mark.parametrize("value, shown", [
-    (1.2e-4, "0.00012"), (0.367879441, "0.368"), (1.0, "1"), (0.5, "0.5"), (62.5, "62.5"), (71.53, "71.5"),
-    (12345.6, "12346"), (3.4e-7, "3.4e-07"), (0.0, "0"), (7, "7"), (None, "n/a"), (math.nan, "n/a"),
-    (math.inf, "∞"), (True, "yes"),
+    (1.2e-4, "0.0001200"), (0.367879441, "0.3679"), (1.0, "1.000"), (0.5, "0.5000"), (62.5, "62.50"),
+    (71.53, "71.53"), (12345.6, "12346"), (3.4e-7, "3.400e-07"), (0.0, "0.000"), (-0.0, "0.000"), (7, "7"),
+    (None, "n/a"), (math.nan, "n/a"), (math.inf, "∞"), (True, "yes"),
 ])
-def test_numbers_keep_three_significant_digits(value, shown):
+def test_numbers_keep_four_significant_digits_as_every_printed_score(value, shown):
     assert fmt_number(value) == shown
+    if isinstance(value, float) and math.isfinite(value):
+        assert fmt_number(value) == format_score(value)
 
 
 def test_a_small_score_never_shows_as_zero():
@@ -27,7 +30,7 @@ def test_a_small_score_never_shows_as_zero():
 
 
 def test_cells_escape_text():
-    assert fmt_cell("<b>x</b>") == "&lt;b&gt;x&lt;/b&gt;" and fmt_cell(2.5) == "2.5"
+    assert fmt_cell("<b>x</b>") == "&lt;b&gt;x&lt;/b&gt;" and fmt_cell(2.5) == "2.500"
 
 
 def test_label_colour_is_white_on_dark_and_black_on_light():
@@ -40,10 +43,10 @@ def test_label_colour_is_white_on_dark_and_black_on_light():
 def test_heatmap_labels_follow_their_cell_and_an_all_zero_grid_keeps_a_unit_scale():
     fig = new_figure(3, 3)
     ax = fig.subplots()
-    heatmap(ax, [[0.0, 50.0], [100.0, 10.0]], label=lambda v: f"{v:.0f}")
+    heatmap(ax, [[0.0, 50.0], [100.0, 10.0]], colorbar="%", label=lambda v: f"{v:.0f}")
     colours = {t.get_text(): t.get_color() for t in ax.texts}
     assert colours["100"] == "white" and colours["0"] == "black"
-    zeros = heatmap(new_figure(3, 3).subplots(), [[0.0, 0.0]])
+    zeros = heatmap(new_figure(3, 3).subplots(), [[0.0, 0.0]], colorbar="images")
     assert zeros.norm.vmax == 1.0  # not a colourbar scaled to 1e-9
 
 

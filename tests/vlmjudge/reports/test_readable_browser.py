@@ -83,3 +83,48 @@ def test_an_image_that_is_gone_is_named_with_a_note(tmp_path, browser_page):
     row = browser_page.locator(selector).first  # the lowest score: names[0]
     assert row.locator(".thumb img").count() == 0
     assert row.locator(".thumb").inner_text().split("\n") == ["missing image", names[0]]
+
+
+#: The characters each line of a wrapped file name may end with: its own boundaries.
+BOUNDARIES = "/_-."
+
+
+def _line_ends(page, selector):
+    """Per element matched: the last character of each of its rendered lines but the last."""
+    return page.locator(selector).evaluate_all(
+        """els => els.map(el => {
+            const ends = []; let top = null, last = null, node;
+            const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+            while ((node = walk.nextNode())) {
+                for (let i = 0; i < node.length; i++) {
+                    const range = document.createRange(); range.setStart(node, i); range.setEnd(node, i + 1);
+                    const box = range.getClientRects()[0];
+                    if (!box) continue;
+                    if (top !== null && box.top > top + 2) ends.push(last);
+                    top = box.top; last = node.data[i];
+                }
+            }
+            return ends; })""")
+
+
+def snake_names(n):
+    """Long file names whose only boundaries are `_` and `.`, where a browser would not wrap by itself."""
+    return [f"sample_{k}_" + "seed_0123456789_" * 6 + f"end{k}.png" for k in range(n)]
+
+
+@pytest.mark.parametrize("method", ["viescore2", "fager", "regeneration"])
+def test_long_file_names_wrap_at_their_own_boundaries_and_show_whole_on_hover(method, tmp_path, browser_page,
+                                                                             monkeypatch):
+    import readable_inputs
+
+    monkeypatch.setattr(readable_inputs, "long_names", snake_names)
+    html, names = _report(method, tmp_path)
+    page = browser_page
+    page.goto(html.as_uri())
+    selector = f"{READABLE[method][1]} .thumb .filename"
+    ends = _line_ends(page, selector)
+    assert ends and all(ends), ends  # every long name is drawn over several lines
+    assert all(end in BOUNDARIES for lines in ends for end in lines), ends
+    titles = page.locator(selector).evaluate_all("els => els.map(el => el.title)")
+    assert {title for title in titles} == set(names)
+    assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH

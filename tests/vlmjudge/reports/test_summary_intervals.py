@@ -62,4 +62,4 @@ def test_identical_scores_give_a_zero_width_interval(tmp_path):
     assert main(["viescore2", "report", str(source), "--out", str(tmp_path / "rep")]) == 0
     interval = json.loads((tmp_path / "rep" / "summary.json").read_text())["summary"]["intervals"]["score"]
     assert interval == {"mean": 6.5, "low": 6.5, "high": 6.5, "n": 3}
-    assert "6.5 [6.5, 6.5] (n=3)" in _summary_section(tmp_path / "rep")
+    assert "6.500 [6.500, 6.500] (n=3)" in _summary_section(tmp_path / "rep")

@@ -113,3 +113,25 @@ def test_the_edges_of_each_range_are_accepted(capsys):
     for flags in (["--port", "1"], ["--port", "65535"], ["--max-logprobs", "1"], ["--max-logprobs", "-1"]):
         assert vlmjudge_main(["serve", "--model", "m", *flags, "--print-command"]) == 0, flags
     assert capsys.readouterr().err == ""  # loopback: no warning either
+
+
+def test_a_media_root_becomes_vllm_s_allowed_local_media_path(tmp_path, capsys):
+    argv = engine_argv(ServeOptions("m", media_root=str(tmp_path / ".")), "python")
+    assert _flag(argv, "--allowed-local-media-path") == str(tmp_path.resolve())
+    assert "--allowed-local-media-path" not in engine_argv(ServeOptions("m"), "python")
+    assert vlmjudge_main(["serve", "--model", "m", "--media-root", str(tmp_path), "--print-command"]) == 0
+    assert _flag(shlex.split(capsys.readouterr().out), "--allowed-local-media-path") == str(tmp_path.resolve())
+
+
+@pytest.mark.parametrize("where, engine, words", [
+    ("missing", "vllm", "is not a folder"),
+    ("file", "vllm", "is not a folder"),
+    ("folder", "sglang", "SGLang has no such setting"),
+])
+def test_a_media_root_that_cannot_serve_is_one_line_and_status_2(tmp_path, capsys, where, engine, words):
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "folder").mkdir()
+    code = vlmjudge_main(["serve", "--model", "m", "--engine", engine, "--media-root", str(tmp_path / where),
+                          "--print-command"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and words in lines[0]

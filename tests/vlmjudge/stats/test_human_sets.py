@@ -2,6 +2,7 @@
 layout (tests/data/human_sets/README.md): one row shape out of four formats, clear errors, and
 rows that feed `agreement` and `inter_annotator` directly."""
 import ast
+import math
 import csv
 import json
 from pathlib import Path
@@ -175,3 +176,67 @@ def test_system_level_agreement_from_genai_bench_rows():
     result = agreement(human, human, level="system", groups=[row["system"] for row in rows],
                        n_resamples=50)
     assert result["pearson"].value == pytest.approx(1.0)
+
+
+# --- each set as its authors' loader reads it (issue 52, item 4) ------------------------------
+
+def test_evalmuse_element_score_reads_as_an_object_or_as_a_string(tmp_path):
+    """The loader takes a JSON object of rater lists; the published file holds it as a string (a
+    Python dict literal); JSON text in a string reads the same."""
+    data = load("evalmuse")
+    forms = {"object": [{**record, "element_score": ast.literal_eval(record["element_score"])} for record in data],
+             "literal": data,
+             "json text": [{**record, "element_score": json.dumps(ast.literal_eval(record["element_score"]))}
+                           for record in data]}
+    read = {}
+    for name, records in forms.items():
+        folder = tmp_path / name.replace(" ", "_")
+        folder.mkdir()
+        read[name] = read_evalmuse(write_json(folder, "train_list.json", records))
+    assert isinstance(forms["object"][0]["element_score"], dict)
+    assert read["object"] == read["literal"] == read["json text"]
+    first = ast.literal_eval(data[0]["element_score"])
+    assert read["object"][0]["elements"] == {name: np.mean(scores) for name, scores in first.items()}
+
+
+@pytest.mark.parametrize("element_score, message", [
+    ("{'cat': [1, 0}", "element_score is neither JSON nor a dict literal"),
+    ("[1, 0]", "element_score should map elements to their raters' scores, got list"),
+    ({"cat": [1, "no"]}, "element 'cat'.*rater score 'no' is not a finite number"),
+])
+def test_a_bad_element_score_names_its_record(tmp_path, element_score, message):
+    record = {"prompt_id": "1", "prompt": "a cat", "img_path": "images/1.png", "total_score": [3],
+              "element_score": element_score}
+    with pytest.raises(ValueError, match=message) as caught:
+        read_evalmuse(write_json(tmp_path, "train_list.json", [record]))
+    assert "record 0 (images/1.png)" in str(caught.value)
+
+
+def test_genai_bench_1600_layout_gives_rows_only_for_the_generators_each_prompt_rates(tmp_path):
+    """The 1,600-prompt file rates a different set of generators per prompt, and some prompts none:
+    as the authors' loader, one row per generator a prompt names, and nothing for the others."""
+    generators = ("DALLE_3", "SDXL_Turbo", "DeepFloyd_I_XL_v1", "Midjourney_6", "SDXL_2_1", "SDXL_Base")
+    data = {f"{k:05d}": {"id": f"{k:05d}", "prompt": f"prompt {k}",
+                         "models": {name: [1 + (k + j) % 5, 3, 4] for j, name in enumerate(generators[:k % 4 * 2])}}
+            for k in range(1600)}
+    rows = read_genai_bench(write_json(tmp_path, "genai_image.json", data))
+    expected = {(prompt_id, name) for prompt_id, record in data.items() for name in record["models"]}
+    assert {(row["prompt_id"], row["system"]) for row in rows} == expected
+    assert len(rows) == len(expected) == 400 * (0 + 2 + 4 + 6)
+    assert not any(row["prompt_id"] == "00000" for row in rows)  # a prompt that rates none gives no row
+    assert {row["image"] for row in rows if row["prompt_id"] == "00001"} == {"DALLE_3/00001.jpeg",
+                                                                             "SDXL_Turbo/00001.jpeg"}
+
+
+def test_genai_bench_without_any_rating_is_refused(tmp_path):
+    data = {"00000": {"prompt": "a kite", "models": {}}, "00001": {"prompt": "a dog", "models": {}}}
+    with pytest.raises(ValueError, match="no prompt rates any generator"):
+        read_genai_bench(write_json(tmp_path, "genai_image.json", data))
+    with pytest.raises(ValueError, match="prompt 00000: 'models' should map each generator to its ratings, got list"):
+        read_genai_bench(write_json(tmp_path, "genai_image.json", {"00000": {"prompt": "a kite", "models": []}}))
+
+
+def test_t2iscorescore_gives_no_negative_zero():
+    rows = read_t2iscorescore(DATA / "t2iscorescore")
+    error_free = [row["human"] for row in rows if row["errors"] == 0]
+    assert error_free and all(math.copysign(1.0, human) == 1.0 for human in error_free)

@@ -63,6 +63,6 @@ def test_mean_with_interval_is_none_under_two_items_and_zero_width_for_identical
     assert mean_with_interval([None, 3.0]) == {"mean": 3.0, "low": None, "high": None, "n": 1}
     same = mean_with_interval([0.1] * 7)  # 0.1 is inexact in binary: the bounds still equal the mean
     assert same["n"] == 7 and same["low"] == same["high"] == same["mean"] == pytest.approx(0.1)
-    assert interval_text(mean_with_interval([2.0, 2.0])) == "2.00 [2.00, 2.00] (n=2)"
-    assert interval_text(mean_with_interval([2.0])) == "2.00 (n=1, no interval under 2 items)"
+    assert interval_text(mean_with_interval([2.0, 2.0])) == "2.000 [2.000, 2.000] (n=2)"
+    assert interval_text(mean_with_interval([2.0])) == "2.000 (n=1, no interval under 2 items)"
     assert interval_text(mean_with_interval([None])) == "n/a (n=0)"

@@ -11,6 +11,7 @@ built; it is never stored on the judge, pickled, logged, cached or put in a mani
 from __future__ import annotations
 
 import logging
+import math
 import os
 import random
 import threading
@@ -24,47 +25,43 @@ from urllib.parse import urlsplit, urlunsplit
 from ...judge import Judge, JudgeError, JudgeStats
 from ...options import OptionProbs
 from ...requests import Answer, Request
-from ..replay import first_option
 from .batch_api import BatchRunner
 from .first_options_check import FirstOptionsCheck
+from .images import ImageSending, ImageStore
+from .option_ids import OptionIds
 from .option_probs import OptionReading, prefix_of
-from .wire import (
-    SERVERS,
-    ImageURLs,
-    MalformedResponse,
-    UnparseableResponse,
-    WireBody,
-    answer_from,
-    completion_json,
-    fallback_body,
-    first_token_alternatives,
-    generate_body,
-    grouped_order,
-    in_callers_order,
-    probs_body,
-    retry_after_seconds,
-    usage_counts,
-)
+from .reading import ReplyReading, UnusableReply
+from .replies import UnparseableResponse, completion_json, reply_byte_cap, retry_after_seconds
+from .wire import (SERVERS, WireBody, fallback_body, generate_body, grouped_order, in_callers_order,
+                   probs_body)
 
 log = logging.getLogger("vlmjudge.openai")
 
 T = TypeVar("T")
 
+#: Attempts a request may spend whole, each to its deadline, before it fails (a dripping server).
+TIMEOUT_ATTEMPTS = 2
 #: HTTP statuses worth retrying besides 5xx: request timeout, conflict (lock), rate limit.
 RETRY_STATUSES = (408, 409, 429)
 #: Key placeholder for local servers that check no key (vLLM's convention).
 NO_KEY = "EMPTY"
 #: Where the SDK sends requests when neither base_url nor OPENAI_BASE_URL names a server.
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: Requests in flight by default: a hosted API's rate limits, or enough to keep a server's scheduler full.
+DEFAULT_CONCURRENCY = {"openai": 8, "vllm": 128, "sglang": 128}
 
 
 @dataclass
 class OpenAIStats(JudgeStats):
-    """JudgeStats plus the 2xx bodies that did not parse as a chat completion (each one retried)
-    and the prompt tokens the server says its prefix cache served (part of `prefill_tokens`)."""
+    """JudgeStats plus the 2xx bodies that did not parse as a chat completion (each one retried),
+    the chat completions with a field that cannot be used (`replies.MalformedResponse`: each one a
+    failed request), the prompt tokens the server says its prefix cache served (part of
+    `prefill_tokens`) and the seconds spent waiting on the server, summed over requests (they overlap)."""
 
     unparseable_responses: int = 0
+    malformed_responses: int = 0
     cached_prompt_tokens: int = 0
+    request_seconds: float = 0.0
 
 
 class OpenAIRequestError(JudgeError):
@@ -76,10 +73,10 @@ class OpenAIKeyError(OpenAIRequestError):
 
 
 class _GaveUp(Exception):
-    """Internal: the last retry failed too."""
+    """Internal: the last retry failed too (or the reply was refused, which no retry changes)."""
 
 
-class OpenAIJudge(OptionReading, FirstOptionsCheck, Judge):
+class OpenAIJudge(OptionReading, OptionIds, ReplyReading, FirstOptionsCheck, ImageSending, Judge):
     """A judge that sends requests to an OpenAI-compatible chat-completions endpoint.
 
     What it adds over the SDK:
@@ -88,11 +85,19 @@ class OpenAIJudge(OptionReading, FirstOptionsCheck, Judge):
       prefix's requests back to back, one burst), so the server's prefix cache hits; answers come
       back in the caller's order. `stats.cached_prompt_tokens` adds up the prompt tokens the server
       says its cache served (`usage.prompt_tokens_details.cached_tokens`).
-    - A thread pool bounds concurrency; retries with exponential backoff and jitter on 429,
+    - Each image encoded once per judge, and sent once where the server allows (`images`: file
+      URLs under `media_dir`, else data URLs; vLLM `image_uuids`); `manifest()["images"]` says how.
+    - A thread pool bounds concurrency (`DEFAULT_CONCURRENCY`: enough to keep a local server's
+      scheduler full, few for a hosted API); retries with exponential backoff and jitter on 429,
       5xx, timeouts, dropped connections and 2xx bodies that are not a chat completion
       (truncated JSON, a proxy's HTML page; counted in `stats.unparseable_responses`). After
       the last retry the request becomes a failed Answer (finish_reason "error", never
       cached, never a guess); any other 4xx raises `OpenAIRequestError`.
+    - `timeout_s` bounds each attempt whole (connect, send, headers, body: `transport`), not
+      each read; a reply is refused past `max_response_bytes` (default: what a legitimate reply
+      to that request can take, `replies.reply_byte_cap`), failed at once, not retried. A reply
+      with a field that cannot be used (`replies`) fails its request, counted in
+      `stats.malformed_responses`.
     - The cache identity includes the endpoint (`base_url`, without credentials), so two
       servers that publish the same model name never share cached answers.
     - The assistant prefix goes as a final assistant message with `continue_final_message`
@@ -101,35 +106,44 @@ class OpenAIJudge(OptionReading, FirstOptionsCheck, Judge):
       (`server="openai"`) as a `response_format` JSON schema. `first_options` goes to vLLM in
       `vllm_xargs`; where the server does not enforce it (`first_options_check`), a warning says so once
       and `first_options_unenforced` counts the requests.
-    - `choice_probs` reads the first token's `top_logprobs` as `vlmjudge.options` defines an
-      option's probability. An option missing from the top-k is never 0: `option_probs`
-      asks again with `max_top_logprobs`, then scores it with `prompt_logprobs` (`score_unseen`,
-      vLLM only), else bounds it (`truncated`). Where the server gives no logprobs at all, it generates a few tokens and
+    - `choice_probs` on vLLM reads the options' token ids (`read_by_id`, `option_ids`), elsewhere
+      the first token's `top_logprobs` as `vlmjudge.options` defines them. An option missing from
+      the top-k is never 0: `option_probs` asks again with `max_top_logprobs`, then scores it with
+      `prompt_logprobs` (`score_unseen`, vLLM only), else bounds it (`truncated`). Where the server gives no logprobs at all, it generates a few tokens and
       takes the leading option (one-hot, no mass); the manifest counts `choice_probs_fallbacks`.
       `normalize=False` reads the same probabilities unnormalised, with no one-hot fallback.
     - `batch_api=True` sends each chunk as one Batch-API job (upload, poll, download).
     """
 
     backend = "openai"
-    _refusal, _gave_up = OpenAIRequestError, _GaveUp  # what `OptionReading` catches
+    _refusal, _gave_up, _unusable = OpenAIRequestError, _GaveUp, UnusableReply  # what `OptionReading` catches
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
-                 concurrency: int = 8, max_retries: int = 6, timeout_s: float = 60.0, backoff_s: float = 0.5,
+                 concurrency: int | None = None, max_retries: int = 6, timeout_s: float = 60.0,
+                 backoff_s: float = 0.5,
                  max_backoff_s: float = 30.0, top_logprobs: int = 20, max_top_logprobs: int = 100,
-                 score_unseen: bool = True, server: str = "vllm",
+                 score_unseen: bool = True, server: str = "vllm", read_by_id: bool = True,
+                 media_dir: str | os.PathLike | None = None, image_uuids: bool | None = None,
                  fallback_max_tokens: int = 8, batch_api: bool = False, batch_poll_s: float = 10.0,
-                 batch_wait_s: float = 86400.0, batch_size: int | None = None, **kwargs: Any) -> None:
+                 batch_wait_s: float = 86400.0, batch_size: int | None = None,
+                 max_response_bytes: int | None = None, **kwargs: Any) -> None:
         if not isinstance(model, str) or not model:
             raise ValueError(f"the openai backend needs the server's model name as a string, got {model!r}")
         if server not in SERVERS:
             raise ValueError(f"server must be one of {SERVERS} (the family whose request extensions to "
                              f"use; openai for hosted APIs), got {server!r}")
+        if concurrency is None:
+            concurrency = DEFAULT_CONCURRENCY[server]
         for name, value in (("concurrency", concurrency), ("top_logprobs", top_logprobs),
                             ("max_top_logprobs", max_top_logprobs), ("fallback_max_tokens", fallback_max_tokens)):
             if value < 1:
                 raise ValueError(f"{name} must be >= 1, got {value}")
-        if max_retries < 0 or timeout_s <= 0 or backoff_s < 0 or batch_poll_s < 0:
-            raise ValueError("max_retries and backoff_s must be >= 0, timeout_s > 0, batch_poll_s >= 0")
+        if max_retries < 0 or not 0 < timeout_s < math.inf or backoff_s < 0 or batch_poll_s < 0:
+            raise ValueError("max_retries and backoff_s must be >= 0, timeout_s finite and > 0, batch_poll_s >= 0")
+        if max_response_bytes is not None and (isinstance(max_response_bytes, bool)
+                                               or not isinstance(max_response_bytes, int) or max_response_bytes < 1):
+            raise ValueError(f"max_response_bytes must be a whole number of bytes >= 1 (or None: what a "
+                             f"legitimate reply can take), got {max_response_bytes!r}")
         if batch_size is None:
             batch_size = 1000 if batch_api else 4 * concurrency
         super().__init__(model_id=model, batch_size=batch_size, **kwargs)
@@ -138,14 +152,17 @@ class OpenAIJudge(OptionReading, FirstOptionsCheck, Judge):
                             max_retries=max_retries, timeout_s=timeout_s, backoff_s=backoff_s,
                             max_backoff_s=max_backoff_s, top_logprobs=top_logprobs,
                             max_top_logprobs=max_top_logprobs, score_unseen=score_unseen,
-                            server=server, fallback_max_tokens=fallback_max_tokens,
-                            batch_api=batch_api, batch_poll_s=batch_poll_s, batch_wait_s=batch_wait_s)
+                            server=server, read_by_id=read_by_id, fallback_max_tokens=fallback_max_tokens,
+                            batch_api=batch_api, batch_poll_s=batch_poll_s, batch_wait_s=batch_wait_s,
+                            max_response_bytes=max_response_bytes)
+        self._images = ImageStore.for_server(server, media_dir, image_uuids, batch_api=batch_api, wait_s=timeout_s)
         self._refused: dict[str, bool] = {}  # extensions the server refused once: not asked again
-        #: Transport events: retries taken, requests failed after the last retry, choice_probs
-        #: answered by the generate-and-parse fallback, batch jobs run, requests whose
-        #: first_options the server did not enforce.
-        self.counters = {"retries": 0, "failed_requests": 0, "choice_probs_fallbacks": 0, "batch_jobs": 0,
-                         "wider_top_logprobs": 0, "options_scored_directly": 0, "first_options_unenforced": 0}
+        #: Transport events: retries taken, attempts past their deadline, replies refused past their
+        #: cap, requests failed, choice_probs answered by the generate-and-parse fallback, batch
+        #: jobs run, requests whose first_options the server did not enforce.
+        self.counters = {"retries": 0, "timeouts": 0, "oversized_responses": 0, "failed_requests": 0,
+                         "choice_probs_fallbacks": 0, "batch_jobs": 0, "wider_top_logprobs": 0,
+                         "options_scored_directly": 0, "first_options_unenforced": 0}
         self._lock = threading.Lock()
         self._client_obj: Any = None
         self._rng = random.Random()
@@ -169,9 +186,12 @@ class OpenAIJudge(OptionReading, FirstOptionsCheck, Judge):
                 except ImportError as exc:  # pragma: no cover - depends on the install
                     raise ImportError("the openai backend needs the openai SDK: pip install 'vlmjudge[openai]'") \
                         from exc
+                from .transport import bounded_http_client
+
                 # Our own retry loop decides what is retried and how long to wait.
+                http = bounded_http_client(self.endpoint(), self.timeout_s, keepalive=self.concurrency)
                 self._client_obj = openai.OpenAI(api_key=self._api_key(), base_url=self.base_url,
-                                                 max_retries=0, timeout=self.timeout_s)
+                                                 max_retries=0, timeout=self.timeout_s, http_client=http)
             return self._client_obj
 
     def __getstate__(self) -> dict[str, Any]:
@@ -200,12 +220,17 @@ class OpenAIJudge(OptionReading, FirstOptionsCheck, Judge):
         return {**super().identity(), "base_url": self.endpoint()}
 
     def manifest(self) -> dict[str, Any]:
-        """Base manifest (the endpoint included) plus the transport counters."""
+        """Base manifest (the endpoint included) plus the transport's bounds and counters, and the
+        answers refused as the stats count them (unparseable, malformed, invalid: a mass above 1)."""
         with self._lock:
             counters = dict(self.counters)
-            unparseable = self.stats.unparseable_responses
+            refused = {name: getattr(self.stats, name)
+                       for name in ("unparseable_responses", "malformed_responses", "invalid_answers")}
         return {**super().manifest(), "batch_api": self.batch_api, "server": self.server,
-                **counters, "unparseable_responses": unparseable}
+                "timeout_s": self.timeout_s, "max_response_bytes": self.max_response_bytes, **counters, **refused,
+                "images": self._images.manifest(),
+                "options_by_token_id": bool(self.read_by_id and self.server == "vllm"
+                                            and not self._refused.get("logprob_token_ids"))}
 
     def _count(self, name: str, n: int = 1) -> None:
         with self._lock:
@@ -213,14 +238,26 @@ class OpenAIJudge(OptionReading, FirstOptionsCheck, Judge):
 
     # -- retries ------------------------------------------------------------------------
     def _with_retries(self, call: Callable[[], T]) -> T:
-        """`call()`, retried on transient failures; raises _GaveUp after the last retry."""
+        """`call()`, retried on transient failures; raises _GaveUp after the last retry, or at once
+        for a reply past its cap (a server that sent one will send it again). An attempt that used
+        up its whole `timeout_s` is tried once more, not `max_retries` times: a server that drips
+        held each of them to the deadline, so a request ends within about 2 x `timeout_s`."""
+        import openai
+
+        from .transport import ResponseTooLarge
+
+        timed_out = 0
         for attempt in range(self.max_retries + 1):
             try:
                 return call()
+            except ResponseTooLarge as exc:
+                self._count("oversized_responses")
+                raise _GaveUp(f"after {attempt + 1} attempt(s), not retried: {exc}") from exc
             except Exception as exc:  # classified below; anything unknown is re-raised
                 wait = self._transient_wait(exc, attempt)
-                if attempt == self.max_retries:
-                    raise _GaveUp(f"{type(exc).__name__}: {exc}") from exc
+                timed_out += isinstance(exc, openai.APITimeoutError)
+                if attempt == self.max_retries or timed_out == TIMEOUT_ATTEMPTS:
+                    raise _GaveUp(f"after {attempt + 1} attempt(s): {type(exc).__name__}: {exc}") from exc
                 self._count("retries")
                 log.debug("transient %s (attempt %d of %d), retrying in %.2f s",
                           type(exc).__name__, attempt + 1, self.max_retries + 1, wait)
@@ -239,6 +276,8 @@ class OpenAIJudge(OptionReading, FirstOptionsCheck, Judge):
             retry_after = retry_after_seconds(exc)
         elif not isinstance(exc, (openai.APIConnectionError, UnparseableResponse)):  # APITimeoutError included
             raise exc
+        if isinstance(exc, openai.APITimeoutError):
+            self._count("timeouts")
         with self._lock:
             jitter = 0.5 + 0.5 * self._rng.random()
         backoff = min(self.max_backoff_s, self.backoff_s * 2 ** attempt) * jitter
@@ -249,11 +288,16 @@ class OpenAIJudge(OptionReading, FirstOptionsCheck, Judge):
         return self._with_retries(lambda: self._post_once(client, body))
 
     def _post_once(self, client: Any, body: WireBody) -> dict[str, Any]:
-        """One request; its body parsed here, not by the SDK, so that a 2xx body that is not a chat
-        completion raises UnparseableResponse (retried) instead of escaping as a str or a JSON error."""
-        raw = client.chat.completions.with_raw_response.create(**body.standard, extra_body=body.extra or None)
+        """One request, whole within `timeout_s` and its reply within its cap (`transport.bounded`);
+        its body parsed here, not by the SDK, so that a 2xx body that is not a chat completion
+        raises UnparseableResponse (retried) instead of escaping as a str or a JSON error."""
+        from .transport import bounded
+
+        with bounded(self.timeout_s, self.max_response_bytes or reply_byte_cap(body.merged())):
+            raw = client.chat.completions.with_raw_response.create(**body.standard, extra_body=body.extra or None)
+            content = raw.content
         try:
-            return completion_json(raw.content)
+            return completion_json(content)
         except UnparseableResponse as exc:
             with self._lock:
                 self.stats.unparseable_responses += 1
@@ -279,27 +323,27 @@ class OpenAIJudge(OptionReading, FirstOptionsCheck, Judge):
         requests = list(requests)
         if not all(isinstance(r, Request) for r in requests):
             return run(requests)  # the base judge names the offending item
-        order = grouped_order(requests, ImageURLs())
+        order = grouped_order(requests, self._images)
         return in_callers_order(order, run([requests[i] for i in order]))
 
     # -- the two primitives ---------------------------------------------------------------
     def _generate(self, requests: list[Request]) -> list[Answer]:
-        urls = ImageURLs()
+        urls = self._images
         order = grouped_order(requests, urls)
         bodies = {i: generate_body(requests[i], self.model_id, urls, self.server) for i in order}
         self._note_first_options(requests)
         self._account(requests)
         if self.batch_api:
             results = self._batch([bodies[i] for i in order])
-            answers = {i: self._answer(r) for i, r in zip(order, results)}
+            answers = {i: self._answer(r, bodies[i]) for i, r in zip(order, results)}
         else:
-            answers = self._parallel(order, lambda i: self._answer(self._live(bodies[i])))
+            answers = self._parallel(order, lambda i: self._answer(self._live(bodies[i]), bodies[i]))
         return [answers[i] for i in range(len(requests))]
 
     def _probs_bodies(self, requests: list[Request]) -> tuple[list[int], dict[int, Any]]:
         """The order to send `requests` in (shared images together) and each one's first-token
         logprobs body; the requests are counted as asked."""
-        urls = ImageURLs()
+        urls = self._images
         order = grouped_order(requests, urls)
         bodies = {i: probs_body(requests[i], self.model_id, urls, self.top_logprobs) for i in order}
         self._account(requests)
@@ -310,11 +354,12 @@ class OpenAIJudge(OptionReading, FirstOptionsCheck, Judge):
         if self.batch_api:
             firsts = dict(zip(order, self._batch([bodies[i] for i in order])))
             probs = {i: self._probs_from(firsts[i], options, prefix_of(bodies[i])) for i in order}  # not widened
-            redo = [i for i in order if probs[i] is None and firsts[i] is not None]
+            redo = [i for i in order if probs[i] is None]
             if redo:
                 self._count("choice_probs_fallbacks", len(redo))
-                again = self._batch([fallback_body(bodies[i], self.fallback_max_tokens) for i in redo])
-                probs.update({i: self._one_hot(self._answer(r), options) for i, r in zip(redo, again)})
+                asked = [fallback_body(bodies[i], self.fallback_max_tokens) for i in redo]
+                probs.update({i: self._one_hot(self._answer(r, b), options)
+                              for i, r, b in zip(redo, self._batch(asked), asked)})
             out = {i: p or OptionProbs() for i, p in probs.items()}
         else:
             out = self._parallel(order, lambda i: self._live_probs(bodies[i], options))
@@ -333,19 +378,6 @@ class OpenAIJudge(OptionReading, FirstOptionsCheck, Judge):
             out = self._parallel(order, lambda i: self._live_raw(bodies[i], options))
         return [out[i] for i in range(len(requests))]
 
-    def _alternatives(self, body: dict[str, Any] | None) -> list[tuple[str, float]] | None:
-        """The first token's (token, logprob) pairs; None for a failed or malformed response."""
-        if body is None:
-            self._count("failed_requests")
-            return None
-        try:
-            alternatives = first_token_alternatives(body)
-        except MalformedResponse as exc:
-            log.warning("unusable response: %s", exc)
-            return None
-        self._count_usage(body)
-        return alternatives
-
     # -- live path ------------------------------------------------------------------------
     def _parallel(self, order: list[int], one: Callable[[int], T]) -> dict[int, T]:
         """`one(i)` for every index, at most `concurrency` at a time, submitted in `order`: the
@@ -362,9 +394,9 @@ class OpenAIJudge(OptionReading, FirstOptionsCheck, Judge):
     def _live(self, body: WireBody) -> dict[str, Any] | None:
         """One response body, or None when the request failed after the last retry."""
         try:
-            return self._create(body)
+            return self._send(body)
         except _GaveUp as exc:
-            log.warning("request failed after %d attempts: %s", self.max_retries + 1, exc)
+            log.warning("request failed %s", exc)
             return None
 
     # -- batch path -----------------------------------------------------------------------
@@ -378,41 +410,7 @@ class OpenAIJudge(OptionReading, FirstOptionsCheck, Judge):
         try:
             return self._with_retries(call)
         except _GaveUp as exc:
-            raise JudgeError(f"Batch API call failed after {self.max_retries + 1} attempts: {exc}") from exc
-
-    # -- reading responses ----------------------------------------------------------------
-    def _answer(self, body: dict[str, Any] | None) -> Answer:
-        """The Answer of a response body; a failed (None) or malformed one is counted and
-        becomes finish_reason "error"."""
-        if body is not None:
-            try:
-                answer = answer_from(body)
-            except MalformedResponse as exc:
-                log.warning("unusable response: %s", exc)
-            else:
-                self._count_usage(body, generated=answer.num_tokens)
-                return answer
-        self._count("failed_requests")
-        return Answer("", "error", 0)
-
-    def _count_usage(self, body: dict[str, Any], generated: int | None = None) -> None:
-        """Add a response's prompt, cached-prompt and completion tokens to the stats (a server
-        that sends no `usage` adds nothing); `generated` overrides the completion count."""
-        prompt, completion, cached = usage_counts(body)
-        with self._lock:
-            self.stats.prefill_tokens += prompt
-            self.stats.cached_prompt_tokens += cached
-            self.stats.generated_tokens += completion if generated is None else generated
-
-    def _one_hot(self, answer: Answer, options: list[str]) -> OptionProbs:
-        """The leading option of a generated answer, one-hot and with no mass (nothing measured it)."""
-        if not answer.ok:
-            return OptionProbs()
-        chosen = first_option(answer.text, options)
-        if chosen is None:
-            log.warning("choice_probs fallback: answer %r starts with none of %s", answer.text[:80], options)
-            return OptionProbs()
-        return OptionProbs({o: float(o == chosen) for o in options})
+            raise JudgeError(f"Batch API call failed {exc}") from exc
 
     def _account(self, requests: list[Request]) -> None:
         with self._lock:

@@ -1,12 +1,12 @@
 """Option probabilities from an OpenAI-compatible server, never silently truncated.
 
-A server shows the first answer token's top-k only. Where an option is missing from it,
-renormalising over the options found would report it as 0 and the other as 1. Instead, in
-order: ask again with a larger k (up to `max_top_logprobs`, while the server accepts it);
-score the missing option directly (vLLM's `prompt_logprobs` on a request whose assistant
-prefix ends with the option's form; SGLang's chat API has no such field); failing both,
-return the answer truncated, the option at its upper bound
-(`vlmjudge.options.read_top_logprobs`). docs/judges.md.
+A vLLM server is asked for the options' own token ids (`option_ids`): one request, the vllm
+backend's numbers. Elsewhere a server shows the first answer token's top-k only. Where an option is
+missing from it, renormalising over the options found would report it as 0 and the other as 1.
+Instead, in order: ask again with a larger k (up to `max_top_logprobs`, while the server accepts it);
+score the missing option directly (vLLM's `prompt_logprobs` on a request whose assistant prefix
+ends with the option's form; SGLang's chat API has no such field); failing both, return the answer
+truncated, the option at its upper bound (`vlmjudge.options.read_top_logprobs`). docs/judges.md.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import math
 from typing import Any, Sequence
 
 from ...options import OptionProbs, read_top_logprobs, surface_form
+from .replies import MalformedResponse, checked_logprob, first_choice
 from .wire import WireBody, fallback_body
 
 log = logging.getLogger("vlmjudge.openai")
@@ -68,53 +69,72 @@ def form_logprob(body: dict[str, Any] | None, form: str) -> float | None:
 
 def _prompt_token(entry: Any) -> tuple[str, float] | None:
     """(decoded token, logprob) of the prompt's own token at one position (`prompt_logprobs=0`
-    lists that token alone; with more, it is the one vLLM ranks by its own prompt, listed first)."""
+    lists that token alone; with more, it is the one vLLM ranks by its own prompt, listed first);
+    None where the entry has no such token, MalformedResponse for a logprob that is none."""
     if not isinstance(entry, dict) or not entry:
         return None
     first = next(iter(entry.values()))
     if not isinstance(first, dict) or not isinstance(first.get("decoded_token"), str):
         return None
-    logprob = first.get("logprob")
-    return (first["decoded_token"], float(logprob)) if isinstance(logprob, (int, float)) else None
+    return first["decoded_token"], checked_logprob(first.get("logprob"), f"{PROMPT_LOGPROBS_FIELD} logprob")
 
 
 class OptionReading:
     """The probability path of `OpenAIJudge` (mixed into it): reads, widens, scores, bounds."""
 
     def _live_probs(self, body: WireBody, options: list[str]) -> OptionProbs:
-        """Normalised option probabilities of one live request (see `_live_raw`); the one-hot
-        of a short generation where the server gives no logprobs."""
-        first = self._live(body)
-        if first is None:
+        """Normalised option probabilities of one live request: by token id where the server reads
+        them, else as `_live_raw` reads them; the one-hot of a short generation where the server
+        gives no logprobs; `{}` (counted) where the request failed or its reply was malformed."""
+        by_id = self._read_by_id(body, options, normalize=True)
+        if by_id is not None:
+            return by_id
+        try:
+            raw = self._raw_options(self._live(body), options, prefix_of(body))
+        except self._unusable:
             self._count("failed_requests")
             return OptionProbs()
-        raw = self._raw_options(first, options, prefix_of(body))
         if raw is not None:
             raw = self._untruncated(body, raw, options) if raw.truncated else raw
             return OptionProbs.from_raw(raw, options, bounds=raw.bounds)
         self._count("choice_probs_fallbacks")
-        return self._one_hot(self._answer(self._live(fallback_body(body, self.fallback_max_tokens))), options)
+        fallback = fallback_body(body, self.fallback_max_tokens)
+        return self._one_hot(self._answer(self._live(fallback), fallback), options)
 
     def _raw_or_failed(self, first: dict[str, Any] | None, options: list[str], before: str) -> OptionProbs:
-        """A response's raw option probabilities; `{}` (counted) where it has no logprobs."""
-        raw = self._raw_options(first, options, before)
-        if raw is None and first is not None:
+        """A response's raw option probabilities; `{}` (counted) where it failed, was malformed or
+        has no logprobs."""
+        try:
+            raw = self._raw_options(first, options, before)
+        except self._unusable:
+            raw = None
+        if raw is None:
             self._count("failed_requests")
-        return raw if raw is not None else OptionProbs()
+            return OptionProbs()
+        return raw
 
     def _live_raw(self, body: WireBody, options: list[str]) -> OptionProbs:
-        """Raw option probabilities of one live request, unseen options widened, scored or bounded."""
+        """Raw option probabilities of one live request: by token id where the server reads them,
+        else from the top-k, unseen options widened, scored or bounded."""
+        by_id = self._read_by_id(body, options, normalize=False)
+        if by_id is not None:
+            return by_id
         raw = self._raw_or_failed(self._live(body), options, prefix_of(body))
         return self._untruncated(body, raw, options) if raw.truncated else raw
 
     def _probs_from(self, body: dict[str, Any] | None, options: list[str], before: str) -> OptionProbs | None:
-        """Option probabilities, normalised over the options, from one response (bounded where unseen)."""
-        raw = self._raw_options(body, options, before)
+        """Option probabilities, normalised over the options, from one response (bounded where
+        unseen); `{}` (counted) for a failed or malformed one, None where it has no logprobs."""
+        try:
+            raw = self._raw_options(body, options, before)
+        except self._unusable:
+            self._count("failed_requests")
+            return OptionProbs()
         return OptionProbs.from_raw(raw, options, bounds=raw.bounds) if raw is not None else None
 
     def _raw_options(self, first: dict[str, Any] | None, options: Sequence[str], before: str) -> OptionProbs | None:
         """Raw option probabilities from one response's first-token top-k after the prefix
-        `before`; None without one."""
+        `before`; None without one; `_unusable` raised for a failed or malformed response."""
         alternatives = self._alternatives(first)
         return read_top_logprobs(alternatives, options, before, normalize=False) if alternatives else None
 
@@ -140,7 +160,7 @@ class OptionReading:
             return None
         wider = WireBody({**body.standard, "top_logprobs": k}, body.extra)
         try:
-            again = self._create(wider)
+            again = self._send(wider)
         except self._refusal as exc:  # the server's limit is below k: remembered, not asked again
             log.warning("the server refused top_logprobs=%d (%s); options beyond its top-%d stay bounded",
                         k, exc, body.standard["top_logprobs"])
@@ -148,8 +168,12 @@ class OptionReading:
             return None
         except self._gave_up:
             return None
+        try:
+            wider = self._raw_options(again, options, prefix_of(body))
+        except self._unusable:  # malformed (counted): the bounds stand
+            return None
         self._count("wider_top_logprobs")
-        return self._raw_options(again, options, prefix_of(body))
+        return wider
 
     def _scored(self, body: WireBody, raw: OptionProbs, options: Sequence[str]) -> OptionProbs | None:
         """`raw` with each unseen option scored directly (its form, `scoring_body`); None when
@@ -158,9 +182,14 @@ class OptionReading:
         for option in raw.bounds:
             form = surface_form(option, prefix_of(body))
             try:
-                lp = form_logprob(self._create(scoring_body(body, form)), form)
+                reply = self._send(scoring_body(body, form))
+                first_choice(reply)  # a reply with an `error`, or two choices, is no score
+                lp = form_logprob(reply, form)
             except (self._refusal, self._gave_up):
                 lp = None
+            except MalformedResponse as exc:  # counted; the bounds stand, the server is asked again later
+                self._malformed(exc)
+                return None
             if lp is None:
                 if not self._refused.get("prompt_logprobs"):
                     log.warning("the server gives no prompt_logprobs; options beyond its top-k stay bounded")

@@ -1,23 +1,22 @@
-"""The OpenAI-compatible chat-completions wire format the openai backend writes and reads.
+"""The OpenAI-compatible chat-completions wire format the openai backend writes.
 
 Why apart from the backend: pure functions, no HTTP, so each body can be checked without a
 server. A request body is split into the fields the OpenAI SDK knows (`standard`) and the
 extensions vLLM and SGLang read (`extra`, sent as `extra_body`); `SERVERS` names the families
-whose fields differ ("openai": hosted APIs, standard fields only). Images travel as base64 PNG data URLs
-(`png_data_url`). Responses are read by `completion_json`, `answer_from`,
-`first_token_alternatives` and `usage_counts`.
+whose fields differ ("openai": hosted APIs, standard fields only). An image part is what the
+judge's image store writes (`ImageURLs.part`: a base64 PNG data URL here; `images.ImageStore` a
+file URL or a vLLM uuid). Replies are read in `replies`.
 """
 from __future__ import annotations
 
 import base64
 import io
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...images import image_bytes_digest
-from ...requests import Answer, Constraint, Request
+from ...requests import Constraint, Request
 from ..vllm_first_options import FIRST_OPTIONS_ARG
 
 #: The server families whose request extensions differ (`constraint_fields`); "openai" is a hosted API.
@@ -57,6 +56,10 @@ class ImageURLs:
             self._by_digest[key] = png_data_url(image)
         return self._by_digest[key]
 
+    def part(self, image: Any) -> dict[str, Any]:
+        """The chat content part that carries `image`."""
+        return {"type": "image_url", "image_url": {"url": self.url(image)}}
+
 
 def png_data_url(image: Any) -> str:
     """A PIL image as the base64 PNG data URL an `image_url` part carries (lossless).
@@ -73,8 +76,8 @@ def png_data_url(image: Any) -> str:
 
 
 def chat_messages(request: Request, urls: ImageURLs) -> list[dict[str, Any]]:
-    """The request's turns in OpenAI form: `{"type": "image"}` parts become image_url data URLs,
-    and a non-empty prefix becomes a final assistant message to continue."""
+    """The request's turns in OpenAI form: `{"type": "image"}` parts become the parts `urls`
+    writes (`ImageURLs.part`), and a non-empty prefix becomes a final assistant message to continue."""
     images = iter(request.pil_images())
     out: list[dict[str, Any]] = []
     for turn in request.chat():
@@ -83,7 +86,7 @@ def chat_messages(request: Request, urls: ImageURLs) -> list[dict[str, Any]]:
             parts = []
             for part in content:
                 if part.get("type") == "image":
-                    parts.append({"type": "image_url", "image_url": {"url": urls.url(next(images))}})
+                    parts.append(urls.part(next(images)))
                 elif part.get("type") == "text":
                     parts.append({"type": "text", "text": part.get("text", "")})
                 else:
@@ -182,74 +185,6 @@ def _prefix_fields(request: Request) -> dict[str, Any]:
     return {"continue_final_message": True, "add_generation_prompt": False} if request.prefix else {}
 
 
-class MalformedResponse(ValueError):
-    """A 200 response without the fields a chat completion must have."""
-
-
-class UnparseableResponse(MalformedResponse):
-    """A 2xx body that is not a chat completion at all (truncated JSON, a proxy's HTML page):
-    a transport fault, so the client retries it."""
-
-
-def completion_json(raw: bytes) -> dict[str, Any]:
-    """The chat-completion object of a 2xx body; UnparseableResponse unless the body is a JSON
-    object with a non-empty `choices` list (what a truncated or foreign body never is)."""
-    try:
-        body = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise UnparseableResponse(f"2xx body is not JSON ({type(exc).__name__}): {_preview(raw)}") from exc
-    choices = body.get("choices") if isinstance(body, dict) else None
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise UnparseableResponse(f"2xx body is not a chat completion: {_preview(raw)}")
-    return body
-
-
-def retry_after_seconds(exc: Any) -> float:
-    """Seconds from the Retry-After header (seconds form) of an HTTP error, else 0."""
-    try:
-        return max(0.0, float(exc.response.headers.get("retry-after", "")))
-    except (AttributeError, TypeError, ValueError):
-        return 0.0
-
-
-def _preview(raw: bytes) -> str:
-    """The start of a body, for a log line."""
-    return repr(raw[:120].decode("utf-8", "replace"))
-
-
-def first_choice(body: dict[str, Any]) -> dict[str, Any]:
-    choices = body.get("choices") if isinstance(body, dict) else None
-    if not choices or not isinstance(choices[0], dict):
-        raise MalformedResponse(f"chat completion without choices: {str(body)[:200]}")
-    return choices[0]
-
-
-def answer_from(body: dict[str, Any]) -> Answer:
-    """The Answer of a chat-completion body ("length" when the budget ran out)."""
-    choice = first_choice(body)
-    message = choice.get("message") or {}
-    text = message.get("content")
-    if text is None:
-        raise MalformedResponse(f"chat completion without message content (finish_reason "
-                                f"{choice.get('finish_reason')!r})")
-    finish = "length" if choice.get("finish_reason") == "length" else "stop"
-    usage = body.get("usage") or {}
-    return Answer(text=text, finish_reason=finish, num_tokens=int(usage.get("completion_tokens") or 0))
-
-
-def first_token_alternatives(body: dict[str, Any]) -> list[tuple[str, float]] | None:
-    """(token, logprob) pairs of the first generated token, or None when the server sent none."""
-    logprobs = first_choice(body).get("logprobs")
-    content = logprobs.get("content") if isinstance(logprobs, dict) else None
-    if not content:
-        return None
-    first = content[0]
-    pairs = [(t.get("token"), t.get("logprob")) for t in (first.get("top_logprobs") or [])]
-    if not pairs and first.get("token") is not None:
-        pairs = [(first.get("token"), first.get("logprob"))]
-    return [(tok, float(lp)) for tok, lp in pairs if isinstance(tok, str) and lp is not None]
-
-
 def prompt_segments(request: Request, urls: ImageURLs) -> tuple:
     """The request's prompt as the server reads it, in order, cut where requests can differ:
     each turn's role, then its parts (text, or an image as its pixel digest), then the
@@ -292,23 +227,3 @@ def in_callers_order(order: Sequence[int], ordered: Sequence[Any]) -> list[Any]:
     for position, i in enumerate(order):
         results[i] = ordered[position]
     return results
-
-
-def usage_counts(body: dict[str, Any]) -> tuple[int, int, int]:
-    """(prompt tokens, completion tokens, cached prompt tokens) from a response's `usage`; the
-    cached count is `usage.prompt_tokens_details.cached_tokens` (vLLM, SGLang, OpenAI), 0 when
-    the server gives none."""
-    usage = body.get("usage") if isinstance(body, dict) else None
-    if not isinstance(usage, dict):
-        return 0, 0, 0
-    details = usage.get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    return _count_of(usage.get("prompt_tokens")), _count_of(usage.get("completion_tokens")), _count_of(cached)
-
-
-def _count_of(value: Any) -> int:
-    """A token count as a server sent it (a number, null or missing)."""
-    try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
-        return 0

@@ -94,6 +94,7 @@ def _read_coco(paths: Mapping[str, Path], subset: str, published_copy: bool) -> 
     return published.draw_coco(rows, None if subset == "all" else int(subset))
 
 
+#: The published prompt suites `load_suite` knows, by name.
 SUITES: dict[str, SuiteSpec] = {spec.name: spec for spec in (
     SuiteSpec(
         "genai-bench", {"1600": _genai("BaiqiL/GenAI-Bench-1600", 1600), "527": _genai("zhiqiulin/GenAI-Bench-527", 527)},

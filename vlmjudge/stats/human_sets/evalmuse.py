@@ -1,26 +1,42 @@
 """EvalMuse-40K alignment ratings (Han et al. 2024): several raters score each image 1-5.
 
 The annotated split is `train_list.json`, a list of records with `prompt_id`, `prompt`,
-`img_path` and `total_score` (one overall score per rater); `element_score` holds per-element
-scores, written as a Python dict literal in the published file. The test split ships without
-scores, so reading it is an error rather than a set of empty rows.
+`img_path` and `total_score` (one overall score per rater); `element_score` maps each element
+to its raters' scores, as a JSON object (what the authors' loader takes) or as that object
+written into a string (a Python dict literal in the published file, or JSON text). The test split
+ships without scores, so reading it is an error rather than a set of empty rows.
 """
 from __future__ import annotations
 
 import ast
+import json
 
 from vlmjudge.stats.human_sets.rows import field, load_json, locate, rater_scores
 
 
+def _parsed_elements(text: str, where: str):
+    """An element_score string read as JSON text, else as a Python literal (the published form)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError) as error:
+        raise ValueError(f"{where}: element_score is neither JSON nor a dict literal: {error}") from None
+
+
 def _elements(value, where: str) -> dict[str, float]:
-    """Per-element mean scores from a dict or its Python-literal string form."""
+    """Per-element mean scores from a mapping of rater lists, or that mapping written as a string.
+
+    >>> _elements({"cat": [1, 0]}, "r") == _elements("{'cat': [1, 0]}", "r") == _elements('{"cat": [1, 0]}', "r")
+    True
+    """
     if isinstance(value, str):
-        try:
-            value = ast.literal_eval(value)
-        except (ValueError, SyntaxError) as error:
-            raise ValueError(f"{where}: element_score is not a dict literal: {error}") from error
+        value = _parsed_elements(value, where)
     if not isinstance(value, dict):
-        raise ValueError(f"{where}: element_score should map elements to scores")
+        raise ValueError(f"{where}: element_score should map elements to their raters' scores, "
+                         f"got {type(value).__name__}")
     means = {}
     for name, scores in value.items():
         scores = rater_scores(scores, f"{where}, element {name!r}")

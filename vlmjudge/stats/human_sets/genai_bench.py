@@ -1,8 +1,10 @@
 """GenAI-Bench image ratings (Lin et al. 2024): 1-5 Likert alignment scores from 3 raters.
 
-The set ships `genai_image.json`, a mapping from a prompt id such as "00012" to a record with
-`prompt` and `models`, each generator's name mapping to the raters' scores; the images sit at
-`<generator>/<prompt id>.jpeg` beside it. One row per (prompt, generator).
+The set ships `genai_image.json` (527 or 1,600 prompts), a mapping from a prompt id such as
+"00012" to a record with `prompt` and `models`, each generator's name mapping to the raters'
+scores; the images sit at `<generator>/<prompt id>.jpeg` beside it. One row per (prompt,
+generator) the file rates, as the authors' loader reads it: a prompt gives rows only for the
+generators its `models` names (some or none of them), never one per generator of the set.
 """
 from __future__ import annotations
 
@@ -30,11 +32,14 @@ def read_genai_bench(path) -> list[dict]:
         where = f"{source.name} prompt {prompt_id}"
         prompt = field(record, "prompt", where)
         models = field(record, "models", where)
-        if not isinstance(models, dict) or not models:
-            raise ValueError(f"{where}: 'models' should map each generator to its ratings")
+        if not isinstance(models, dict):
+            raise ValueError(f"{where}: 'models' should map each generator to its ratings, got {type(models).__name__}")
         for system, scores in models.items():
             raters = rater_scores(scores, f"{where}, generator {system}")
             rows.append({"id": f"{prompt_id}/{system}", "prompt": prompt,
                          "image": f"{system}/{prompt_id}.jpeg", "human": sum(raters) / len(raters),
                          "raters": raters, "system": system, "prompt_id": prompt_id})
+    if not rows:
+        raise ValueError(f"{source}: no prompt rates any generator ('models' is empty throughout); "
+                         "this is a prompt list, not GenAI-Bench's ratings")
     return rows

@@ -131,7 +131,8 @@ class PrefixRunner:
         mask, stem = prefix["attention_mask"], batch.stem
         tokens = {k: v for k, v in prefix.items() if k != "attention_mask"}
         cache = self._cache_cls(config=self.model.config)
-        rows = torch.zeros(len(batch.units), dtype=torch.long, device=device)
+        # one row per prefix that runs: units served by the KV store (`kv_run`) have none here
+        rows = torch.zeros(int(mask.shape[0]), dtype=torch.long, device=device)
         if stem:  # text only, no pads: one row
             self.model(**{k: v[:1, :stem] for k, v in tokens.items()}, attention_mask=mask[:1, :stem],
                        position_ids=positions[..., :1, :stem], use_cache=True, logits_to_keep=1,

@@ -139,8 +139,12 @@ class PreparedBatch:
 
     @property
     def prefix_tokens(self) -> int:
-        """Real prefix tokens `PrefixRunner.run_prefix` runs: every unit's, their stem once."""
-        return int(self.prefix["attention_mask"].sum()) - (len(self.units) - 1) * self.stem if self.prefix else 0
+        """Real prefix tokens `PrefixRunner.run_prefix` runs: every prefix row's, their stem once
+        (units the prefix KV store serves have no row)."""
+        if not self.prefix:
+            return 0
+        mask = self.prefix["attention_mask"]
+        return int(mask.sum()) - (int(mask.shape[0]) - 1) * self.stem
 
 
 def processor_inputs(processor: Any, texts: Sequence[str], image_lists: Sequence[list], **kwargs: Any) -> Any:
