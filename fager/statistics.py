@@ -44,20 +44,32 @@ def margin_row(record: Mapping) -> Any:
 
 
 def ab_records(report: ABReport) -> list[dict[str, Any]]:
-    """The pairs of an A/B report as records (`index`, `margin`), what the A/B statistics read."""
-    return [{"index": key, "margin": margin} for key, margin in report.margins.items()]
+    """The pairs of an A/B report as records of the shared schema, what the A/B statistics read: the
+    prompt as `id` and its `margin`; a pair is no image and has no FAGER score of its own, so its
+    status is `not_applicable` (the overall and level means leave it out)."""
+    return [{"id": str(key), "status": "not_applicable", "score": None, "margin": margin}
+            for key, margin in report.margins.items()]
 
 
 @dataclass(frozen=True)
 class ABAccuracy:
-    """Pairwise accuracy from margins under a tie mode: full counts ties right, zero wrong, skip drops them."""
+    """Pairwise accuracy from margins under a tie mode: full counts ties right, zero wrong, skip drops
+    them. Pooled: a resample's value needs only its summed wins and ties and its count of prompts
+    (`terms`, `from_sums`, `vlmjudge.stats.blocks`)."""
     tie: str
 
     def __call__(self, x: np.ndarray, axis: int = 0) -> Any:
+        terms = self.terms(x)
+        return self.from_sums(terms.sum(axis=axis), np.asarray(terms.shape[axis], dtype=float))
+
+    def terms(self, x: np.ndarray) -> np.ndarray:
+        """Per prompt: (a win of the factual image, a tie)."""
         m = np.take(x, 0, axis=-1)
-        wins = np.asarray((m > 0).sum(axis=axis), dtype=float)
-        ties = np.asarray((m == 0).sum(axis=axis), dtype=float)
-        total = np.asarray(np.ones_like(m).sum(axis=axis), dtype=float)
+        return np.stack([m > 0, m == 0], axis=-1).astype(float)
+
+    def from_sums(self, sums: np.ndarray, count: Any) -> Any:
+        wins, ties = np.asarray(sums[..., 0], dtype=float), np.asarray(sums[..., 1], dtype=float)
+        total = np.broadcast_to(np.asarray(count, dtype=float), wins.shape)
         correct = wins + ties if self.tie == "full" else wins
         counted = total - ties if self.tie == "skip" else total
         return np.divide(correct, counted, out=np.full_like(correct, np.nan), where=counted > 0)

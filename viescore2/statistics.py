@@ -66,10 +66,14 @@ def _ratio(num: Any, den: Any) -> Any:
 
 @dataclass(frozen=True)
 class MicroF1:
-    """Micro F1 from summed counts: 1 when nothing was predicted or true anywhere."""
+    """Micro F1 from summed counts: 1 when nothing was predicted or true anywhere. Pooled: a
+    resample's value needs only its summed tp, fp, fn (`from_sums`, `vlmjudge.stats.blocks`)."""
 
     def __call__(self, x: np.ndarray, axis: int = 0) -> Any:
-        tp, fp, fn = _sums(x, axis)
+        return self.from_sums(np.stack(_sums(x, axis), axis=-1), None)
+
+    def from_sums(self, sums: np.ndarray, count: Any) -> Any:
+        tp, fp, fn = (np.asarray(sums[..., k], dtype=float) for k in range(3))
         precision, recall = _ratio(tp, tp + fp), _ratio(tp, tp + fn)
         f1 = _ratio(2 * precision * recall, precision + recall)
         return np.where(tp + fp + fn == 0, 1.0, f1)
@@ -77,10 +81,14 @@ class MicroF1:
 
 @dataclass(frozen=True)
 class PooledIoU:
-    """IoU of the pooled cells, tp / (tp + fp + fn): 1 when nothing was predicted or true anywhere."""
+    """IoU of the pooled cells, tp / (tp + fp + fn): 1 when nothing was predicted or true anywhere;
+    pooled like `MicroF1`."""
 
     def __call__(self, x: np.ndarray, axis: int = 0) -> Any:
-        tp, fp, fn = _sums(x, axis)
+        return self.from_sums(np.stack(_sums(x, axis), axis=-1), None)
+
+    def from_sums(self, sums: np.ndarray, count: Any) -> Any:
+        tp, fp, fn = (np.asarray(sums[..., k], dtype=float) for k in range(3))
         return np.where(tp + fp + fn == 0, 1.0, _ratio(tp, tp + fp + fn))
 
 

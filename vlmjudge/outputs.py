@@ -36,9 +36,12 @@ class JsonlError(ValueError):
         super().__init__(f"{where}: {problem}")
 
 
-def iter_jsonl(path: str | os.PathLike, *, skip_broken: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for every non-blank line; a line that is not a JSON object is a `JsonlError`,
-    or with `skip_broken` left out (an interrupted earlier run's output, read only to count what it holds).
+def iter_jsonl(path: str | os.PathLike, *, skip_broken: bool = False,
+               decoder: json.JSONDecoder | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for every non-blank line; a line that is not a JSON object (or not UTF-8
+    text) is a `JsonlError`, or with `skip_broken` left out (an interrupted earlier run's output, read
+    only to count what it holds). `decoder` reads each line (a ValueError it raises names the line):
+    `vlmjudge.run_records` refuses NaN and Infinity with one.
 
     Examples:
         >>> import tempfile, pathlib
@@ -51,14 +54,33 @@ def iter_jsonl(path: str | os.PathLike, *, skip_broken: bool = False) -> Iterato
         3 not valid JSON
     """
     file = Path(path)
+    if file.is_dir():
+        raise JsonlError(file, None, "is a folder, not a JSON-lines file")
     if not file.is_file():
         raise JsonlError(file, None, "no such file")
-    with open(file, encoding="utf-8") as handle:
-        yield from parse_jsonl_lines(handle, file, skip_broken=skip_broken)
+    with open(file, "rb") as handle:
+        yield from parse_jsonl_lines(_text_lines(handle, file, skip_broken), file, skip_broken=skip_broken,
+                                     decoder=decoder or _JSON)
 
 
-def parse_jsonl_lines(lines: Iterable[str], source: str | os.PathLike, *,
-                      skip_broken: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+def _text_lines(handle: Iterable[bytes], source: Path, skip_broken: bool) -> Iterator[str]:
+    """Each line decoded as UTF-8; an undecodable one is a `JsonlError` naming it (a blank line, so
+    still counted, with `skip_broken`)."""
+    for number, raw in enumerate(handle, 1):
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            if not skip_broken:
+                raise JsonlError(source, number, f"the line is not UTF-8 text ({error.reason} at byte "
+                                                 f"{error.start}): a binary file?") from None
+            yield ""
+
+
+_JSON = json.JSONDecoder()
+
+
+def parse_jsonl_lines(lines: Iterable[str], source: str | os.PathLike, *, skip_broken: bool = False,
+                      decoder: json.JSONDecoder = _JSON) -> Iterator[tuple[int, dict[str, Any]]]:
     """`iter_jsonl` over lines already in memory (a download, a log read whole); `source` names them
     in a `JsonlError`.
 
@@ -75,15 +97,19 @@ def parse_jsonl_lines(lines: Iterable[str], source: str | os.PathLike, *,
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = decoder.decode(line)
         except json.JSONDecodeError as error:
             if skip_broken:
                 continue
             raise JsonlError(source, number, f"not valid JSON ({error.msg}, column {error.colno})") from None
-        except RecursionError:  # json.loads gives up on very deep nesting
+        except RecursionError:  # json gives up on very deep nesting
             if skip_broken:
                 continue
             raise JsonlError(source, number, "not readable JSON (nested too deeply)") from None
+        except ValueError as error:  # an integer of over 4300 digits, or what `decoder` refuses
+            if skip_broken:
+                continue
+            raise JsonlError(source, number, str(error).split("; use ")[0]) from None
         if not isinstance(value, dict):
             if skip_broken:
                 continue
@@ -146,7 +172,7 @@ def json_text(value: Any, where: str, **dump_options: Any) -> str:
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False, **dump_options)
     except ValueError:
-        field, bad = _non_finite_field(value, "") or ("(a value)", "not finite")
+        field, bad = non_finite_field(value, "") or ("(a value)", "not finite")
         raise ValueError(f"{where}: field {field.lstrip('.')} is {bad}; records hold no NaN or Infinity") from None
     try:
         text.encode("utf-8")
@@ -155,13 +181,13 @@ def json_text(value: Any, where: str, **dump_options: Any) -> str:
     return text
 
 
-def _non_finite_field(value: Any, path: str) -> tuple[str, float] | None:
+def non_finite_field(value: Any, path: str) -> tuple[str, float] | None:
     """(path as `a.b[2].c`, value) of the first NaN or infinite float in a JSON-like value, or None."""
     if isinstance(value, float):
         return None if math.isfinite(value) else (path, value)
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
     for key, item in items:
-        found = _non_finite_field(item, f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}")
+        found = non_finite_field(item, f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}")
         if found is not None:
             return found
     return None
@@ -372,17 +398,19 @@ def read_manifest(out: str | os.PathLike) -> dict[str, Any] | None:
             manifest = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as error:
             raise JsonlError(path, error.lineno, f"not valid JSON ({error.msg})") from None
+        except UnicodeDecodeError:
+            raise JsonlError(path, None, "the manifest is not UTF-8 text") from None
         if not isinstance(manifest, dict):
             raise JsonlError(path, None, "a manifest must be a JSON object")
         return manifest
     file = Path(out)
     if not file.is_file():
         return None
-    with open(file, encoding="utf-8") as handle:
+    with open(file, "rb") as handle:
         first = handle.readline()
     try:
-        row = json.loads(first)
-    except ValueError:  # the first line of records: any problem in it is reported by read_run
+        row = json.loads(first.decode("utf-8"))
+    except ValueError:  # the first line of records (not UTF-8 or not JSON): read_run reports it
         return None
     return dict(row[MANIFEST_KEY] or {}) if isinstance(row, dict) and is_manifest_line(row) else None
 

@@ -54,12 +54,24 @@ class Pairing:
 
 
 def _images_by_stem(folder: Path) -> dict[str, Path]:
-    """The image files directly in `folder`, by stem; a file or a missing path names what compare takes."""
+    """The image files directly in `folder`, by stem; a file or a missing path names what compare
+    takes, and two images of one stem (`x.jpg` beside `x.png`) are refused, naming them: pairing
+    by stem would keep one and drop the other without a word."""
     if folder.is_file():
         raise ValueError(f"{folder} is a file; compare takes two folders of images paired by file name")
     if not folder.is_dir():
         raise FileNotFoundError(f"no folder {folder}")
-    return {p.stem: p for p in sorted(folder.iterdir()) if is_listed_image(p)}
+    by_stem: dict[str, list[Path]] = {}
+    for path in sorted(folder.iterdir()):
+        if is_listed_image(path):
+            by_stem.setdefault(path.stem, []).append(path)
+    shared = [paths for paths in by_stem.values() if len(paths) > 1]
+    if shared:
+        shown = "; ".join(" and ".join(p.name for p in paths) for paths in shared[:3])
+        more = f" (and {len(shared) - 3} more stems)" if len(shared) > 3 else ""
+        raise ValueError(f"{folder} holds images that share a file stem: {shown}{more}; compare pairs images by "
+                         "stem, so rename or remove one of each")
+    return {stem: paths[0] for stem, paths in by_stem.items()}
 
 
 def pair_folders(refs: Path, gens: Path) -> Pairing:

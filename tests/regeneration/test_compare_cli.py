@@ -63,6 +63,17 @@ def test_unpaired_files_are_listed_by_name_and_counted(folders, encoder_dirs, tm
     assert shown["unpaired_files"] == {"references_only": ["c_owl.png"], "generated_only": ["z_extra.png"]}
 
 
+@pytest.mark.parametrize("side", ["refs", "gens"])
+def test_two_images_of_one_stem_are_refused_naming_both(folders, encoder_dirs, tmp_path, capsys, side):
+    # pairing by stem would keep a_cat.png and drop a_cat.jpg without a word (issue 50)
+    folder = dict(zip(("refs", "gens"), folders))[side]
+    Image.open(folder / "a_cat.png").convert("RGB").save(folder / "a_cat.jpg")
+    assert run_cli(["compare", str(folders[0]), str(folders[1]), *encoder_flags(encoder_dirs)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert "share a file stem: a_cat.jpg and a_cat.png" in err and str(folder) in err
+
+
 def test_out_writes_the_pair_rows_as_json_lines(folders, encoder_dirs, tmp_path, capsys):
     refs, gens = folders
     out = tmp_path / "result" / "pairs.jsonl"

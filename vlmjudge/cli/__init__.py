@@ -102,4 +102,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The console script `vlmjudge`: parse, run the chosen command, and exit as `exits` says."""
     from .exits import run_command
     args = build_parser().parse_args(argv)
-    return run_command(lambda: args.func(args), "vlmjudge")
+    hint = getattr(args, "resume_hint", None)  # a command without a response cache says what a rerun does
+    return run_command(lambda: args.func(args), "vlmjudge", **({"resume_hint": hint} if hint else {}))

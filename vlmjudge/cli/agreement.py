@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ SHOWN_IDS = 8
 def configure_agreement(sub: Any) -> None:
     """Add the `agreement` sub-command to the `vlmjudge` parser."""
     from ..stats.human_agreement import STATISTICS
+    from ..stats.runs import MAX_RESAMPLES
     from .report_command import add_dpi_flag
 
     parser = sub.add_parser(
@@ -45,25 +48,35 @@ def configure_agreement(sub: Any) -> None:
                              "labels' method field, else the generic {id, human} form)")
     parser.add_argument("--statistic", choices=STATISTICS, default="spearman",
                         help="the statistic judges are compared on (default: spearman)")
-    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    parser.add_argument("--skip-other-labels", action="store_true",
+                        help="leave out label lines that name another method than the runs' (counted on stderr "
+                             "and in agreement.json) instead of refusing the labels file")
+    parser.add_argument("--resamples", type=int, default=1000,
+                        help=f"bootstrap resamples, 1 to {MAX_RESAMPLES:,} (default 1000)")
     parser.add_argument("--confidence", type=float, default=0.95, help="interval confidence (default 0.95)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     add_dpi_flag(parser)
-    parser.set_defaults(func=run_agreement)
+    parser.set_defaults(func=run_agreement, resume_hint="agreement writes its files only when it is complete; "
+                                                       "run it again")
 
 
 def _load_runs(paths: list[Path]) -> list[dict[str, Any]]:
-    """Each run's records and manifest, named by its judge model (else the file name)."""
-    from ..reports.page import ReportInputError, read_run
+    """Each run's records (checked as `vlmjudge compare` checks them: `vlmjudge.run_records`) and
+    manifest, named by its judge model (else the file name); a run given twice is refused."""
+    from ..run_records import RunFileError, read_run_records
 
+    seen: dict[str, Path] = {}
     runs = []
     for path in paths:
+        if os.path.realpath(path) in seen:
+            raise CommandError(f"the same run is given twice ({seen[os.path.realpath(path)]}, {path})")
+        seen[os.path.realpath(path)] = path
         try:
-            records, manifest = read_run(path)
-        except (ReportInputError, OSError) as error:
-            raise CommandError(f"cannot read run {path}: {error}") from None
-        runs.append({"path": str(path), "records": records, "manifest": manifest,
-                     "name": str(manifest.get("model") or path.name)})
+            read = read_run_records(path)
+        except RunFileError as error:
+            raise CommandError(str(error)) from None
+        runs.append({"path": str(path), "records": read.records, "where": read.where, "manifest": read.manifest,
+                     "name": str(read.manifest.get("model") or path.name)})
     names = [run["name"] for run in runs]
     for run in runs:
         if names.count(run["name"]) > 1:
@@ -72,20 +85,36 @@ def _load_runs(paths: list[Path]) -> list[dict[str, Any]]:
 
 
 def _method(args: argparse.Namespace, runs: list[dict[str, Any]], lines: list[dict[str, Any]] | None) -> str | None:
-    """The method whose protocol applies: --method, else the runs' manifests, else the labels'."""
+    """The method whose protocol applies: --method, else the runs' manifests, else the labels'; a
+    --method the manifests contradict is refused."""
     from ..stats.human_sets.labels import label_method
 
-    if args.method:
-        return args.method
-    named = {run["manifest"]["method"] for run in runs if run["manifest"].get("method")}
+    named = {str(run["manifest"]["method"]) for run in runs if run["manifest"].get("method")}
     if len(named) > 1:
         raise CommandError(f"the runs come from different methods {sorted(named)}; compare judges of one method")
-    if named:
-        return named.pop()
+    if args.method and named and args.method not in named:
+        raise CommandError(f"--method {args.method}, but the runs' manifests say {named.pop()}")
+    if args.method or named:
+        return args.method or named.pop()
     try:
         return label_method(lines) if lines else None
     except ValueError as error:
-        raise CommandError(str(error)) from None
+        raise CommandError(f"{error} (or give --method)") from None
+
+
+def _own_labels(numbered: list[tuple[int, dict[str, Any]]], method: str | None, path: Path,
+                skip: bool) -> tuple[list[dict[str, Any]], int]:
+    """The label lines of `method` (and lines naming none), and how many name another method: those
+    are refused, naming the first, unless `skip` leaves them out (counted)."""
+    other = [(number, line) for number, line in numbered
+             if method is not None and line.get("method") and str(line["method"]) != method]
+    if other and not skip:
+        number, line = other[0]
+        raise CommandError(f"{path}:{number}: a {line['method']} label, but the runs are {method}'s "
+                           f"({len(other)} such line(s)); give {method}'s labels, or --skip-other-labels to leave "
+                           "them out (counted)")
+    left_out = {number for number, _ in other}
+    return [line for number, line in numbered if number not in left_out], len(other)
 
 
 def _protocol(method: str | None):
@@ -102,25 +131,43 @@ def _protocol(method: str | None):
 
 
 def _human_rows(args: argparse.Namespace, path: Path, runs: list[dict[str, Any]]):
-    """The human rows and the protocol that reads and joins them."""
-    from ..outputs import JsonlError, read_jsonl
+    """The human rows, the protocol that reads and joins them, the method and how many label lines of
+    another method were left out (with --skip-other-labels)."""
+    from ..outputs import JsonlError, iter_jsonl
     from ..stats.human_sets.labels import label_rows
     from ..stats.human_sets.protocol import no_details, only_value, single_source
 
     try:
         if args.human_format == "labels":
-            lines = read_jsonl(path)
-            if not lines:
+            numbered = list(iter_jsonl(path))
+            if not numbered:
                 raise CommandError(f"{path} holds no labels")
-            method = _method(args, runs, lines)
+            method = _method(args, runs, [line for _, line in numbered])
+            lines, left_out = _own_labels(numbered, method, path, args.skip_other_labels)
+            if not lines:
+                raise CommandError(f"{path} holds no {method} labels ({left_out} of another method left out)")
             protocol = _protocol(method)
-            return label_rows(lines, protocol, where=str(path)), protocol, method
+            return label_rows(lines, protocol, where=str(path)), protocol, method, left_out
         rows = read_public_set(args.human_format, path)
     except (JsonlError, OSError, KeyError, ValueError) as error:
         raise CommandError(f"cannot read human labels {path}: {error}") from None
     method = _method(args, runs, None)
     public = dataclasses.replace(_protocol(method), sources=single_source, combine=only_value, details=no_details)
-    return [{**row, "id": row["image"]} for row in rows], public, method
+    return [{**row, "id": row["image"]} for row in rows], public, method, 0
+
+
+def _scores_in_range(runs: list[dict[str, Any]], method: str | None) -> None:
+    """Every scored record's score within the method's `score_range`, as `vlmjudge compare` checks it."""
+    from ..registry import get_method
+    from ..run_records import RunFileError, RunRecords, check_score_ranges
+
+    if method is None:
+        return
+    try:
+        check_score_ranges([RunRecords(run["records"], run["where"], run["manifest"]) for run in runs],
+                           tuple(get_method(method).score_range), method)
+    except RunFileError as error:
+        raise CommandError(str(error)) from None
 
 
 def _shown(ids: list[str]) -> str:
@@ -148,8 +195,6 @@ def _estimates(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def _judge_run(run: dict[str, Any], rows, protocol, human_path: Path, args: argparse.Namespace) -> dict[str, Any]:
     """One run joined to the people's rows, its statistics and the method's details."""
-    import sys
-
     from ..stats.human_agreement import agreement
     from ..stats.human_sets.join import index_records, join
 
@@ -253,15 +298,25 @@ def run_agreement(args: argparse.Namespace) -> int:
     from ..outputs import json_text, without_negative_zero
     from ..reports.agreement import set_statistics_line, write_agreement_report
 
+    from ..stats.runs import MAX_RESAMPLES
+    from .preflight import require_out_folder
+
     if len(args.inputs) < 2:
         raise CommandError("give one or more RUN.jsonl files, then the human labels")
-    if args.resamples < 1 or not 0 < args.confidence < 1:
-        raise CommandError("--resamples must be at least 1 and --confidence strictly between 0 and 1")
+    if not 1 <= args.resamples <= MAX_RESAMPLES or not 0 < args.confidence < 1 or args.seed < 0:
+        raise CommandError(f"--resamples must lie in 1..{MAX_RESAMPLES}, --confidence strictly between 0 and 1 "
+                           f"and --seed be at least 0; got {args.resamples}, {args.confidence}, {args.seed}")
+    require_out_folder(args.out, "agreement.json and report.html")
     human_path = Path(args.inputs[-1])
     runs = _load_runs([Path(p) for p in args.inputs[:-1]])
-    rows, protocol, method = _human_rows(args, human_path, runs)
+    rows, protocol, method, left_out = _human_rows(args, human_path, runs)
+    _scores_in_range(runs, method)
+    if left_out:
+        print(f"left out {left_out} label line(s) of another method than {method} (--skip-other-labels)",
+              file=sys.stderr)
     judged = [_judge_run(run, rows, protocol, human_path, args) for run in runs]
-    result = {"method": method, "human": {"path": str(human_path), "format": args.human_format, "items": len(rows)},
+    result = {"method": method, "human": {"path": str(human_path), "format": args.human_format, "items": len(rows),
+                                          "other_method_lines_left_out": left_out},
               "settings": {"resamples": args.resamples, "confidence": args.confidence, "seed": args.seed},
               "axes": {"human": protocol.human_axis, "judge": protocol.judge_axis},
               "runs": judged, "ceiling": _ceiling(rows),

@@ -73,3 +73,23 @@ def require_file(path: str | os.PathLike, takes: str) -> Path:
     if not path.is_file():
         raise CommandError(f"{path}: no such file; this command takes {takes}")
     return path
+
+
+def require_out_folder(out: str | os.PathLike, writes: str) -> Path:
+    """`out` as a folder the command may write `writes` into (made later, when the work is done);
+    a file, a path under a file, or a folder this user may not write is one line, before the work."""
+    out = Path(out)
+    if out.exists():
+        if not out.is_dir():
+            raise CommandError(f"--out {out} is a file; give a folder for {writes}")
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise CommandError(f"--out {out} is a folder you may not write to")
+        return out
+    parent = out.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise CommandError(f"--out {out} lies under {parent}, which is a file")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise CommandError(f"--out {out} cannot be made: {parent} is not writable")
+    return out

@@ -4,7 +4,7 @@ of runs (intervals, tests, corrections, leaderboards) and agreement with people.
 As in `scipy.stats`, the functions a user calls are names of the package (`from vlmjudge.stats
 import paired_bootstrap, holm`), each loaded on first use, so `import vlmjudge.stats` stays light
 (numpy and scipy come with the first name used). The engine under `compare_runs` (`resample`,
-`board`) and the readers of public human-judgment sets (`human_sets`) stay in their modules.
+`board`, `blocks`) and the readers of public human-judgment sets (`human_sets`) stay in their modules.
 No module bears the name of a name it exports: Python would put the module in the function's
 place once anything imported it.
 """
@@ -21,16 +21,18 @@ _EXPORTS = {
     **dict.fromkeys(("Interval", "bootstrap_ci", "interval_text", "mean_keys", "mean_with_interval"), ".interval"),
     **dict.fromkeys(("benjamini_hochberg", "holm"), ".multiple"),
     **dict.fromkeys(("PairedBootstrap", "paired_bootstrap"), ".paired"),
-    **dict.fromkeys(("Items", "Missing", "Paired", "align", "is_records", "read_items"), ".pairing"),
+    "PairTable": ".pair_accuracy",
+    **dict.fromkeys(("Items", "Missing", "Paired", "align", "align_items", "is_records", "read_items"), ".pairing"),
     **dict.fromkeys(("PermutationTest", "paired_permutation_test"), ".permutation"),
     **dict.fromkeys(("minimum_detectable_effect", "required_n"), ".power"),
     **dict.fromkeys(("BradleyTerry", "PlayerStrength", "bradley_terry"), ".preferences"),
     **dict.fromkeys(("kendall_tau", "mean_ranks", "ranking_agreement", "ranks"), ".rankings"),
-    **dict.fromkeys(("MixedRunsError", "RunSet", "compare_runs", "mixed_reasons", "read_runs"), ".runs"),
+    **dict.fromkeys(("CompareInputError", "MixedRunsError", "RunSet", "compare_runs", "mixed_reasons", "read_runs"),
+                    ".runs"),
     "compare": ".score_runs",
-    **dict.fromkeys(("ColumnMean", "ColumnShare", "Statistic", "categories_of", "item_rows", "stacked", "value_of"),
-                    ".statistic"),
-    **dict.fromkeys(("SwapTest", "paired_swap_test"), ".swap"),
+    **dict.fromkeys(("ColumnMean", "ColumnShare", "RecordRows", "RowReadError", "Statistic", "categories_of",
+                     "item_rows", "stacked", "value_of"), ".statistic"),
+    **dict.fromkeys(("SwapTest", "paired_swap_test", "swap_pvalue"), ".swap"),
 }
 
 __all__ = list(_EXPORTS)

@@ -10,16 +10,20 @@ agrees better on the same items. Correlations go through scipy.
 """
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats as scipy_stats
 
 from .correlation import pearson, spearman
+from .pair_accuracy import PairTable
 
 STATISTICS = ("pearson", "spearman", "kendall_tau_b", "kendall_tau_c", "pairwise_accuracy")
 LEVELS = ("item", "system")
-MAX_PAIRWISE_ITEMS = 10_000  # 5e7 pairs: about 2.5 GB at the peak of building the pair table
+#: Resamples whose pairwise accuracy is computed together (`PairTable.accuracies`).
+_BLOCK = 64
 
 
 @dataclass(frozen=True)
@@ -116,61 +120,6 @@ def _correlations(m: np.ndarray, h: np.ndarray, labels=("metric", "human"),
     return {name: float(CORRELATIONS[name](m, h)) for name in names}
 
 
-class _PairTable:
-    """Every pair of items once, sorted by metric gap, for tie-calibrated accuracy.
-
-    A bootstrap resample only reweights these pairs (a pair counts as often as the product of
-    how many times its two items were drawn), so the sort is paid once; an item and its own copy
-    never form a pair, since a duplicate says nothing about ordering. Memory is O(n^2).
-    """
-
-    def __init__(self, m: np.ndarray, h: np.ndarray):
-        if m.size > MAX_PAIRWISE_ITEMS:
-            pairs = m.size * (m.size - 1) // 2
-            raise ValueError(f"pairwise accuracy over {m.size} items means {pairs} pairs in "
-                             f"memory; above {MAX_PAIRWISE_ITEMS} items score a random "
-                             "subset, or compare within groups one group at a time")
-        first, second = (index.astype(np.int32) for index in np.triu_indices(m.size, k=1))
-        gaps = m[first] - m[second]
-        human_gap = h[first] - h[second]
-        # 1: ordered as people order it, 2: people tie it, 0: neither (fits in one byte a pair)
-        kind = np.zeros(gaps.size, dtype=np.int8)
-        kind[((gaps > 0) & (human_gap > 0)) | ((gaps < 0) & (human_gap < 0))] = 1
-        kind[human_gap == 0] = 2
-        del human_gap
-        np.abs(gaps, out=gaps)
-        order = np.argsort(gaps, kind="stable")
-        self.first, self.second = first[order], second[order]
-        del first, second
-        self.gaps, kind = gaps[order], kind[order]
-        del order
-        self.human_tie, self.same_order = kind == 2, kind == 1
-        # Tying the first k pairs is epsilon = gaps[k-1] (k = 0: epsilon 0 ties no pair), and
-        # only the end of a run of equal gaps is such a k: the candidates are 0 and every gap.
-        self.run_end = np.ones(self.gaps.size + 1, dtype=bool)
-        self.run_end[0] = self.gaps[0] > 0
-        self.run_end[1:-1] = self.gaps[1:] != self.gaps[:-1]
-
-    def accuracy(self, counts=None) -> tuple[float, float] | None:
-        """(best accuracy, smallest epsilon reaching it); None when no pair carries weight.
-
-        `counts[i]` is how often item i was drawn; a pair weighs the product of its two counts.
-        """
-        weight = None if counts is None else counts[self.first] * counts[self.second]
-        total = self.gaps.size if weight is None else int(weight.sum())
-        if total == 0:
-            return None
-        tie_hits = np.zeros(self.gaps.size + 1, dtype=np.int64)
-        order_hits = np.zeros(self.gaps.size + 1, dtype=np.int64)
-        np.cumsum(self.human_tie if weight is None else weight * self.human_tie, out=tie_hits[1:])
-        np.cumsum(self.same_order if weight is None else weight * self.same_order,
-                  out=order_hits[1:])
-        agreed = tie_hits + (order_hits[-1] - order_hits)
-        agreed[~self.run_end] = -1
-        best = int(np.argmax(agreed))
-        return float(agreed[best] / total), float(self.gaps[best - 1]) if best else 0.0
-
-
 def tie_calibrated_accuracy(metric, human) -> tuple[float, float]:
     """Pairwise accuracy with tie calibration: (accuracy, epsilon).
 
@@ -178,14 +127,15 @@ def tie_calibrated_accuracy(metric, human) -> tuple[float, float]:
     scores differ by at most epsilon; a pair is agreed on when both sides tie it or both order it
     the same way. Epsilon is the candidate giving the highest accuracy, the smallest on equal
     accuracy; the candidates are 0 and every observed |metric difference|, since accuracy only
-    changes where epsilon crosses one of those. One sort of the n(n-1)/2 pairs, then cumulative
-    counts: O(n^2 log n) time, O(n^2) memory.
+    changes where epsilon crosses one of those. One sort of the pairs of distinct (metric, human)
+    values, then cumulative counts (`vlmjudge.stats.pair_accuracy`): O(k^2 log k) time and O(k^2)
+    memory for k distinct pairs of values, at most n.
 
     >>> tie_calibrated_accuracy([0.5, 0.75, 0.0], [5, 5, 1])
     (1.0, 0.25)
     """
     m, h = _paired(metric, human)
-    return _PairTable(m, h).accuracy()
+    return PairTable(m, h).accuracy()
 
 
 def statistic_value(metric, human, statistic: str = "spearman") -> float:
@@ -201,17 +151,34 @@ def statistic_value(metric, human, statistic: str = "spearman") -> float:
     return _correlations(m, h, names=(statistic,))[statistic]
 
 
-def _item_draw(names, m: np.ndarray, h: np.ndarray, table, index: np.ndarray) -> dict[str, float]:
-    """The named statistics on one resample of items; a statistic undefined there is absent."""
-    out = {}
+def _item_draw(names, m: np.ndarray, h: np.ndarray, index: np.ndarray) -> dict[str, float]:
+    """The named correlations on one resample of items; one undefined there (a constant side) is absent."""
     correlation_names = [name for name in names if name != "pairwise_accuracy"]
     if correlation_names and np.ptp(m[index]) > 0 and np.ptp(h[index]) > 0:
-        out.update(_correlations(m[index], h[index], names=correlation_names))
-    if "pairwise_accuracy" in names:
-        accuracy = table.accuracy(np.bincount(index, minlength=m.size))
-        if accuracy is not None:
-            out["pairwise_accuracy"] = accuracy[0]
-    return out
+        return _correlations(m[index], h[index], names=correlation_names)
+    return {}
+
+
+def _item_draws(names, m: np.ndarray, h: np.ndarray, table: PairTable | None,
+                indices) -> Iterator[dict[str, float]]:
+    """`_item_draw` of each resample in turn, with its pairwise accuracy (when named) computed for a
+    block of resamples at once; a statistic undefined in a resample is absent from its draw."""
+    block: list[np.ndarray] = []
+    for index in itertools.chain(indices, [None]):
+        if index is not None:
+            block.append(index)
+            if len(block) < _BLOCK:
+                continue
+        if not block:
+            break
+        accuracies = [np.nan] * len(block) if table is None else \
+            table.accuracies(np.stack([np.bincount(i, minlength=m.size) for i in block]))
+        for drawn_index, accuracy in zip(block, accuracies):
+            drawn = _item_draw(names, m, h, drawn_index)
+            if "pairwise_accuracy" in names and not np.isnan(accuracy):
+                drawn["pairwise_accuracy"] = float(accuracy)
+            yield drawn
+        block = []
 
 
 def _system_draw(m: np.ndarray, h: np.ndarray) -> dict[str, float]:
@@ -312,14 +279,14 @@ def agreement(metric, human, *, level: str = "item", groups=None, n_resamples: i
     else:
         full_m, full_h = m, h
     values = {name: (value, 0.0) for name, value in _correlations(full_m, full_h).items()}
-    table = None if level == "system" else _PairTable(m, h)
+    table = None if level == "system" else PairTable(m, h)
     values["pairwise_accuracy"] = (tie_calibrated_accuracy(full_m, full_h) if table is None
                                    else table.accuracy())
     draws: dict[str, list[float]] = {name: [] for name in STATISTICS}
-    rng = np.random.default_rng(seed)
-    for index in _resamples(m.size, codes, rng, n_resamples, within=level == "system"):
-        drawn = (_system_draw(*_system_means(m[index], h[index], codes[index]))
-                 if table is None else _item_draw(STATISTICS, m, h, table, index))
+    indices = _resamples(m.size, codes, np.random.default_rng(seed), n_resamples, within=level == "system")
+    drawn_all = (_system_draw(*_system_means(m[index], h[index], codes[index])) for index in indices) \
+        if table is None else _item_draws(STATISTICS, m, h, table, indices)
+    for drawn in drawn_all:
         for name, value in drawn.items():
             draws[name].append(value)
     result: dict[str, Estimate] = {}
@@ -354,15 +321,17 @@ def agreement_difference(metric_a, metric_b, human, *, statistic: str = "spearma
     b, _ = _paired(metric_b, human, ("metric_b", "human"))
     codes = None if groups is None else _groups(groups, a.size)
     pairwise = statistic == "pairwise_accuracy"
-    tables = [_PairTable(a, h), _PairTable(b, h)] if pairwise else [None, None]
-    full = [_item_draw((statistic,), x, h, t, np.arange(a.size)) for x, t in zip((a, b), tables)]
+    tables = [PairTable(a, h), PairTable(b, h)] if pairwise else [None, None]
+    full = [{statistic: t.accuracy()[0]} if pairwise else _item_draw((statistic,), x, h, np.arange(a.size))
+            for x, t in zip((a, b), tables)]
     for label, values, x in zip(("metric_a", "metric_b"), full, (a, b)):
         if statistic not in values:
             _correlations(x, h, (label, "human"))  # raises the reason it is undefined
     draws = []
-    rng = np.random.default_rng(seed)
-    for index in _resamples(a.size, codes, rng, n_resamples, within=False):
-        first, second = (_item_draw((statistic,), x, h, t, index) for x, t in zip((a, b), tables))
+    first_indices, second_indices = itertools.tee(_resamples(a.size, codes, np.random.default_rng(seed),
+                                                             n_resamples, within=False))
+    for first, second in zip(_item_draws((statistic,), a, h, tables[0], first_indices),
+                             _item_draws((statistic,), b, h, tables[1], second_indices)):
         if statistic in first and statistic in second:
             draws.append(first[statistic] - second[statistic])
     low, high = _interval(draws, confidence, f"{statistic} difference")

@@ -145,14 +145,18 @@ def align(a: Any, b: Any, *, value: Reader = "score", status_key: str = "status"
     ib = read_items(b, value=value, status_key=status_key)
     if not is_records(a) and len(ia.ids) != len(ib.ids):
         raise ValueError(f"arrays pair by position and differ in length ({len(ia.ids)} vs {len(ib.ids)})")
+    return align_items(ia, ib)
+
+
+def align_items(ia: Items, ib: Items) -> Paired:
+    """`align` on two runs already read as Items: the items both scored, in a's order, with a's clusters."""
     pos_b = {i: n for n, i in enumerate(ib.ids)}
     common = [(n, pos_b[i]) for n, i in enumerate(ia.ids) if i in pos_b]
-    ka = np.array([ia.kinds[n] for n, _ in common], dtype=np.int8)
-    kb = np.array([ib.kinds[m] for _, m in common], dtype=np.int8)
+    in_a = np.array([n for n, _ in common], dtype=int)
+    in_b = np.array([m for _, m in common], dtype=int)
+    ka, kb = ia.kinds[in_a], ib.kinds[in_b]
     both = (ka == OK) & (kb == OK)
-    keep = [pair for pair, k in zip(common, both) if k]
-    rows_a = np.array([n for n, _ in keep], dtype=int)
-    rows_b = np.array([m for _, m in keep], dtype=int)
+    rows_a, rows_b = in_a[both], in_b[both]
     n_unpaired = len(ia.ids) + len(ib.ids) - 2 * len(common)
     missing = Missing(
         n_items=len(common) + n_unpaired, n_one_sided=int(np.sum((ka == OK) != (kb == OK))),

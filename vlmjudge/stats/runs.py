@@ -1,20 +1,29 @@
 """Compare whole runs of one method: every statistic the method declares, its breakdown by category,
 and a refusal when the runs were not measured with the same instrument.
 
-Runs scored by different methods, method versions, prompt packs or judges measure different
-things, so a difference between them says nothing about the models; `allow_mixed` overrides the
-refusal and the result says so. The method's statistics are given by the caller
-(`vlmjudge.compare` looks them up in the registry): statistics know no method registry.
+Runs scored by different method versions, prompt packs or judges measure different things, so a
+difference between them says nothing about the models; `allow_mixed` overrides that refusal and
+the result says so. Runs of different methods are refused even then: they have different
+statistics. The method's statistics are given by the caller (`vlmjudge.compare` looks them up in
+the registry): statistics know no method registry.
 """
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
-from vlmjudge.stats.board import compare_statistic
-from vlmjudge.stats.statistic import Statistic, categories_of, item_rows
+from vlmjudge.run_records import RunRecords, in_score_range, iter_run_records, records_given, run_manifest
+from vlmjudge.stats.board import Job, compare_statistics
+from vlmjudge.stats.pairing import NA
+from vlmjudge.stats.statistic import RecordRows, Statistic
+
+#: The most resamples a comparison takes: time grows with them (2,000, the default, compares two
+#: 100k-item runs in well under a minute; bench/compare.py), and the 2.5% and 97.5% percentiles
+#: of a 95% interval are steady long before 100,000.
+MAX_RESAMPLES = 100_000
 
 #: Manifest keys that must agree, with the name a refusal gives them.
 SAME_INSTRUMENT = (("method", "method"), ("method_version", "method version"),
@@ -47,42 +56,60 @@ def mixed_reasons(manifests: Sequence[Mapping], labels: Sequence[str]) -> list[s
     return reasons
 
 
-def _load(run: Any) -> tuple[list, dict, str | None]:
-    """Records, manifest and path of a run given as a path or as records."""
+class CompareInputError(ValueError):
+    """Runs that cannot be compared as given (one run, a run given twice, labels that do not fit,
+    runs of different methods, bad settings): one line."""
+
+
+def _source(run: Any, position: int) -> RunRecords:
+    """A run given as a path (only its manifest read now: its records stream later) or as records
+    (checked now)."""
     if isinstance(run, (str, os.PathLike)):
-        from vlmjudge.outputs import read_run
-        records, manifest = read_run(run)
-        return records, manifest or {}, str(run)
-    return list(run), {}, None
+        return RunRecords([], [], run_manifest(run), os.fspath(run))
+    return records_given(run, f"run{position}")
 
 
-def _applies(records: Sequence[Sequence[Mapping]], statistic: Statistic) -> bool:
+def _rows(source: RunRecords, score_range: tuple[float, float] | None, method: str,
+          statistics: Sequence[Statistic] | None) -> RecordRows:
+    """One run's records as `RecordRows`: a file streamed and checked, each score in the method's range;
+    read for `statistics` alone when given (the records are let go), else kept."""
+    stream: Iterable[tuple[Mapping, str]] = iter_run_records(source.path) if source.path is not None \
+        else zip(source.records, source.where)
+    if score_range is not None:
+        stream = in_score_range(stream, score_range, method)
+    if statistics is not None:
+        return RecordRows.read(stream, statistics)
+    pairs = list(stream)
+    return RecordRows([record for record, _ in pairs], [where for _, where in pairs])
+
+
+def _applies(readers: Sequence[RecordRows], statistic: Statistic) -> bool:
     """Whether any run has an item the statistic can read (A/B statistics need A/B records)."""
-    return any(row["row"] is not None for recs in records for row in item_rows(recs, statistic))
+    return any((reader.items(statistic).kinds != NA).any() for reader in readers)
 
 
-def _breakdown(records: list, labels: list, statistics: Mapping[str, Statistic], options: dict) -> dict:
-    """Per group (statistic groups and `split` categories): per statistic or category, each run's
-    value with its interval and each pair's difference (no tests: these are for reading)."""
-    out: dict[str, dict] = {}
+def _jobs(readers: Sequence[RecordRows], statistics: Mapping[str, Statistic]) -> list[tuple[str, str | None, Job]]:
+    """(group, category or statistic key, job) of the headline statistics and of the breakdown: per
+    group (statistic groups and `split` categories), per statistic or category, without tests."""
+    ungrouped = [(k, s) for k, s in statistics.items() if s.group is None]
+    # The first statistic always heads the report, even where no item was scored (it then says n = 0).
+    jobs = [("", k, (s, None, True)) for n, (k, s) in enumerate(ungrouped) if n == 0 or _applies(readers, s)]
     for name, stat in statistics.items():
-        if stat.group is not None and _applies(records, stat):
-            out.setdefault(stat.group, {})[name] = compare_statistic(records, labels, stat, tests=False, **options)
+        if stat.group is not None and _applies(readers, stat):
+            jobs.append((stat.group, name, (stat, None, False)))
         if stat.group is None and stat.split is not None:
-            found = sorted({c for recs in records for rec in recs for c in categories_of(stat, rec)})
-            for category in found:
-                result = compare_statistic(records, labels, stat, only=category, tests=False, **options)
-                out.setdefault(f"{stat.label} by category", {})[category] = result
-    return out
+            found = sorted({c for reader in readers for cats in reader.categories(stat) for c in cats})
+            jobs.extend((f"{stat.label} by category", category, (stat, category, False)) for category in found)
+    return jobs
 
 
 @dataclass
 class RunSet:
-    """Runs read for one comparison, each with its label, path (None for records given as a
-    list) and manifest; `method` is the method they were scored with, `mixed_reasons` why they
-    are not one instrument (empty unless `allow_mixed` let them through)."""
+    """Runs read for one comparison: each run's records as `RecordRows` (`rows`), its label, path
+    (None for records given as a list) and manifest; `method` is the method they were scored with,
+    `mixed_reasons` why they are not one instrument (empty unless `allow_mixed` let them through)."""
 
-    records: list[list]
+    rows: list[RecordRows]
     labels: list[str]
     paths: list[str | None]
     manifests: list[dict]
@@ -90,34 +117,91 @@ class RunSet:
     mixed_reasons: list[str]
 
 
+def _labels(labels: Sequence[str] | None, loaded: list[RunRecords]) -> list[str]:
+    """The given labels, checked (one distinct, non-empty label per run), or the runs' folder names
+    (their paths where two folders share a name; `run0`, `run1` for records given in Python)."""
+    if labels is None:
+        folders = [os.path.basename(os.path.dirname(r.path) or r.path) if r.path else f"run{k}"
+                   for k, r in enumerate(loaded)]
+        return folders if len(set(folders)) == len(folders) else [r.path or f"run{k}" for k, r in enumerate(loaded)]
+    labels = [str(label) for label in labels]
+    if len(labels) != len(loaded) or len(set(labels)) != len(labels) or not all(label.strip() for label in labels):
+        raise CompareInputError(f"give one distinct, non-empty label per run: {len(loaded)} runs, labels {labels}")
+    return labels
+
+
+def _method(method: str | None, given: list[Mapping], labels: list[str]) -> str:
+    """The runs' one method: `method`, which the manifests must not contradict, else theirs."""
+    named = [(label, m.get("method")) for label, m in zip(labels, given) if m.get("method")]
+    methods = sorted({str(name) for _, name in named})
+    if len(methods) > 1:
+        shown = ", ".join(f"{label}: {name}" for label, name in named)
+        raise CompareInputError(f"runs of different methods ({shown}) have different statistics and cannot be "
+                                "compared; --allow-mixed admits runs of one method scored with different versions, "
+                                "prompt packs or judges")
+    if method is not None and methods and methods[0] != method:
+        raise CompareInputError(f"method {method!r} was given, but the runs' manifests say {methods[0]!r}")
+    name = method or (methods[0] if methods else None)
+    if name is None:
+        raise CompareInputError("cannot tell the runs' method: give method= (--method), or runs with manifests")
+    return name
+
+
 def read_runs(runs: Sequence[Any], *, labels: Sequence[str] | None = None, method: str | None = None,
-              manifests: Sequence[Mapping] | None = None, allow_mixed: bool = False) -> RunSet:
+              manifests: Sequence[Mapping] | None = None, allow_mixed: bool = False,
+              score_range: Callable[[str], tuple[float, float]] | None = None,
+              statistics: Callable[[str], Mapping[str, Statistic]] | None = None) -> RunSet:
     """Runs (record lists or run file paths) with their labels and method, checked to be one instrument.
 
-    The method comes from `method`, else from the manifests (beside run files, or given). Raises
-    MixedRunsError (one line) when the manifests disagree on method, version, pack or judge,
-    unless `allow_mixed`; ValueError for fewer than two runs, repeated labels or no method.
+    Every record is checked (`vlmjudge.run_records`: the record schema, no NaN or Infinity, each id
+    once, no empty run; `RunFileError` names file and line), and with `score_range(method)` every
+    score against the method's range. The method comes from `method`, else from the manifests
+    (beside run files, or given), which are read before any record. With `statistics(method)`,
+    records are read for those statistics alone and let go (a large run is never held whole);
+    without, they are kept for any statistic. Raises MixedRunsError (one line) when the manifests
+    disagree on version, pack or judge, unless `allow_mixed`; CompareInputError for fewer than two
+    runs, one file given twice, labels that do not fit, runs of different methods (even with
+    `allow_mixed`) or no method.
     """
-    loaded = [_load(run) for run in runs]
-    if len(loaded) < 2:
-        raise ValueError("compare needs at least two runs")
-    given = list(manifests) if manifests is not None else [m for _, m, _ in loaded]
-    default_labels = [os.path.basename(os.path.dirname(p) or p) if p else f"run{k}" for k, (_, _, p) in enumerate(loaded)]
-    if labels is None:
-        labels = default_labels if len(set(default_labels)) == len(default_labels) else \
-            [p or f"run{k}" for k, (_, _, p) in enumerate(loaded)]
-    labels = list(labels)
-    if len(set(labels)) != len(labels) or len(labels) != len(loaded):
-        raise ValueError(f"give one distinct label per run, got {labels}")
+    if isinstance(runs, (str, os.PathLike)) or len(runs) < 2:
+        raise CompareInputError("compare needs at least two runs")
+    files = [os.path.realpath(run) for run in runs if isinstance(run, (str, os.PathLike))]
+    twice = sorted({os.fspath(run) for run in runs if isinstance(run, (str, os.PathLike))
+                    and files.count(os.path.realpath(run)) > 1})
+    if twice:
+        raise CompareInputError(f"the same run is given twice ({', '.join(twice)}): compare different runs")
+    sources = [_source(run, k) for k, run in enumerate(runs)]
+    labels = _labels(labels, sources)
+    given = list(manifests) if manifests is not None else [source.manifest for source in sources]
+    if len(given) != len(sources) or not all(isinstance(m, Mapping) for m in given):
+        raise CompareInputError(f"give one manifest (a mapping) per run: {len(sources)} runs, {len(given)} manifests")
+    name = _method(method, given, labels)
     reasons = mixed_reasons(given, labels) if any(given) else []
     if reasons and not allow_mixed:
         raise MixedRunsError("refusing to compare: " + "; ".join(reasons) + " (--allow-mixed overrides)")
-    methods = {m.get("method") for m in given if m.get("method")}
-    name = method or (methods.pop() if len(methods) == 1 else None)
-    if name is None:
-        raise ValueError("cannot tell the runs' method: give method= (or runs with manifests)")
-    return RunSet([recs for recs, _, _ in loaded], labels, [p for _, _, p in loaded], [m for _, m, _ in loaded],
-                  name, reasons)
+    limits = None if score_range is None else score_range(name)
+    wanted = None if statistics is None else list(statistics(name).values())
+    return RunSet([_rows(source, limits, name, wanted) for source in sources], labels,
+                  [source.path for source in sources], [source.manifest for source in sources], name, reasons)
+
+
+def _checked_options(n_resamples: Any, seed: Any, confidence: Any) -> None:
+    """Settings a comparison can run with, or a CompareInputError naming the one that is not."""
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or not 1 <= n_resamples <= MAX_RESAMPLES:
+        raise CompareInputError(f"resamples must be a whole number from 1 to {MAX_RESAMPLES:,}, got {n_resamples!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise CompareInputError(f"seed must be a whole number of at least 0, got {seed!r}")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
+        raise CompareInputError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
+
+
+def _finite_values(results: Mapping[str, dict]) -> None:
+    """Refuse a statistic that came out infinite from finite records (numbers too large to add up)."""
+    for result in results.values():
+        for row in result["leaderboard"]:
+            if math.isinf(row["value"]):
+                raise CompareInputError(f"the {result.get('label', 'statistic')} of {row['label']} came out infinite "
+                                        "(numbers too large to add up); refusing to rank on it")
 
 
 def compare_runs(runs: RunSet, statistics: Mapping[str, Statistic], *, n_resamples: int = 2000, seed: int = 0,
@@ -126,22 +210,29 @@ def compare_runs(runs: RunSet, statistics: Mapping[str, Statistic], *, n_resampl
 
     Returns the headline statistic's "leaderboard", "pairwise" (diff = b - a, interval, swap-test
     p, Holm's p) and "unpaired", every applicable statistic under "statistics", the "breakdown"
-    by category, and "mixed" with its reasons.
+    by category, and "mixed" with its reasons. Every statistic and category is computed in one
+    `compare_statistics` call, so pooled ones share their resamples (`vlmjudge.stats.blocks`);
+    `n_resamples` is at most `MAX_RESAMPLES`.
     """
     if not statistics:
-        raise ValueError(f"method {runs.method!r} declares no statistics to compare")
-    records, labels = runs.records, runs.labels
+        raise CompareInputError(f"method {runs.method!r} declares no statistics to compare")
+    _checked_options(n_resamples, seed, confidence)
+    readers, labels = runs.rows, runs.labels
     options = {"n_resamples": n_resamples, "seed": seed, "confidence": confidence}
-    ungrouped = {k: s for k, s in statistics.items() if s.group is None}
-    # The first statistic always heads the report, even where no item was scored (it then says n = 0).
-    headline = {k: s for n, (k, s) in enumerate(ungrouped.items()) if n == 0 or _applies(records, s)}
-    results = {k: {"label": s.label, "description": s.description, "higher_is_better": s.higher_is_better,
-                   **compare_statistic(records, labels, s, **options)} for k, s in headline.items()}
+    jobs = _jobs(readers, statistics)
+    computed = compare_statistics(readers, labels, [job for _, _, job in jobs], **options)
+    results, breakdown = {}, {}
+    for (group, key, (stat, _, _)), result in zip(jobs, computed):
+        if group == "":
+            results[key] = {"label": stat.label, "description": stat.description,
+                            "higher_is_better": stat.higher_is_better, **result}
+        else:
+            breakdown.setdefault(group, {})[key] = result
+    _finite_values(results)
     first = next(iter(results))
     return {"method": runs.method, "statistic": first, "labels": labels, "mixed": bool(runs.mixed_reasons),
             "mixed_reasons": runs.mixed_reasons,
-            "runs": [{"label": label, "path": path, "n_records": len(recs), "manifest": manifest}
-                     for label, recs, path, manifest in zip(labels, records, runs.paths, runs.manifests)],
+            "runs": [{"label": label, "path": path, "n_records": len(reader), "manifest": manifest}
+                     for label, reader, path, manifest in zip(labels, readers, runs.paths, runs.manifests)],
             "leaderboard": results[first]["leaderboard"], "pairwise": results[first]["pairwise"],
-            "unpaired": results[first]["unpaired"], "statistics": results,
-            "breakdown": _breakdown(records, labels, statistics, options), **options}
+            "unpaired": results[first]["unpaired"], "statistics": results, "breakdown": breakdown, **options}

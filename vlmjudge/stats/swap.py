@@ -55,7 +55,12 @@ def paired_swap_test(a: np.ndarray, b: np.ndarray, statistic: Statistic = np.mea
         raise ValueError(f"needs paired rows of one shape, got {a.shape} and {b.shape}")
     observed = float(statistic(b) - statistic(a))
     null = _null(a, b, statistic, n_resamples, np.random.default_rng(seed))
+    return SwapTest(diff=observed, pvalue=swap_pvalue(observed, null), n=len(a), n_resamples=n_resamples)
+
+
+def swap_pvalue(observed: float, null: np.ndarray) -> float:
+    """Two-sided p-value of `observed` among the swapped differences `null`, (k + 1) / (R + 1); a
+    swapped difference equal to the observed one up to rounding counts as reaching it."""
     tol = 100 * np.finfo(float).eps * max(1.0, abs(observed))
     extreme = np.sum(np.abs(null) >= abs(observed) - tol)
-    return SwapTest(diff=observed, pvalue=float((extreme + 1) / (n_resamples + 1)), n=len(a),
-                    n_resamples=n_resamples)
+    return float((extreme + 1) / (len(null) + 1))

@@ -15,9 +15,16 @@ DATA = Path(__file__).resolve().parents[2] / "data" / "human_sets"
 FAST = ["--resamples", "300"]
 
 
+def schema_record(record):
+    """A record of the shared schema (`vlmjudge.record_schema`): id, status, score first."""
+    status = record.get("status") or ("scored" if record.get("score") is not None else "not_applicable")
+    rest = {key: value for key, value in record.items() if key not in ("id", "status", "score")}
+    return {"id": record["id"], "status": status, "score": record.get("score"), **rest}
+
+
 def write_run(path, records, model, method=None):
-    """A run as the CLI leaves it: records JSONL and the manifest beside it."""
-    write_jsonl(path, records)
+    """A run as the CLI leaves it: records JSONL (each of the shared schema) and the manifest beside it."""
+    write_jsonl(path, [schema_record(record) for record in records])
     write_manifest(path, {"method": method, "model": model})
     return str(path)
 
@@ -131,3 +138,88 @@ def test_bad_inputs_are_one_line_and_exit_2(tmp_path, capsys, case):
     err = capsys.readouterr().err.strip()
     assert err.startswith("vlmjudge: error: ") and len(err.splitlines()) == 1, err
     assert not (tmp_path / "o" / "agreement.json").exists()
+
+
+def terravis_run(tmp_path, name="run.jsonl", lines=None):
+    """A TerraVis run of 6 images (score k / 10) with its manifest; `lines` replaces record lines."""
+    records = [json.dumps(schema_record({"id": f"{k}.png", "score": k / 10})) for k in range(6)]
+    for number, line in (lines or {}).items():
+        records[number] = line
+    path = tmp_path / name
+    path.write_text("".join(line + "\n" for line in records), encoding="utf-8")
+    write_manifest(path, {"method": "terravis", "model": "judge"})
+    return str(path)
+
+
+def terravis_and_fager_labels(tmp_path):
+    """TerraVis ratings of the 6 images, with FAGER A/B choices mixed in (issue 50, item 2)."""
+    lines = [{"id": f"{k}.png", "annotator": "ann", "method": "terravis", "rating": 1 + k % 5} for k in range(6)]
+    lines[3:3] = [{"id": f"{k}.png", "annotator": "ann", "method": "fager", "a": "0.png", "b": "1.png",
+                   "choice": "A"} for k in (0, 1)]
+    return write_labels(tmp_path / "labels.jsonl", lines)
+
+
+def refused(argv, capsys):
+    """The one stderr line of a refused agreement (status 2, no traceback)."""
+    assert main(["agreement", *FAST, *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+def test_labels_of_another_method_are_refused_naming_the_line(tmp_path, capsys):
+    run, labels = terravis_run(tmp_path), terravis_and_fager_labels(tmp_path)
+    err = refused([run, labels, "--out", str(tmp_path / "o")], capsys)
+    assert f"{labels}:4: a fager label, but the runs are terravis's (2 such line(s))" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_labels_of_another_method_are_left_out_and_counted_when_asked(tmp_path, capsys):
+    run, labels = terravis_run(tmp_path), terravis_and_fager_labels(tmp_path)
+    out = tmp_path / "o"
+    assert main(["agreement", run, labels, "--out", str(out), "--skip-other-labels", *FAST]) == 0
+    assert "left out 2 label line(s) of another method than terravis" in capsys.readouterr().err
+    result = read_result(out)
+    assert result["human"]["other_method_lines_left_out"] == 2 and result["runs"][0]["matched"] == 6
+    people = {item["id"]: item["human"] for item in result["runs"][0]["items"]}
+    assert people == {f"{k}.png": 1 + k % 5 for k in range(6)}  # no FAGER line became a rating
+
+
+def test_a_method_the_manifests_contradict_is_refused(tmp_path, capsys):
+    run = terravis_run(tmp_path)
+    labels = write_labels(tmp_path / "labels.jsonl", [{"id": f"{k}.png", "human": k} for k in range(6)])
+    err = refused([run, labels, "--out", str(tmp_path / "o"), "--method", "fager"], capsys)
+    assert "--method fager, but the runs' manifests say terravis" in err
+
+
+@pytest.mark.parametrize("line, words", [
+    ('{"id": "2.png", "status": "scored", "score": Infinity}', "Infinity in the line"),
+    ('{"id": "2.png", "status": "scored", "score": 1e308}', "outside terravis's score range 0 to 1"),
+    ('{"id": "2.png", "status": "weird", "score": 0.5}', "'weird' is not one of"),
+    ('{"id": "1.png", "status": "scored", "score": 0.5}', "id '1.png' appears twice"),
+    ('{"status": "scored", "score": 0.5}', "has no 'id'"),
+])
+def test_a_run_is_checked_as_compare_checks_it(tmp_path, capsys, line, words):
+    run = terravis_run(tmp_path, lines={2: line})
+    labels = write_labels(tmp_path / "labels.jsonl", [{"id": f"{k}.png", "human": k} for k in range(6)])
+    err = refused([run, labels, "--out", str(tmp_path / "o")], capsys)
+    assert words in err and f"{run}:3" in err
+
+
+@pytest.mark.parametrize("flags, words", [
+    (["--resamples", "0"], "--resamples must lie in 1..100000"), (["--resamples", "100001"], "1..100000"),
+    (["--seed", "-1"], "--seed be at least 0"), (["--confidence", "2"], "strictly between 0 and 1"),
+])
+def test_a_bad_setting_is_one_line(tmp_path, capsys, flags, words):
+    run = terravis_run(tmp_path)
+    labels = write_labels(tmp_path / "labels.jsonl", [{"id": f"{k}.png", "human": k} for k in range(6)])
+    assert words in refused([run, labels, "--out", str(tmp_path / "o"), *flags], capsys)
+
+
+def test_a_bad_out_or_a_run_given_twice_is_one_line(tmp_path, capsys):
+    run = terravis_run(tmp_path)
+    labels = write_labels(tmp_path / "labels.jsonl", [{"id": f"{k}.png", "human": k} for k in range(6)])
+    taken = tmp_path / "taken"
+    taken.write_text("a file")
+    assert f"--out {taken} is a file" in refused([run, labels, "--out", str(taken)], capsys)
+    assert "the same run is given twice" in refused([run, run, labels, "--out", str(tmp_path / "o")], capsys)

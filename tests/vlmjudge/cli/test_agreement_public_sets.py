@@ -20,10 +20,11 @@ FAST = ["--resamples", "200"]
 
 
 def release_run(tmp_path: Path, metric: str) -> str:
-    """A run holding the release's scores of `metric`, one record per image path (None: not scored)."""
+    """A run holding the release's scores of `metric`, one record of the shared schema per image path
+    (failed, without a score, where the release has none)."""
     with (RELEASE / "scores.csv").open(newline="") as handle:
-        records = [{"id": row["file_name"], "score": float(row[metric]) if row[metric] else None}
-                   for row in csv.DictReader(handle)]
+        records = [{"id": row["file_name"], "status": "scored" if row[metric] else "failed",
+                    "score": float(row[metric]) if row[metric] else None} for row in csv.DictReader(handle)]
     path = tmp_path / f"{metric}.jsonl"
     write_jsonl(path, records)
     write_manifest(path, {"method": None, "model": metric})
@@ -93,7 +94,7 @@ def test_no_negative_zero_in_what_the_agreement_report_writes(tmp_path, monkeypa
 ])
 def test_ids_that_do_not_meet_name_the_join_by_image_path(tmp_path, capsys, fmt, human, ids, compared):
     path = tmp_path / "run.jsonl"
-    write_jsonl(path, [{"id": key, "score": 0.5} for key in ids])
+    write_jsonl(path, [{"id": key, "status": "scored", "score": 0.5} for key in ids])
     write_manifest(path, {"method": None, "model": "judge"})
     assert main(["agreement", str(path), str(human), "--human-format", fmt, "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip()
@@ -106,7 +107,8 @@ def test_ids_that_do_not_meet_name_the_join_by_image_path(tmp_path, capsys, fmt,
 
 def test_labels_that_do_not_meet_name_label_ids(tmp_path, capsys):
     path = tmp_path / "run.jsonl"
-    write_jsonl(path, [{"id": "a.png", "score": 0.5}, {"id": "b.png", "score": 0.1}])
+    write_jsonl(path, [{"id": "a.png", "status": "scored", "score": 0.5},
+                       {"id": "b.png", "status": "scored", "score": 0.1}])
     write_manifest(path, {"method": None, "model": "judge"})
     labels = tmp_path / "labels.jsonl"
     labels.write_text('{"id": "x.png", "human": 1}\n{"id": "y.png", "human": 2}\n', encoding="utf-8")

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
-from vlmjudge.stats import human_agreement as agreement_module
+from vlmjudge.stats import pair_accuracy
 from vlmjudge.stats.human_agreement import (
     STATISTICS,
     PairwiseAccuracy,
@@ -278,9 +278,11 @@ def test_a_judge_against_itself_differs_by_nothing(statistic):
 
 
 def test_pairwise_accuracy_refuses_more_items_than_memory_allows(monkeypatch):
-    monkeypatch.setattr(agreement_module, "MAX_PAIRWISE_ITEMS", 4)
-    with pytest.raises(ValueError, match="over 5 items means 10 pairs in memory"):
+    monkeypatch.setattr(pair_accuracy, "MAX_PAIRWISE_ITEMS", 4)
+    with pytest.raises(ValueError, match=r"over 5 distinct \(judge, human\) scores means 10 pairs in memory"):
         tie_calibrated_accuracy([1, 2, 3, 4, 5], [1, 2, 3, 4, 5])
+    # items that repeat a (judge, human) pair of scores share one class: 6 items, 4 classes
+    assert tie_calibrated_accuracy([1, 2, 3, 4, 4, 1], [1, 2, 3, 4, 4, 1])[0] == 1.0
 
 
 def test_an_interval_with_no_defined_resample_fails_clearly():

@@ -91,8 +91,8 @@ def test_fager_ab_choices_in_each_tie_mode(tmp_path):
     scores = {0: (90, 60), 1: (70, 80), 2: (50, 50), 3: (40, 70), 4: (80, 20), 5: (10, 90)}
     choices = {0: ("A", "A"), 1: ("B", "b"), 2: ("A", "tie"), 3: ("A", "A"), 4: ("A", "B"), 5: ("B", "B")}
     records = [record for k, (a, b) in scores.items()
-               for record in ({"id": f"real/{k}.png", "score": a},
-                              {"id": f"gen/{k}.png", "score": b})]
+               for record in ({"id": f"real/{k}.png", "status": "scored", "score": a},
+                              {"id": f"gen/{k}.png", "status": "scored", "score": b})]
     labels = [{"id": f"{k}.png", "annotator": who, "a": f"real/{k}.png", "b": f"gen/{k}.png", "choice": pick[n]}
               for k, pick in choices.items() for n, who in enumerate(("ann", "bob"))]
     [run] = run_agreement(tmp_path, "fager", records, labels)["runs"]
@@ -110,7 +110,7 @@ def test_fager_ab_choices_in_each_tie_mode(tmp_path):
 
 def test_fager_labels_must_name_both_images(tmp_path, capsys):
     run = tmp_path / "run.jsonl"
-    write_jsonl(run, [{"id": "x.png", "score": 50.0}])
+    write_jsonl(run, [{"id": "x.png", "status": "scored", "score": 50.0}])
     write_manifest(run, {"method": "fager", "model": "judge"})
     human = tmp_path / "labels.jsonl"
     human.write_text(json.dumps({"id": "x.png", "method": "fager", "choice": "A"}) + "\n")
@@ -122,7 +122,8 @@ def test_regeneration_similarity_ratings(tmp_path):
     score = [91.0, 75.5, 88.0, 60.0, 70.0, 95.0]
     mllm = [5, 3, 3, 2, 4, 5]
     ratings = [(5, 4), (3, 3), (4, 5), (1, 2), (2, 2), (5, 5)]
-    records = [{"id": f"cat{k}", "score": s, "mllm_content_rating": m} for k, (s, m) in enumerate(zip(score, mllm))]
+    records = [{"id": f"cat{k}", "status": "scored", "score": s, "mllm_content_rating": m}
+               for k, (s, m) in enumerate(zip(score, mllm))]
     labels = [{"id": f"cat{k}", "annotator": who, "rating": pair[n]}
               for k, pair in enumerate(ratings) for n, who in enumerate(("ann", "bob"))]
     result = run_agreement(tmp_path, "regeneration", records, labels)

@@ -9,7 +9,7 @@ import sys
 import vlmjudge.stats as stats
 
 #: Modules whose names stay in them (the resampling engine, human-set readers): docstring of vlmjudge.stats.
-ENGINE = ("resample", "board", "human_sets")
+ENGINE = ("resample", "board", "blocks", "human_sets")
 
 
 def _public_definitions() -> dict[str, str]:
