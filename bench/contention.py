@@ -27,8 +27,6 @@ from .terravis_setup import TARGET_RATE, bench_pack
 
 #: Issue 51's bound on the busy/quiet ratio with two busy processes on the cores.
 TARGET_RATIO = 3.0
-#: The environment variable the judge reads for its default (vlmjudge.backends.hf.core_share.ENV).
-GOVERNOR_ENV = "VLMJUDGE_SHARE_CORES"
 
 
 @contextmanager
@@ -46,19 +44,9 @@ def busy_processes(n: int) -> Iterator[None]:
 
 
 def judge_for(checkpoint: str, dtype: str, governor: bool) -> Any:
-    """A transformers judge whose governor is on or off (through the environment it reads)."""
+    """A transformers judge whose thread governor is on or off."""
     from vlmjudge import load_judge
-    held = os.environ.get(GOVERNOR_ENV)
-    os.environ[GOVERNOR_ENV] = "1" if governor else "0"
-    try:
-        judge = load_judge(checkpoint, device="cpu", dtype=dtype)
-    finally:
-        if held is None:
-            os.environ.pop(GOVERNOR_ENV)
-        else:
-            os.environ[GOVERNOR_ENV] = held
-    assert judge.share_cores is governor
-    return judge
+    return load_judge(checkpoint, device="cpu", dtype=dtype, share_cores=governor)
 
 
 def timed(checkpoint: str, images: Sequence[Any], governor: bool, busy: int) -> tuple[float, float | None]:
