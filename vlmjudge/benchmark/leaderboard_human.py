@@ -105,11 +105,29 @@ def read_human(human: Any, bench: BenchmarkRuns) -> People:
             unplaced.append(str(row["id"]))
         else:
             placed.append({**row, "model": target[0], "record_id": target[1]})
+    _one_image_each(placed, form, path)
     if not placed:
         raise LeaderboardError(f"no label in {path} names a model under test ({', '.join(bench.models)}); a label "
                                f"names one by a 'model' or 'system' field or an id '<model>/<record id>' "
                                f"(ids seen: {shown(unplaced)})")
     return People(str(path), form, method, placed, unplaced)
+
+
+def _one_image_each(placed: list[dict], form: str, path: Path) -> None:
+    """Refuse labels of several images placed on one record (T2IScoreScore holds many images per
+    generator and prompt): a benchmark scores one image per prompt and model, so pairing those
+    labels with it would mix other images' labels into its agreement."""
+    images: dict[tuple[str, str], set[str]] = {}
+    for row in placed:
+        if isinstance(row.get("image"), str):
+            images.setdefault((row["model"], row["record_id"]), set()).add(row["image"])
+    crowded = {key: names for key, names in images.items() if len(names) > 1}
+    if crowded:
+        (model, record_id), names = next(iter(crowded.items()))
+        raise LeaderboardError(f"{path} ({form}) labels {len(names)} different images as record {record_id!r} of "
+                               f"model {model!r} ({shown(sorted(names))}), and so for {len(crowded) - 1} more records; "
+                               "a benchmark scores one image per prompt and model, so these labels cannot be "
+                               "paired with it: measure this set with `vlmjudge agreement`")
 
 
 def _estimates(judge: list[float], human: list[float], groups: list[str] | None, settings: dict) -> dict:

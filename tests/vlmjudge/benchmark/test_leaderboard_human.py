@@ -126,3 +126,16 @@ def test_bad_human_labels_are_one_line_before_any_work(human, words, runs, suite
 def test_without_labels_there_is_no_human_field_value(runs, suite_of):
     assert build_leaderboard(runs, suite_of(), n_resamples=10)["human"] is None
     assert np.isfinite(build_leaderboard(runs, suite_of(), n_resamples=10)["rows"][0]["value"])
+
+
+def test_a_set_with_several_images_per_model_and_prompt_is_refused_not_averaged(make_runs, suite_of):
+    """T2IScoreScore rates many images of one generator per prompt (its error graphs); a benchmark
+    run holds one image per prompt and model, so those labels cannot be paired with it."""
+    from pathlib import Path
+
+    release = Path(__file__).resolve().parents[2] / "data" / "t2iscorescore_release"
+    ids = ["2", "3", "4"]
+    runs = make_runs({name: {"terravis": {i: 0.5 for i in ids}} for name in ("SD2.0", "SD2.1")})
+    with pytest.raises(LeaderboardError, match=r"labels 2\d different images as record '2' of model 'SD2.0' "
+                                               r"\('images/002-0\d\.jpg.*`vlmjudge agreement`$"):
+        build_leaderboard(runs, suite_of(ids), human=(release, "t2iscorescore"), **SETTINGS)
