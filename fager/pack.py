@@ -13,14 +13,13 @@ grammar-constrained decoder, so an output always closes within the token budget.
 """
 from __future__ import annotations
 
-import copy
 import os
 import re
 from typing import Any, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from vlmjudge.packs import PackModel, resolve_pack
+from vlmjudge.packs import PackModel, deep_merge, resolve_pack
 
 DEFAULT_PACK = "default-v1"
 AGENTS: tuple[str, ...] = ("proposal", "extraction", "verification", "qa", "evaluation", "regenerate", "edit")
@@ -152,17 +151,6 @@ def fill(template: str, **values: str) -> str:
     return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), template)
 
 
-def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """`over` laid on `base`, recursively for dicts (agents, limits), replacing everything else."""
-    out = copy.deepcopy(base)
-    for key, value in over.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
 def load_pack(pack: PromptPack | Mapping[str, Any] | str | os.PathLike | None = None) -> PromptPack:
     """The pack to ask with: None (default), a shipped name, a JSON path, a dict laid over the
     default (its version gets a digest suffix unless it names one), or a PromptPack as is.
@@ -171,7 +159,7 @@ def load_pack(pack: PromptPack | Mapping[str, Any] | str | os.PathLike | None = 
         >>> load_pack().version, sorted(load_pack().agents)[:3]
         ('default-v1', ['edit', 'evaluation', 'extraction'])
     """
-    return resolve_pack(pack, PromptPack, package="fager", default=DEFAULT_PACK, label="FAGER", merge=_merge)
+    return resolve_pack(pack, PromptPack, package="fager", default=DEFAULT_PACK, label="FAGER", merge=deep_merge)
 
 
 __all__ = ["AGENTS", "DEFAULT_PACK", "AgentPrompt", "BaselinePrompt", "Limits", "PromptPack", "fill", "load_pack"]

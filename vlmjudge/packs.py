@@ -2,6 +2,7 @@
 user's name, path or dict laid over it, validated by the method's own pydantic model."""
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -65,6 +66,23 @@ def shipped_pack(package: str, name: str, label: str) -> dict[str, Any]:
     if not path.is_file():
         raise FileNotFoundError(f"no shipped {label} pack {name!r}")
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """`over` laid on `base`: a dict laid on a dict key by key, all the way down, anything else replaced
+    (copies, so neither input changes).
+
+    Examples:
+        >>> deep_merge({"agents": {"a": 1, "b": 2}, "n": 3}, {"agents": {"b": 5}, "n": [4]})
+        {'agents': {'a': 1, 'b': 5}, 'n': [4]}
+    """
+    out = copy.deepcopy(dict(base))
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
 
 
 def resolve_pack(pack: Any, model: type[P], *, package: str, default: str, label: str,

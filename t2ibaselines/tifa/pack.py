@@ -8,7 +8,6 @@ once, so braces inside a prompt or a question stay text.
 """
 from __future__ import annotations
 
-import copy
 import hashlib
 import os
 import re
@@ -17,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from vlmjudge.packs import PackModel, resolve_pack
+from vlmjudge.packs import PackModel, deep_merge, resolve_pack
 
 DEFAULT_PACK = "default-v1"
 _FIELD = re.compile(r"\{([a-z_]+)\}")
@@ -121,22 +120,11 @@ class TifaPack(PackModel):
         return sorted(order, key=lambda i: hashlib.sha256(seed + i.to_bytes(2, "big")).digest())
 
 
-def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """`over` laid on `base`, recursively for the request sections, replacing everything else."""
-    out = copy.deepcopy(base)
-    for key, value in over.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
 def load_pack(pack: TifaPack | Mapping[str, Any] | str | os.PathLike | None = None) -> TifaPack:
     """The pack to ask with: None (the default), a shipped name, a JSON path, a dict laid over the
     default (recorded as `default-v1+<digest>` unless it names its own version), or a pack as is."""
     return resolve_pack(pack, TifaPack, package="t2ibaselines.tifa", default=DEFAULT_PACK, label="TIFA",
-                        merge=_merge)
+                        merge=deep_merge)
 
 
 __all__ = ["DEFAULT_PACK", "AskPrompt", "GeneratePrompt", "TifaPack", "fill", "load_pack"]
