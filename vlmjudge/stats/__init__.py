@@ -16,7 +16,8 @@ from vlmjudge.lazy import lazy_exports
 _EXPORTS = {
     **dict.fromkeys(("average_ranks", "pearson", "spearman", "too_few"), ".correlation"),
     **dict.fromkeys(("Difference", "Estimate", "HumanCeiling", "PairwiseAccuracy", "agreement",
-                     "agreement_difference", "ceiling_interval", "inter_annotator", "statistic_value", "tie_calibrated_accuracy"),
+                     "agreement_difference", "ceiling_interval", "inter_annotator", "statistic_value",
+                     "tie_calibrated_accuracy"),
                     ".human_agreement"),
     **dict.fromkeys(("Interval", "bootstrap_ci", "interval_text", "mean_keys", "mean_with_interval"), ".interval"),
     **dict.fromkeys(("benjamini_hochberg", "holm"), ".multiple"),

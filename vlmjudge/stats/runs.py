@@ -211,8 +211,8 @@ def compare_runs(runs: RunSet, statistics: Mapping[str, Statistic], *, n_resampl
 
     Returns the headline statistic's "leaderboard", "pairwise" (diff = b - a, interval, swap-test
     p, Holm's p) and "unpaired", the "warnings" a reader must see beside them (runs scored on
-    different numbers of items, too few items: `vlmjudge.stats.reliability`), every applicable statistic under "statistics", the "breakdown"
-    by category, and "mixed" with its reasons. Every statistic and category is computed in one
+    different numbers of items, too few items: `vlmjudge.stats.reliability`), every applicable
+    statistic under "statistics", the "breakdown" by category, and "mixed" with its reasons. Every statistic and category is computed in one
     `compare_statistics` call, so pooled ones share their resamples (`vlmjudge.stats.blocks`);
     `n_resamples` is at most `MAX_RESAMPLES`.
     """

@@ -2,8 +2,8 @@
 
 Under "the two runs are exchangeable on each item", which run an item's row belongs to is a coin
 flip; recomputing statistic(b) - statistic(a) after random swaps gives the null distribution. For
-the mean this is the sign-flip test; for micro F1 or a correlation it is the test that still fits. Under `EXACT_BELOW` paired items the
-test is exact: every one of the 2^n swap patterns (the sign-flip test of the mean), no sampling.
+the mean this is the sign-flip test; for micro F1 or a correlation it is the test that still fits.
+Under `EXACT_BELOW` paired items the test is exact: every one of the 2^n swap patterns, no sampling.
 """
 from __future__ import annotations
 
