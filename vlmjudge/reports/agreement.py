@@ -69,7 +69,10 @@ def _comparison_part(comparison: dict[str, Any] | None) -> str:
              pair["p_greater"]] for pair in comparison["pairs"]]
     header = ["judge A", "judge B", f"{statistic} A - B", "paired interval", "p (A not better)"]
     values = table(["judge", statistic], sorted(comparison["values"].items(), key=lambda kv: -kv[1]))
-    return section("Which judge agrees best", lead + values + table(header, rows), "comparison")
+    sided = ("<p class='source'>Both rest on the same resampled items; p is one-sided (the share of resamples "
+             "where A is not better) and the interval two-sided, so an interval above 0 goes with a p below half "
+             "of 1 - confidence.</p>")
+    return section("Which judge agrees best", lead + values + table(header, rows) + sided, "comparison")
 
 
 def set_statistics_line(run: dict[str, Any]) -> str:

@@ -82,3 +82,11 @@ def test_the_human_ceiling_has_an_interval_and_its_assumption(tmp_path, capsys):
     assert "interchangeable" in ceiling["assumption"] and "fewer than 2" in ceiling["assumption"]
     assert "interchangeable" in page and "mean leave-one-out [interval over items]" in page
     assert "human ceiling (3 annotators, 30 items): spearman" in capsys.readouterr().out
+
+
+def test_the_judges_comparison_says_its_p_is_one_sided_beside_a_two_sided_interval(tmp_path):
+    records = [{"id": f"i{k}", "status": "scored", "score": s} for k, s in enumerate((0.1, 0.4, 0.3, 0.8, 0.6, 0.9))]
+    labels = [{"id": f"i{k}", "human": h} for k, h in enumerate((1.0, 2.0, 3.0, 4.0, 3.5, 5.0))]
+    result, page = agreement(tmp_path, records, labels, runs=2)
+    assert result["comparison"]["items"] == 6 and "pairs" in result["comparison"]
+    assert "p is one-sided" in page and "interval two-sided" in page
