@@ -140,6 +140,8 @@ class BaselineScore(ScoreCommand):
         self.out.parent.mkdir(parents=True, exist_ok=True)
         if self.uses_judge:
             self.judge = quiet_judge(judge_from_args(args, spec.default_model))
+        elif args.device is not None and "device" in spec.config:  # a trained scorer: --device is its own
+            self.options.setdefault("device", args.device)
         self.scorer = spec.build(self.judge, **{**spec.config, **self.options})
         made_by = self.scorer.manifest() if hasattr(self.scorer, "manifest") else {}
         self.manifest = {**made_by, "method": spec.name, "command": f"{spec.name} score", "config": self.options,

@@ -97,3 +97,20 @@ def test_two_clipscore_runs_compare_under_vlmjudge_compare(tiny_encoder_dirs, no
     for label, run in zip(("model_a", "model_b"), runs):
         assert board[label]["value"] == pytest.approx(sum(r["score"] for r in run) / len(run))
         assert board[label]["n"] == 4
+
+
+def test_device_of_the_command_line_reaches_a_trained_scorer(tiny_encoder_dirs, noise, tmp_path):
+    """`--device` is the scorer's own device (there is no judge to take it); a --method-option wins."""
+    import json
+
+    from vlmjudge.cli import main
+
+    for k, image in enumerate(noise(2)):
+        image.save(tmp_path / f"{k}.png")
+    (tmp_path / "p.csv").write_text("id,prompt\n0,a red cat\n1,a blue car\n")
+    base = ["clipscore", "score", str(tmp_path / "0.png"), str(tmp_path / "1.png"), "--prompts",
+            str(tmp_path / "p.csv"), "--method-option", f"model={tiny_encoder_dirs['clip']}", "--quiet"]
+    assert main([*base, "--device", "cpu", "--out", str(tmp_path / "a.jsonl")]) == 0
+    assert json.loads((tmp_path / "a.manifest.json").read_text())["config"]["device"] == "cpu"
+    assert main([*base, "--device", "cuda:7", "--method-option", "device=cpu", "--out", str(tmp_path / "b.jsonl")]) == 0
+    assert json.loads((tmp_path / "b.manifest.json").read_text())["config"]["device"] == "cpu"

@@ -16,6 +16,7 @@ from ...requests import Answer, Request
 from . import batching, loading
 from . import identity as checkpoints
 from .batch_forward import BatchForward
+from .core_share import CoreShare, ThreadsForCall, share_cores_default
 from .preparation import RequestPreparation
 from .prefix import kv_store
 from .prefix import runner as prefix_runner
@@ -43,6 +44,8 @@ class TransformersJudge(RequestPreparation, BatchForward, Judge):
     place from the KV store is not counted); `chunk_size` requests are handed over at a time
     (default 16 x batch_size, at least 512), so the response cache keeps a killed run's work.
     A CUDA out-of-memory error halves the batch and retries, so no request is lost.
+    `share_cores` (None: on for a model on the CPU, unless VLMJUDGE_SHARE_CORES=0) runs each
+    batch on the cores other processes leave free (`core_share`), within torch's thread count.
     Constraints cover the whole answer after the prefix; with `first_options` the grammar must
     accept each option's token first (after "Answer:", `root ::= (" Yes" | " No") ...`).
     """
@@ -54,7 +57,8 @@ class TransformersJudge(RequestPreparation, BatchForward, Judge):
                  trust_remote_code: bool = False, cache: Any = None, progress: bool | None = None,
                  attn_implementation: str | None = None, hf_cache_dir: str | None = None,
                  prefix_reuse: bool = True, prefetch: bool | None = None, chunk_size: int | None = None,
-                 vision_cache_mb: float = vision_store.DEFAULT_MB, kv_cache_mb: float = kv_store.DEFAULT_MB) -> None:
+                 vision_cache_mb: float = vision_store.DEFAULT_MB, kv_cache_mb: float = kv_store.DEFAULT_MB,
+                 share_cores: bool | None = None) -> None:
         import torch
         if model is None:
             raise ValueError("TransformersJudge needs a model: a Hub id, a local folder or a loaded model")
@@ -100,6 +104,10 @@ class TransformersJudge(RequestPreparation, BatchForward, Judge):
         self.attn_implementation = getattr(model.config, "_attn_implementation", attn_implementation)
         self.prefix_reuse = prefix_reuse
         self.prefetch = batching.prefetch_pays(model) if prefetch is None else prefetch
+        if share_cores is None:
+            share_cores = model.device.type == "cpu" and share_cores_default()
+        self.share_cores = bool(share_cores)
+        self._core_share: CoreShare | None = None  # made on the first call, from torch's thread count then
         self._max_rows = batching.UNLIMITED_ROWS   # requests per batch, lowered after out-of-memory
         self._budget_scale = 1.0                   # share of the token budget, halved after out-of-memory
         self._option_cache: dict[tuple, Any] = {}  # option ids and token sequences, by prompt tail
@@ -123,7 +131,7 @@ class TransformersJudge(RequestPreparation, BatchForward, Judge):
         call in flight and the stored vision outputs; `__setstate__` rebuilds them empty. The
         response cache pickles as its path (see `ResponseCache`)."""
         state = self.__dict__.copy()
-        state.update(_grammars=None, _prefetcher=None, _prompts={})
+        state.update(_grammars=None, _prefetcher=None, _prompts={}, _core_share=None)
         state["_store_mb"] = (self.vision_cache.max_bytes / 2**20, self.kv_cache.max_bytes / 2**20)
         for live in ("vision_cache", "kv_cache", "_runner"):
             state.pop(live, None)
@@ -164,10 +172,12 @@ class TransformersJudge(RequestPreparation, BatchForward, Judge):
         texts = [self._rendered(r, renders) for r in requests]
         self._token_ids.prefetch(texts)  # the call's new texts in one tokenizer call
         self._prompts = {id(r): self._prompt(r, digests, text=text) for r, text in zip(requests, texts)}
+        threads = self._threads()
         try:
             batches = self._batches(requests)
             out: list = [None] * len(requests)
             for k, idx in enumerate(batches):
+                threads.before_batch()
                 if self.prefetch and k + 1 < len(batches):
                     if k == 0:  # first batch on the worker alone, the next queued behind it: the two
                         # preparations would otherwise share the cores while no forward runs
@@ -177,9 +187,20 @@ class TransformersJudge(RequestPreparation, BatchForward, Judge):
                     out[i] = result
             return out
         finally:
+            threads.restore()
             if self._prefetcher is not None:
                 self._prefetcher.clear()
             self._prompts = {}
+
+    def _threads(self) -> ThreadsForCall:
+        """The call's thread governor: the cores other processes leave, when `share_cores`."""
+        import torch
+        held = torch.get_num_threads()
+        if self.share_cores:
+            if self._core_share is None or self._core_share.ceiling != held:
+                self._core_share = CoreShare(ceiling=held)
+            return ThreadsForCall(held, self._core_share)
+        return ThreadsForCall(held, None)
 
     def _batches(self, requests: list[Request]) -> list[list[int]]:
         """The call's batches (request positions): units planned under the row, unit and token limits."""
@@ -273,6 +294,7 @@ class TransformersJudge(RequestPreparation, BatchForward, Judge):
                 "requested_revision": self.requested_revision,
                 "batch_size": "auto" if self.auto_batch else self.rows, "chunk_size": self.batch_size,
                 "prefix_reuse": self.prefix_reuse, "prefix_fallback": self.sharing_blocker,
+                "share_cores": self.share_cores,
                 "prefix_attention": self._runner.attention_layout(self.model.device) if self.prefix_reuse else None,
                 "attn_implementation": self.attn_implementation,
                 "vision_cache_mb": self.vision_cache.max_bytes / 2**20 if self.vision_cache.enabled else 0,
