@@ -27,10 +27,10 @@ LISTED_IDS = 50
 
 
 def with_interval(estimate: dict[str, Any]) -> str:
-    """A statistic and its interval as one cell: "0.62 [0.41, 0.78]".
+    """A statistic and its interval as one cell: "0.6234 [0.4100, 0.7790]", by the one rule of score digits.
 
     >>> with_interval({"value": 0.6234, "low": 0.41, "high": 0.779})
-    '0.623 [0.41, 0.779]'
+    '0.6234 [0.4100, 0.7790]'
     >>> with_interval({"value": None, "low": None, "high": None, "reason": "too few items: 2"})
     'too few items: 2'
     """
