@@ -125,14 +125,13 @@ def rate_label(label: Mapping[str, Any]) -> float | None:
 
 
 def _human_flags(labels: list[Mapping[str, Any]]) -> tuple[bool, set[str]] | None:
-    """People's majority on one image: has a violation, and which types; None when all said N/A."""
+    """People's majority on one image: has a violation, and which types; None when all said N/A or
+    no one marked violations (a rating alone says how good, not which violation: no detection)."""
     marked = []
     for label in labels:
         annotation = label_annotation(label)
-        if annotation.eligible:
-            has = bool(annotation.violations) if "violations" in label or label.get("rating") is None \
-                else number(label["rating"]) < 5
-            marked.append((has, {v.type for v in annotation.violations}))
+        if annotation.eligible and ("violations" in label or label.get("rating") is None):
+            marked.append((bool(annotation.violations), {v.type for v in annotation.violations}))
     if not marked:
         return None
     types = {t.id for t in TAXONOMY if majority([t.id in found for _, found in marked])}
@@ -141,7 +140,9 @@ def _human_flags(labels: list[Mapping[str, Any]]) -> tuple[bool, set[str]] | Non
 
 def compare_details(rows, records) -> dict[str, Any]:
     """Detection as the paper checks it: the judge's "has a violation" against people's majority,
-    and per violation type whether both, one or neither marked it (workflow records only)."""
+    and per violation type whether both, one or neither marked it (workflow records only); images
+    whose labels mark no violations (ratings only) are left out, and with none left there is no
+    detection table or measure at all."""
     judged, people, per_type = [], [], {t.id: [0, 0, 0, 0] for t in TAXONOMY}
     with_checks = 0
     for row in rows:
@@ -156,6 +157,8 @@ def compare_details(rows, records) -> dict[str, Any]:
             found = set(record.detected_types())
             for type_id, counts in per_type.items():
                 counts[(type_id not in found) * 2 + (type_id not in flags[1])] += 1
+    if not judged:  # rating-only labels: no violation-detection measure, absent rather than 0
+        return {"tables": [], "measures": {}}
     tables = [confusion_table("Has a violation (image level)", judged, people, ("violation", "clean"))]
     tp = sum(j == h == "violation" for j, h in zip(judged, people))
     measures = {"detection_precision": share(tp, judged.count("violation")),

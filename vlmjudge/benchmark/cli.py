@@ -141,10 +141,14 @@ def run_benchmark_command(args: argparse.Namespace) -> int:
 
 
 def print_leaderboard(board: dict[str, Any]) -> None:
-    """The leaderboard's rows, by method then rank, one line each."""
+    """The leaderboard's rows, by method then rank, one line each with its unscored count, then its
+    warnings (models scored on different numbers of items, too few items)."""
     rows = sorted(board.get("rows", []), key=lambda r: (str(r.get("method")), r.get("rank") or 0))
     for row in rows:
         value, low, high = (row.get(k) for k in ("value", "low", "high"))
         shown = (f"{format_score(value)} [{format_score(low)}, {format_score(high)}]"
                  if value is not None and None not in (low, high) else format_score(value))
-        print(f"{row.get('method')} #{row.get('rank', '-')} {row.get('model')}: {shown} n={row.get('n')}")
+        unscored = f" unscored={row['n_unscored']} of {row['n_items']}" if "n_unscored" in row else ""
+        print(f"{row.get('method')} #{row.get('rank', '-')} {row.get('model')}: {shown} n={row.get('n')}{unscored}")
+    for line in board.get("warnings", []):
+        print(f"warning: {line}")

@@ -21,6 +21,8 @@ import numpy as np
 from vlmjudge.stats.board import NO_STATUS, ROW, leaderboard
 from vlmjudge.stats.pairing import read_items
 from vlmjudge.stats.rankings import mean_ranks, ranking_agreement
+from vlmjudge.stats.reliability import unscored_warnings
+from vlmjudge.stats.swap import EXACT_BELOW
 from vlmjudge.stats.statistic import value_of
 
 from .leaderboard_runs import BenchmarkRuns, LeaderboardError, MethodRuns, read_runs
@@ -106,6 +108,7 @@ def method_rows(method: MethodRuns, models: list[str], prompts: list[str], setti
         out.append({"model": entry["label"], "method": method.name, "statistic": method.statistic_key,
                     "value": value, "low": _number(entry["low"], where), "high": _number(entry["high"], where),
                     "n": entry["n"], "n_not_applicable": entry["n_na"], "n_failed": entry["n_failed"],
+                    "n_unscored": entry["n_unscored"], "n_items": entry["n_items"], "unreliable": entry["unreliable"],
                     "rank": entry["rank"] if ranked else None, "rank_low": entry["rank_low"] if ranked else None,
                     "rank_high": entry["rank_high"] if ranked else None})
     return out
@@ -117,6 +120,18 @@ def _whole_run(row: dict, method: MethodRuns, paired: list[str]) -> dict:
     kept = sum(len(run.by_prompt[p]) for p in paired)
     return {**row, "value_all": _number(value_of(run.records, method.statistic)), "n_records": len(run.records),
             "n_unpaired_records": len(run.records) - kept}
+
+
+def board_warnings(rows: list[dict], bench: BenchmarkRuns) -> list[str]:
+    """Per method, a line for each model whose value rests on more unscored items (N/A, failed) of
+    the paired prompts than another's, and one when some value rests on under 10 items."""
+    out = []
+    for method in bench.methods:
+        mine = [{**row, "label": row["model"]} for row in rows if row["method"] == method.name]
+        out.extend(f"{method.name}: {line}" for line in unscored_warnings(mine, method.statistic.label))
+    if any(row["unreliable"] for row in rows):
+        out.append(f"some value rests on under {EXACT_BELOW} items: its interval and rank range are unreliable")
+    return out
 
 
 def mean_rank_entries(rows: list[dict], models: list[str], methods: list[str]) -> list[dict]:
@@ -135,7 +150,8 @@ def agreement_entries(rows: list[dict], bench: BenchmarkRuns) -> dict:
     values = {m.name: {r["model"]: (math.nan if r["value"] is None else r["value"])
                        for r in rows if r["method"] == m.name} for m in ranked}
     result = ranking_agreement(values, {m.name: m.statistic.higher_is_better for m in ranked})
-    pairs = [{"a": a, "b": b, "tau": _number(tau), "n_models": result["n_models"][a, b]}
+    pairs = [{"a": a, "b": b, "tau": _number(tau), "n_models": result["n_models"][a, b],
+              **({"reason": result["reasons"][a, b]} if (a, b) in result["reasons"] else {})}
              for (a, b), tau in result["pairs"].items()]
     return {"pairs": pairs, "mean": _number(result["mean"]), "n_pairs": len(pairs),
             "n_pairs_defined": sum(p["tau"] is not None for p in pairs),
@@ -191,7 +207,8 @@ def build_leaderboard(runs: Any, suite: Any, *, n_resamples: int = 2000, seed: i
                     for m in bench.methods],
         "settings": settings, "n_paired_prompts": len(bench.paired), "prompts_missing": bench.missing,
         "runs": {model: {m.name: m.runs[model].path for m in bench.methods} for model in bench.models},
-        "rows": rows, "mean_rank": mean_rank_entries(rows, bench.models, methods),
+        "rows": rows, "warnings": board_warnings(rows, bench),
+        "mean_rank": mean_rank_entries(rows, bench.models, methods),
         "ranking_agreement": agreement_entries(rows, bench),
         "by_category": category_entries(bench, suite, settings), "human": None,
     }

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from vlmjudge.registry import get_method
+from vlmjudge.stats.correlation import too_few
 from vlmjudge.stats.human_agreement import STATISTICS, agreement
 from vlmjudge.stats.human_sets import PUBLIC_SETS, read_public_set
 from vlmjudge.stats.human_sets.join import index_records, join
@@ -133,6 +134,9 @@ def _one_image_each(placed: list[dict], form: str, path: Path) -> None:
 def _estimates(judge: list[float], human: list[float], groups: list[str] | None, settings: dict) -> dict:
     """The agreement statistics with intervals on the matched items, or why there are none."""
     out: dict[str, Any] = {"n": len(judge)}
+    few = too_few(len(judge))
+    if few is not None:  # on 2 items every correlation is +1 or -1: absent, with the reason
+        return {**out, "unavailable": few}
     try:
         result = agreement(judge, human, groups=groups, n_resamples=settings["n_resamples"],
                            confidence=settings["confidence"], seed=settings["seed"])

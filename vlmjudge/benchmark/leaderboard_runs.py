@@ -4,11 +4,11 @@ computed, each record tied to its prompt, and the prompts every run holds chosen
 A leaderboard that averaged another method's file, an Infinity score or a run scored with another
 judge would rank models on different evidence, so each is a `LeaderboardError` (one line naming
 the file); a prompt some run lacks is listed and left out of every paired statistic, never scored.
-Record ids are the suite's prompt ids, or `<prompt id>/<k>` for the k-th image of a prompt.
+Record ids are the suite's prompt ids, or `<prompt id>/<k>` for the k-th image of a prompt. Files are read
+through `vlmjudge.run_records`, the one checked reader `compare` and `agreement` use.
 """
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,9 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from vlmjudge.outputs import JsonlError, read_run
-from vlmjudge.record_schema import RecordSchemaError, check_record
 from vlmjudge.registry import get_method
+from vlmjudge.run_records import RunFileError, in_score_range, iter_run_records, run_manifest
 from vlmjudge.stats.runs import mixed_reasons
 from vlmjudge.stats.statistic import Statistic
 
@@ -116,52 +115,34 @@ def headline(method: str) -> tuple[str, Statistic, tuple[float, float]]:
     return key, statistic, tuple(float(v) for v in spec.score_range)
 
 
-def _read(path: Any, model: str, method: str) -> tuple[list[dict], dict]:
-    """A run file's records and manifest; a missing file, a folder, a broken line or an absent manifest
-    is one line."""
+def _read(path: Any, model: str, method: str, score_range: tuple[float, float]) -> tuple[list[dict], list[str], dict]:
+    """A run file's records, where each was read, and its manifest, through the one checked reader of
+    run files (`vlmjudge.run_records`: a missing file, a folder, a broken line, the record schema, NaN
+    or Infinity anywhere, an id given twice, a score outside the method's range, an empty run); each
+    refusal is one line, as is an absent manifest or one naming another method."""
     if not isinstance(path, (str, os.PathLike)):
         raise LeaderboardError(f"run of {model!r} by {method!r}: expected a path to records.jsonl, got {path!r}")
     file = Path(path)
-    if file.is_dir():
-        raise LeaderboardError(f"{file} (run of {model!r} by {method!r}) is a folder, not a records file")
     try:
-        records, manifest = read_run(file)
+        manifest = run_manifest(file)
+        if not manifest:
+            raise LeaderboardError(f"{file}: no manifest beside it ({file.stem}.manifest.json): a leaderboard needs "
+                                   "to know which method and judge scored each run")
+        if manifest.get("method") != method:
+            raise LeaderboardError(f"{file} is given as the {method} run of {model!r}, but its manifest says method "
+                                   f"{manifest.get('method')!r}")
+        read = list(in_score_range(iter_run_records(file), score_range, method))
     except UnicodeDecodeError as error:
         raise LeaderboardError(f"{file} (run of {model!r} by {method!r}) is not UTF-8 text "
                                f"({error.reason} at byte {error.start})") from None
-    except (JsonlError, OSError) as error:
+    except RunFileError as error:
         raise LeaderboardError(f"run of {model!r} by {method!r}: {error}") from None
-    if not manifest:
-        raise LeaderboardError(f"{file}: no manifest beside it ({file.stem}.manifest.json): a leaderboard needs "
-                               "to know which method and judge scored each run")
-    if manifest.get("method") != method:
-        raise LeaderboardError(f"{file} is given as the {method} run of {model!r}, but its manifest says method "
-                               f"{manifest.get('method')!r}")
-    if not records:
-        raise LeaderboardError(f"{file}: holds no record (an empty run)")
-    return records, manifest
+    return [record for record, _ in read], [where for _, where in read], manifest
 
 
-def _checked_row(record: dict, where: str, statistic: Statistic, score_range: tuple[float, float]) -> Any:
-    """The record's row of the statistic, after checking the record: the shared schema, a score that is
-    a finite number in the method's range, a row that is numbers and not infinite."""
-    try:
-        check_record(record, where)
-    except RecordSchemaError as error:
-        raise LeaderboardError(str(error)) from None
-    score = record["score"]
-    if score is not None:
-        if isinstance(score, bool) or not isinstance(score, (int, float)):
-            raise LeaderboardError(f"{where}: score {score!r} is not a number")
-        try:
-            number = float(score)
-        except OverflowError:  # an integer too large for a float (10**400 reads as one)
-            raise LeaderboardError(f"{where}: score has {len(str(score))} digits, too large for a number") from None
-        if not math.isfinite(number):
-            raise LeaderboardError(f"{where}: score is {score}; a leaderboard takes finite scores only")
-        if not score_range[0] <= number <= score_range[1]:
-            raise LeaderboardError(f"{where}: score {score!r} lies outside the method's range "
-                                   f"[{score_range[0]:g}, {score_range[1]:g}]")
+def _row(record: dict, where: str, statistic: Statistic) -> Any:
+    """The record's row of the statistic (the record itself is checked by `_read`): None for N/A,
+    else numbers, none infinite."""
     try:
         row = statistic.rows(record)
         if row is None:
@@ -185,19 +166,14 @@ def _prompt_of(record_id: str, prompts: set[str]) -> str | None:
 
 def read_method_run(path: Any, model: str, method: str, statistic: Statistic, score_range: tuple[float, float],
                     prompts: set[str], suite_name: str) -> Run:
-    """One run, checked record by record and grouped by prompt; duplicate ids and records of prompts
-    the suite lacks are refused."""
-    records, manifest = _read(path, model, method)
+    """One run, checked record by record (`_read`) and grouped by prompt; records of prompts the
+    suite lacks are refused."""
+    records, places, manifest = _read(path, model, method, score_range)
     run = Run(model, method, str(path), records, manifest)
-    seen: dict[str, int] = {}
     strangers: list[str] = []
-    for number, record in enumerate(records, 1):
-        where = f"{path} record {number}"
-        row = _checked_row(record, where, statistic, score_range)
+    for record, where in zip(records, places):
+        row = _row(record, where, statistic)
         record_id = record["id"]
-        if record_id in seen:
-            raise LeaderboardError(f"{path}: id {record_id!r} appears twice (records {seen[record_id]} and {number})")
-        seen[record_id] = number
         prompt = _prompt_of(record_id, prompts)
         if prompt is None:
             strangers.append(record_id)

@@ -52,11 +52,13 @@ def _leaderboard(board: dict) -> str:
     """The summary: every (method, model) row, best first within each method."""
     methods = _methods(board)
     rows = [[f"{r['method']}: {methods[r['method']]['label']}", "–" if r["rank"] is None else r["rank"], r["model"],
-             r["value"], _interval(r), _rank_range(r), r["n"], r["n_not_applicable"], r["n_failed"]]
-            for r in board["rows"]]
+             r["value"], _interval(r), _rank_range(r), r["n"], r["n_not_applicable"], r["n_failed"],
+             f"{r['n_unscored']} of {r['n_items']}"] for r in board["rows"]]
     confidence = round(100 * board["settings"]["confidence"])
+    warned = "".join(f"<li>{escape(line)}</li>" for line in board.get("warnings", []))
     return summary_table(["method: statistic", "rank", "model", "value", f"{confidence}% interval", "rank range", "n",
-                          "N/A", "failed"], rows)
+                          "N/A", "failed", "unscored (N/A, failed)"], rows) + \
+        (f'<ul class="warnings" id="warnings">{warned}</ul>' if warned else "")
 
 
 def _figure(files: FigureFiles, caption: str) -> str:
@@ -90,7 +92,8 @@ def _agreement(board: dict, folder: Path, dpi: int) -> str:
             "Fewer than two methods rank the models, so there is no pair of rankings to compare."), "agreement")
     methods = [m["method"] for m in board["methods"] if m["method"] not in result["unranked_methods"]]
     matrix = agreement_matrix(result, methods, folder, "ranking_agreement", dpi)
-    rows = [[p["a"], p["b"], p["tau"], p["n_models"]] for p in result["pairs"]]
+    rows = [[p["a"], p["b"], p["reason"] if p["tau"] is None and "reason" in p else p["tau"], p["n_models"]]
+            for p in result["pairs"]]
     lead = (f"<p>Mean Kendall's tau over the {result['n_pairs_defined']} pairs where it is defined: "
             f"<strong>{escape(fmt_number(result['mean']))}</strong> (1: the same order, -1: reversed).</p>")
     body = lead + table(["method a", "method b", "Kendall's tau", "models"], rows) + \

@@ -195,8 +195,10 @@ def _estimates(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def _judge_run(run: dict[str, Any], rows, protocol, human_path: Path, args: argparse.Namespace) -> dict[str, Any]:
     """One run joined to the people's rows, its statistics and the method's details."""
-    from ..stats.human_agreement import agreement
+    from ..stats.correlation import too_few
+    from ..stats.human_agreement import STATISTICS, agreement
     from ..stats.human_sets.join import index_records, join
+    from ..stats.reliability import unreliable
 
     try:
         records = index_records(run["records"], protocol, run["path"])
@@ -214,9 +216,11 @@ def _judge_run(run: dict[str, Any], rows, protocol, human_path: Path, args: argp
                       ("items people marked not applicable", joined.not_applicable)):
         if ids:
             print(f"{run['name']}: {len(ids)} {what}: {_shown(ids)}", file=sys.stderr)
+    few = too_few(len(joined.ids))
     try:
-        stats = agreement(joined.judge, joined.human, groups=joined.groups, n_resamples=args.resamples,
-                          confidence=args.confidence, seed=args.seed)
+        stats = _estimates(agreement(joined.judge, joined.human, groups=joined.groups, n_resamples=args.resamples,
+                                     confidence=args.confidence, seed=args.seed)) if few is None else \
+            {name: {"value": None, "low": None, "high": None, "n_resamples": 0, "reason": few} for name in STATISTICS}
     except ValueError as error:
         raise CommandError(f"{run['path']}: {error}") from None
     try:
@@ -225,7 +229,8 @@ def _judge_run(run: dict[str, Any], rows, protocol, human_path: Path, args: argp
     except ValueError as error:
         raise CommandError(f"{run['path']}: {args.human_format}'s own statistics: {error}") from None
     return {"name": run["name"], "path": run["path"], "model": run["manifest"].get("model"),
-            "matched": len(joined.ids), "statistics": _estimates(stats), "set_statistics": own,
+            "matched": len(joined.ids), "statistics": stats, "unreliable": unreliable(len(joined.ids)),
+            "set_statistics": own,
             "unmatched": {"human_only": joined.human_only, "run_only": joined.run_only},
             "unscored": joined.unscored, "not_applicable": joined.not_applicable,
             "details": _details(protocol, joined.matched_rows, records, run["path"]),
@@ -241,9 +246,16 @@ def _details(protocol, rows, records, where: str) -> dict[str, Any]:
         raise CommandError(f"{where}: the method's comparison could not read a record or label: {error}") from None
 
 
-def _ceiling(rows) -> dict[str, Any] | None:
-    """The human ceiling (`inter_annotator`) when some item has two or more annotators."""
-    from ..stats.human_agreement import inter_annotator
+#: What the human ceiling assumes of the raters, said beside it in the JSON, the table and the page.
+CEILING_ASSUMPTION = ("each annotator against the mean of the others: the raters are taken as interchangeable, "
+                      "every item's raters drawn from one pool; an item rated by fewer than 2 annotators compares "
+                      "no one and is left out, and so is an annotator sharing under 2 items with the others")
+
+
+def _ceiling(rows, args: argparse.Namespace) -> dict[str, Any] | None:
+    """The human ceiling (`inter_annotator`), with a bootstrap interval over items at the run's
+    confidence (`ceiling_interval`), when some item has two or more annotators."""
+    from ..stats.human_agreement import ceiling_interval, inter_annotator
     from ..stats.human_sets.labels import annotator_table
 
     labelled = [row for row in rows if row.get("human") is not None and row.get("raters")]
@@ -255,25 +267,31 @@ def _ceiling(rows) -> dict[str, Any] | None:
     rated = ~np.isnan(table)
     shared = [(rated[:, k] & (np.delete(rated, k, axis=1).any(axis=1))).sum() for k in range(table.shape[1])]
     kept = [k for k in range(table.shape[1]) if shared[k] >= 2]  # one who shares under 2 items has no correlation
-    out: dict[str, Any] = {"annotators": len(kept), "left_out": table.shape[1] - len(kept)}
+    out: dict[str, Any] = {"annotators": len(kept), "left_out": table.shape[1] - len(kept),
+                           "assumption": CEILING_ASSUMPTION}
+    shared = table[:, kept][(rated[:, kept]).sum(axis=1) >= 2]  # an item with one rater compares no one
     try:
-        ceiling = inter_annotator(table[:, kept])
+        ceiling = inter_annotator(shared)
+        interval = ceiling_interval(shared, n_resamples=args.resamples, confidence=args.confidence, seed=args.seed)
     except ValueError as error:
         return {**out, "unavailable": str(error)}
-    return {**out, "items": int(rated[:, kept].any(axis=1).sum()), "mean": ceiling.mean,
+    return {**out, "items": len(shared), "items_with_one_rater": int(rated[:, kept].any(axis=1).sum()) - len(shared),
+            "mean": ceiling.mean, "interval": {name: dataclasses.asdict(e) for name, e in interval.items()},
             "per_annotator": {name: list(values) for name, values in ceiling.per_annotator.items()}}
 
 
 def _comparison(judged: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
     """Which judge agrees best on the items every run scored, with a paired interval per pair."""
+    from ..stats.correlation import too_few
     from ..stats.human_agreement import agreement_difference, statistic_value
 
     values = [{item["id"]: (item["judge"], item["human"], item.get("group")) for item in run["items"]}
               for run in judged]
     common = [key for key in values[0] if all(key in other for other in values[1:])]
     out: dict[str, Any] = {"statistic": args.statistic, "items": len(common)}
-    if len(common) < 2:
-        return {**out, "unavailable": f"the runs share {len(common)} scored item(s); a comparison needs 2"}
+    few = too_few(len(common), "items every run scored")
+    if few is not None:
+        return {**out, "unavailable": few}
     human = [values[0][key][1] for key in common]
     groups = [values[0][key][2] for key in common] if all(values[0][key][2] is not None for key in common) else None
     scores = [[run_values[key][0] for key in common] for run_values in values]
@@ -299,6 +317,7 @@ def run_agreement(args: argparse.Namespace) -> int:
     from ..reports.agreement import set_statistics_line, write_agreement_report
 
     from ..stats.runs import MAX_RESAMPLES
+    from ..stats.swap import EXACT_BELOW
     from .preflight import require_out_folder
 
     if len(args.inputs) < 2:
@@ -319,7 +338,7 @@ def run_agreement(args: argparse.Namespace) -> int:
                                           "other_method_lines_left_out": left_out},
               "settings": {"resamples": args.resamples, "confidence": args.confidence, "seed": args.seed},
               "axes": {"human": protocol.human_axis, "judge": protocol.judge_axis},
-              "runs": judged, "ceiling": _ceiling(rows),
+              "runs": judged, "ceiling": _ceiling(rows, args),
               "comparison": _comparison(judged, args) if len(judged) > 1 else None}
     result = without_negative_zero(result)  # minus an error count of 0 is no negative number
     args.out.mkdir(parents=True, exist_ok=True)
@@ -328,10 +347,19 @@ def run_agreement(args: argparse.Namespace) -> int:
     page = write_agreement_report(result, args.out, dpi=args.dpi)
     for run in result["runs"]:
         rho = run["statistics"][args.statistic]
-        print(f"{run['name']}: {args.statistic} {rho['value']:.3f} [{rho['low']:.3f}, {rho['high']:.3f}] "
-              f"over {run['matched']} items")
+        shown = rho["reason"] if rho["value"] is None else f"{rho['value']:.3f} [{rho['low']:.3f}, {rho['high']:.3f}]"
+        print(f"{run['name']}: {args.statistic} {shown} over {run['matched']} items"
+              + (f" (under {EXACT_BELOW} items: the interval is unreliable)" if run["unreliable"] and
+                 rho["value"] is not None else ""))
         if run["set_statistics"]:
             print(set_statistics_line(run))
+    ceiling = result["ceiling"]
+    if ceiling and "interval" in ceiling:
+        shown = ceiling["interval"][args.statistic] if args.statistic in ceiling["interval"] else \
+            ceiling["interval"]["spearman"]
+        print(f"human ceiling ({ceiling['annotators']} annotators, {ceiling['items']} items): "
+              f"{args.statistic if args.statistic in ceiling['interval'] else 'spearman'} {shown['value']:.3f} "
+              f"[{shown['low']:.3f}, {shown['high']:.3f}]; {ceiling['assumption']}")
     comparison = result["comparison"]
     if comparison and "best" in comparison:
         verdict = "clearly (every paired interval excludes 0)" if comparison["clear"] else \

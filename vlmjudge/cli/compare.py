@@ -92,7 +92,13 @@ def run_compare(args: argparse.Namespace) -> int:
     for row in result["leaderboard"]:
         rank = f"{row['rank']}. " if "rank" in row else "- "
         print(f"{rank}{row['label']}: {format_score(row['value'])} "
-              f"[{format_score(row['low'])}, {format_score(row['high'])}] n={row['n']}")
+              f"[{format_score(row['low'])}, {format_score(row['high'])}] n={row['n']} "
+              f"unscored={row['n_unscored']} of {row['n_items']}")
+    for line in result["warnings"]:
+        print(f"warning: {line}")
+    for pair in result["pairwise"]:
+        if "interval_vs_p" in pair:
+            print(f"note: {pair['b']} - {pair['a']}: {pair['interval_vs_p']}")
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
     return 0
 

@@ -14,6 +14,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from ..stats.swap import EXACT_BELOW
 from .figures import DEFAULT_DPI, FigureFiles, check_dpi, new_figure, plain, save_figure, title_lines
 from .page import (PAGE_NAME, empty_state, figures_section, fmt_cell, fmt_number, page, section, summary_table, table,
                    write_page)
@@ -26,11 +27,15 @@ LISTED_IDS = 50
 
 
 def with_interval(estimate: dict[str, Any]) -> str:
-    """A statistic and its interval as one cell: "0.62 [0.41, 0.78]".
+    """A statistic and its interval as one cell: "0.6234 [0.4100, 0.7790]", by the one rule of score digits.
 
     >>> with_interval({"value": 0.6234, "low": 0.41, "high": 0.779})
-    '0.623 [0.41, 0.779]'
+    '0.6234 [0.4100, 0.7790]'
+    >>> with_interval({"value": None, "low": None, "high": None, "reason": "too few items: 2"})
+    'too few items: 2'
     """
+    if estimate.get("value") is None and estimate.get("reason"):
+        return str(estimate["reason"])
     return f"{fmt_number(estimate['value'])} [{fmt_number(estimate['low'])}, {fmt_number(estimate['high'])}]"
 
 
@@ -64,7 +69,10 @@ def _comparison_part(comparison: dict[str, Any] | None) -> str:
              pair["p_greater"]] for pair in comparison["pairs"]]
     header = ["judge A", "judge B", f"{statistic} A - B", "paired interval", "p (A not better)"]
     values = table(["judge", statistic], sorted(comparison["values"].items(), key=lambda kv: -kv[1]))
-    return section("Which judge agrees best", lead + values + table(header, rows), "comparison")
+    sided = ("<p class='source'>Both rest on the same resampled items; p is one-sided (the share of resamples "
+             "where A is not better) and the interval two-sided, so an interval above 0 goes with a p below half "
+             "of 1 - confidence.</p>")
+    return section("Which judge agrees best", lead + values + table(header, rows) + sided, "comparison")
 
 
 def set_statistics_line(run: dict[str, Any]) -> str:
@@ -129,9 +137,11 @@ def _ceiling_part(ceiling: dict[str, Any] | None) -> str:
                                                     f"{ceiling['unavailable']}"), "ceiling")
     note = (f"<p>Each of {ceiling['annotators']} annotators against the mean of the others, over "
             f"{ceiling['items']} items, averaged: a judge near these values agrees with people about as well "
-            "as they agree with each other.</p>")
-    rows = [[TITLES.get(name, name), value] for name, value in ceiling["mean"].items()]
-    return section("Human ceiling", note + table(["statistic", "mean leave-one-out"], rows), "ceiling")
+            f"as they agree with each other.</p><p class='source'>Assumption: {escape(ceiling['assumption'])}"
+            f" ({ceiling['items_with_one_rater']} item(s) with one rater left out).</p>")
+    rows = [[TITLES.get(name, name), with_interval(ceiling["interval"][name])] for name in ceiling["mean"]]
+    return section("Human ceiling", note + table(["statistic", "mean leave-one-out [interval over items]"], rows),
+                   "ceiling")
 
 
 def _details_part(run: dict[str, Any]) -> str:
@@ -193,5 +203,8 @@ def _write_agreement_files(result: dict[str, Any], out: Path, dpi: int) -> Path:
              _ceiling_part(result["ceiling"]), figures_section(figures),
              section("The method's own checks", details, "details") if details else "",
              section("Left out of the statistics", unmatched, "unmatched") if unmatched else ""]
-    html = page("How far to trust the judge", summary_table(header, rows), parts, subtitle)
+    few = [run["name"] for run in result["runs"] if run.get("unreliable")]
+    warned = (f'<ul class="warnings" id="warnings"><li>{escape(", ".join(few))}: under {EXACT_BELOW} items, the '
+              "intervals are unreliable</li></ul>") if few else ""
+    html = page("How far to trust the judge", summary_table(header, rows) + warned, parts, subtitle)
     return write_page(out, html)

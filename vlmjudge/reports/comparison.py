@@ -31,10 +31,18 @@ def _interval(row: dict) -> str:
 def _leaderboard(result: dict) -> str:
     """The headline statistic per run: value, interval, rank and its bootstrap range, counts."""
     rows = [[r.get("rank", "–"), r["label"], r["value"], _interval(r),
-             f"{r['rank_low']}–{r['rank_high']}" if "rank_low" in r else "–", r["n"], r["n_na"], r["n_failed"]]
-            for r in result["leaderboard"]]
+             f"{r['rank_low']}–{r['rank_high']}" if "rank_low" in r else "–", r["n"], r["n_na"], r["n_failed"],
+             f"{r['n_unscored']} of {r['n_items']}"] for r in result["leaderboard"]]
     return summary_table(["rank", "run", result["statistics"][result["statistic"]]["label"],
-                          f"{round(100 * result['confidence'])}% interval", "rank range", "n", "N/A", "failed"], rows)
+                          f"{round(100 * result['confidence'])}% interval", "rank range", "n", "N/A", "failed",
+                          "unscored (N/A, failed, absent)"], rows) + _warnings(result.get("warnings", []), "warnings")
+
+
+def _warnings(lines: list[str], anchor: str = "") -> str:
+    """Warnings (runs on different numbers of items, too few items, an interval against its p), one
+    per line; `anchor` is the list's id."""
+    items = "".join(f"<li>{escape(line)}</li>" for line in lines)
+    return f'<ul class="warnings"{f" id={anchor!r}" if anchor else ""}>{items}</ul>' if lines else ""
 
 
 def _pairs_table(pairs: list[dict], tests: bool = True) -> str:
@@ -49,7 +57,10 @@ def _pairs_table(pairs: list[dict], tests: bool = True) -> str:
         rows.append([p["a"], p["b"], p["n"], p["diff"], _interval(p),
                      *([p.get("p_value"), p.get("p_holm")] if tests else []),
                      p["na_share_diff"], p["failed_share_diff"], p["n_unpaired"]])
-    return table(header, rows)  # (a table wider than the page scrolls in its own box)
+    notes = [f"{p['b']} − {p['a']}: {p[key]}" for p in pairs for key in ("note", "interval_vs_p")
+             if "diff" in p and key in p]
+    # (a table wider than the page scrolls in its own box); each caveat in one sentence below it
+    return table(header, rows) + (_warnings(notes) if notes else "")
 
 
 def _p_text(value: Any) -> str:

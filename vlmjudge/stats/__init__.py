@@ -14,9 +14,10 @@ from vlmjudge.lazy import lazy_exports
 
 #: Public name -> the module it lives in; each loads on first use.
 _EXPORTS = {
-    **dict.fromkeys(("average_ranks", "pearson", "spearman"), ".correlation"),
+    **dict.fromkeys(("average_ranks", "pearson", "spearman", "too_few"), ".correlation"),
     **dict.fromkeys(("Difference", "Estimate", "HumanCeiling", "PairwiseAccuracy", "agreement",
-                     "agreement_difference", "inter_annotator", "statistic_value", "tie_calibrated_accuracy"),
+                     "agreement_difference", "ceiling_interval", "inter_annotator", "statistic_value",
+                     "tie_calibrated_accuracy"),
                     ".human_agreement"),
     **dict.fromkeys(("Interval", "bootstrap_ci", "interval_text", "mean_keys", "mean_with_interval"), ".interval"),
     **dict.fromkeys(("benjamini_hochberg", "holm"), ".multiple"),
@@ -27,6 +28,7 @@ _EXPORTS = {
     **dict.fromkeys(("minimum_detectable_effect", "required_n"), ".power"),
     **dict.fromkeys(("BradleyTerry", "PlayerStrength", "bradley_terry"), ".preferences"),
     **dict.fromkeys(("kendall_tau", "mean_ranks", "ranking_agreement", "ranks"), ".rankings"),
+    **dict.fromkeys(("consistency_note", "unreliable", "unscored_warnings"), ".reliability"),
     **dict.fromkeys(("CompareInputError", "MixedRunsError", "RunSet", "compare_runs", "mixed_reasons", "read_runs"),
                     ".runs"),
     "compare": ".score_runs",

@@ -5,7 +5,8 @@ ranges from resampling the union of item ids jointly for all runs, pair differen
 paired bootstrap, p-values from swapping rows within items, Holm's adjustment over the pairs.
 `compare_statistics` takes many statistics (and categories) of the same runs at once: a pooled one
 (`vlmjudge.stats.blocks`) shares each block of resamples with every other resting on the same
-items, and the draws are those of the one-statistic functions for the same seed.
+items, and the draws are those of the one-statistic functions for the same seed. Each row and pair
+says how many items it rests on and whether they are too few (`vlmjudge.stats.reliability`).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from vlmjudge.stats.blocks import block_rows, is_pooled, pooled_columns, pooled_
 from vlmjudge.stats.multiple import holm
 from vlmjudge.stats.paired import paired_bootstrap
 from vlmjudge.stats.pairing import FAILED, NA, OK, Items, Paired, align_items, read_items
+from vlmjudge.stats.reliability import SMALL_N_NOTE, consistency_note, unreliable
 from vlmjudge.stats.resample import percentile_interval
 from vlmjudge.stats.statistic import RecordRows, Statistic
 from vlmjudge.stats.swap import paired_swap_test, swap_pvalue
@@ -118,9 +120,14 @@ def leaderboard(labels: Sequence[str], items: list, rows: list[np.ndarray], stat
     tail = (1 - confidence) / 2
     with np.errstate(all="ignore"):
         low, high = np.nanpercentile(draws, [100 * tail, 100 * (1 - tail)], axis=0)
-    board = [{"label": labels[m], "value": float(point[m]), "low": float(low[m]), "high": float(high[m]),
-              "n": int(np.sum(items[m].kinds == OK)), "n_na": int(np.sum(items[m].kinds == NA)),
-              "n_failed": int(np.sum(items[m].kinds == FAILED))} for m in range(len(labels))]
+    n_items = len(set().union(*(it.ids for it in items)))  # every run's ids: an absent item is unscored too
+    board = []
+    for m in range(len(labels)):
+        scored = int(np.sum(items[m].kinds == OK))
+        board.append({"label": labels[m], "value": float(point[m]), "low": float(low[m]), "high": float(high[m]),
+                      "n": scored, "n_na": int(np.sum(items[m].kinds == NA)),
+                      "n_failed": int(np.sum(items[m].kinds == FAILED)), "n_unscored": n_items - scored,
+                      "n_items": n_items, "unreliable": unreliable(scored)})
     if statistic.higher_is_better is None:
         return board
     better = statistic.higher_is_better
@@ -135,10 +142,12 @@ def leaderboard(labels: Sequence[str], items: list, rows: list[np.ndarray], stat
 def _entry(a: str, b: str, paired: Paired, statistic: Statistic) -> dict:
     """A pair's entry before its interval: the difference on the paired items and what was left out."""
     missing = paired.missing
-    return {"a": a, "b": b, "n": len(paired.a),
-            "diff": float(statistic.compute(paired.b) - statistic.compute(paired.a)),
-            "n_one_sided": missing.n_one_sided, "n_unpaired": missing.n_unpaired,
-            "na_share_diff": missing.na_share_diff, "failed_share_diff": missing.failed_share_diff}
+    entry = {"a": a, "b": b, "n": len(paired.a),
+             "diff": float(statistic.compute(paired.b) - statistic.compute(paired.a)),
+             "n_one_sided": missing.n_one_sided, "n_unpaired": missing.n_unpaired,
+             "na_share_diff": missing.na_share_diff, "failed_share_diff": missing.failed_share_diff,
+             "unreliable": unreliable(len(paired.a))}
+    return {**entry, "note": SMALL_N_NOTE} if entry["unreliable"] else entry
 
 
 def _interval_fields(draws: np.ndarray, confidence: float) -> dict:
@@ -165,7 +174,7 @@ def _pooled_pairs(members: list, n_resamples: int, seed: int, confidence: float)
         span = slice(start, start + cols.shape[1])
         start += cols.shape[1]
         null = pooled_values(stat.compute, sums_b[:, span]) - pooled_values(stat.compute, sums_a[:, span])
-        entry["p_value"] = swap_pvalue(entry["diff"], null)
+        entry.update(p_value=swap_pvalue(entry["diff"], null), exact_test=False)
 
 
 def _pairs(labels: Sequence[str], job_items: list[list[Items]], jobs: Sequence[Job], n_resamples: int,
@@ -186,16 +195,22 @@ def _pairs(labels: Sequence[str], job_items: list[list[Items]], jobs: Sequence[J
                 continue
             entry = _entry(labels[i], labels[j], paired, stat)
             out[k].append(entry)
-            if is_pooled(stat.compute):
+            if is_pooled(stat.compute) and not entry["unreliable"]:  # a few items: the exact test below
                 groups.setdefault((i, j, paired.ids), []).append((entry, stat, paired.a, paired.b, tests))
                 continue
             boot = paired_bootstrap(paired.a, paired.b, statistic=stat.compute, n_resamples=n_resamples,
                                     confidence=confidence, seed=seed)
             entry.update(low=boot.low, high=boot.high, p_greater=boot.p_greater)
             if tests:
-                entry["p_value"] = paired_swap_test(paired.a, paired.b, stat.compute, n_resamples, seed).pvalue
+                test = paired_swap_test(paired.a, paired.b, stat.compute, n_resamples, seed)
+                entry.update(p_value=test.pvalue, exact_test=test.exact)
     for members in groups.values():
         _pooled_pairs(members, n_resamples, seed, confidence)
+    for entries in out:
+        for entry in entries:
+            why = consistency_note(entry, confidence)
+            if why is not None:
+                entry["interval_vs_p"] = why
     for entries in out:
         tested = [e for e in entries if "p_value" in e]
         for entry, adjusted in zip(tested, holm([e["p_value"] for e in tested]) if tested else []):

@@ -11,6 +11,24 @@ from collections.abc import Sequence
 
 import numpy as np
 
+#: The fewest items (or models) a rank correlation is reported on: on 2 every correlation is +1 or -1
+#: whatever the data, so "1 [1, 1]" would say nothing; with fewer the value is absent, with a reason.
+MIN_CORRELATION_ITEMS = 3
+
+
+def too_few(n: int, what: str = "items") -> str | None:
+    """Why a correlation over `n` `what` is not given (None when they are enough).
+
+    Examples:
+        >>> too_few(2)
+        'too few items: 2 (a rank correlation needs at least 3)'
+        >>> too_few(3) is None
+        True
+    """
+    if n >= MIN_CORRELATION_ITEMS:
+        return None
+    return f"too few {what}: {n} (a rank correlation needs at least {MIN_CORRELATION_ITEMS})"
+
 
 def average_ranks(values: Sequence[float]) -> np.ndarray:
     """1-based ranks, ties sharing the mean of their positions (what Spearman's rho ranks by).

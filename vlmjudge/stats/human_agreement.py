@@ -356,7 +356,18 @@ def inter_annotator(ratings) -> HumanCeiling:
                          f"got shape {table.shape}")
     if np.isinf(table).any():
         raise ValueError("ratings hold inf; mark a missing rating with NaN")
-    names = ("pearson", "spearman", "kendall_tau_b")
+    per = _leave_one_out(table)
+    return HumanCeiling({name: tuple(per[name]) for name in CEILING_STATISTICS},
+                        {name: float(np.mean(per[name])) for name in CEILING_STATISTICS})
+
+
+#: The statistics of the human ceiling.
+CEILING_STATISTICS = ("pearson", "spearman", "kendall_tau_b")
+
+
+def _leave_one_out(table: np.ndarray) -> dict[str, list[float]]:
+    """Each annotator's correlations with the mean of the others, on the items both sides rated."""
+    names = CEILING_STATISTICS
     per: dict[str, list[float]] = {name: [] for name in names}
     for k in range(table.shape[1]):
         others = np.delete(table, k, axis=1)
@@ -367,5 +378,38 @@ def inter_annotator(ratings) -> HumanCeiling:
         values = _correlations(own, rest, (f"annotator {k}'s", "other annotators' mean"))
         for name in names:
             per[name].append(values[name])
-    return HumanCeiling({name: tuple(per[name]) for name in names},
-                        {name: float(np.mean(per[name])) for name in names})
+    return per
+
+
+def ceiling_interval(ratings, *, n_resamples: int = 1000, confidence: float = 0.95,
+                     seed: int = 0) -> dict[str, Estimate]:
+    """The human ceiling's mean per statistic with a percentile bootstrap interval over items.
+
+    Each resample redraws the items (rows of `ratings`, items x annotators, NaN where unrated) and
+    recomputes every annotator against the mean of the others. It takes the raters as
+    interchangeable, every item's raters drawn from one pool; a resample where some annotator
+    shares under 2 items with the others, or has no spread, is left out (`n_resamples` counts
+    the rest).
+
+    >>> ceiling = ceiling_interval([[1, 1, 2], [2, 3, 2], [3, 3, 4], [5, 4, 5], [4, 5, 4]], n_resamples=50)
+    >>> ceiling["spearman"].low <= ceiling["spearman"].value <= ceiling["spearman"].high
+    True
+    """
+    _check_options(n_resamples, confidence)
+    table = np.asarray(ratings, dtype=float)
+    full = inter_annotator(table).mean
+    rng = np.random.default_rng(seed)
+    draws: dict[str, list[float]] = {name: [] for name in CEILING_STATISTICS}
+    for _ in range(n_resamples):
+        drawn = table[rng.integers(0, len(table), len(table))]
+        try:
+            per = _leave_one_out(drawn)
+        except ValueError:  # too few shared items, or no spread, in this resample
+            continue
+        for name in CEILING_STATISTICS:
+            draws[name].append(float(np.mean(per[name])))
+    out = {}
+    for name in CEILING_STATISTICS:
+        low, high = _interval(draws[name], confidence, f"human ceiling {name}")
+        out[name] = Estimate(full[name], low, high, len(draws[name]))
+    return out

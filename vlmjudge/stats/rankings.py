@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from vlmjudge.stats.correlation import average_ranks
+from vlmjudge.stats.correlation import MIN_CORRELATION_ITEMS, average_ranks, too_few
 
 #: How tied values share their places: the best of them ("min": 1, 1, 3), or their mean ("average": 1.5, 1.5, 3).
 TIES = ("min", "average")
@@ -84,8 +84,9 @@ def mean_ranks(rank_table: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.nd
 
 def kendall_tau(a: Sequence[float], b: Sequence[float]) -> tuple[float, int]:
     """Kendall's tau-b between two metrics' values of the same models, over the models both
-    scored (neither value NaN), and how many those are; NaN where it is undefined (fewer than
-    two models, or one side without spread). The value is `scipy.stats.kendalltau`'s.
+    scored (neither value NaN), and how many those are; NaN where it is undefined or says nothing
+    (fewer than `MIN_CORRELATION_ITEMS` models: two give +1 or -1 whatever the data; one side
+    without spread). The value is `scipy.stats.kendalltau`'s.
 
     Examples:
         Two metrics order three models with one pair swapped: tau = (2 - 1) / 3:
@@ -104,7 +105,7 @@ def kendall_tau(a: Sequence[float], b: Sequence[float]) -> tuple[float, int]:
     both = ~np.isnan(x) & ~np.isnan(y)
     x, y = x[both], y[both]
     n = int(both.sum())
-    if n < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
+    if n < MIN_CORRELATION_ITEMS or np.ptp(x) == 0 or np.ptp(y) == 0:
         return math.nan, n
     return float(stats.kendalltau(x, y).statistic), n
 
@@ -116,8 +117,8 @@ def ranking_agreement(values: Mapping[str, Mapping[str, float]],
     pairs where tau is defined. A metric where lower is better is turned around first, so tau
     compares orders of merit: the tau of two rankings, not of two raw scales.
 
-    Returns {"pairs": {(a, b): tau}, "n_models": {(a, b): models both ranked}, "mean": mean tau}
-    (NaN where undefined; no pairs under two metrics).
+    Returns {"pairs": {(a, b): tau}, "n_models": {(a, b): models both ranked}, "mean": mean tau,
+    "reasons": {(a, b): why tau is absent}} (NaN where undefined; no pairs under two metrics).
 
     Examples:
         >>> result = ranking_agreement({"terravis": {"A": 0.8, "B": 0.5, "C": 0.3},
@@ -135,4 +136,7 @@ def ranking_agreement(values: Mapping[str, Mapping[str, float]],
         pairs[a, b], counts[a, b] = kendall_tau([sign_a * float(values[a][m]) for m in models],
                                                 [sign_b * float(values[b][m]) for m in models])
     defined = [tau for tau in pairs.values() if not math.isnan(tau)]
-    return {"pairs": pairs, "n_models": counts, "mean": sum(defined) / len(defined) if defined else math.nan}
+    reasons = {key: too_few(counts[key], "models") or "one metric gives every model the same value"
+               for key, tau in pairs.items() if math.isnan(tau)}
+    return {"pairs": pairs, "n_models": counts, "mean": sum(defined) / len(defined) if defined else math.nan,
+            "reasons": reasons}

@@ -18,6 +18,7 @@ from typing import Any, Callable
 from vlmjudge.run_records import RunRecords, in_score_range, iter_run_records, records_given, run_manifest
 from vlmjudge.stats.board import Job, compare_statistics
 from vlmjudge.stats.pairing import NA
+from vlmjudge.stats.reliability import SMALL_N_NOTE, unscored_warnings
 from vlmjudge.stats.statistic import RecordRows, Statistic
 
 #: The most resamples a comparison takes: time grows with them (2,000, the default, compares two
@@ -209,8 +210,9 @@ def compare_runs(runs: RunSet, statistics: Mapping[str, Statistic], *, n_resampl
     """Compare read runs under their method's statistics (`MethodSpec.statistics`).
 
     Returns the headline statistic's "leaderboard", "pairwise" (diff = b - a, interval, swap-test
-    p, Holm's p) and "unpaired", every applicable statistic under "statistics", the "breakdown"
-    by category, and "mixed" with its reasons. Every statistic and category is computed in one
+    p, Holm's p) and "unpaired", the "warnings" a reader must see beside them (runs scored on
+    different numbers of items, too few items: `vlmjudge.stats.reliability`), every applicable
+    statistic under "statistics", the "breakdown" by category, and "mixed" with its reasons. Every statistic and category is computed in one
     `compare_statistics` call, so pooled ones share their resamples (`vlmjudge.stats.blocks`);
     `n_resamples` is at most `MAX_RESAMPLES`.
     """
@@ -230,9 +232,14 @@ def compare_runs(runs: RunSet, statistics: Mapping[str, Statistic], *, n_resampl
             breakdown.setdefault(group, {})[key] = result
     _finite_values(results)
     first = next(iter(results))
+    head = results[first]
+    warnings = unscored_warnings(head["leaderboard"], head["label"])
+    if any(entry.get("unreliable") for entry in head["leaderboard"] + head["pairwise"]):
+        warnings.append(SMALL_N_NOTE)
     return {"method": runs.method, "statistic": first, "labels": labels, "mixed": bool(runs.mixed_reasons),
             "mixed_reasons": runs.mixed_reasons,
             "runs": [{"label": label, "path": path, "n_records": len(reader), "manifest": manifest}
                      for label, reader, path, manifest in zip(labels, readers, runs.paths, runs.manifests)],
             "leaderboard": results[first]["leaderboard"], "pairwise": results[first]["pairwise"],
-            "unpaired": results[first]["unpaired"], "statistics": results, "breakdown": breakdown, **options}
+            "unpaired": results[first]["unpaired"], "warnings": warnings, "statistics": results,
+            "breakdown": breakdown, **options}

@@ -87,11 +87,11 @@ def no_common_prompt(runs, tmp_path):
 
 
 CASES = {
-    "Infinity score": (hostile_score("Infinity"), "finite"),
-    "NaN score": (hostile_score("NaN"), "finite"),
+    "Infinity score": (hostile_score("Infinity"), "no NaN or Infinity"),  # the words of vlmjudge.run_records
+    "NaN score": (hostile_score("NaN"), "no NaN or Infinity"),
     "score as text": (hostile_score('"0.5"'), "not a number"),
     "score as a bool": (hostile_score("true"), "not a number"),
-    "score of 1e308": (hostile_score("1e308"), "outside the method's range"),
+    "score of 1e308": (hostile_score("1e308"), "outside terravis's score range"),
     "score of 10**400": (hostile_score("1" + "0" * 400), "too large"),
     "another method's file": (swap_methods, "manifest says method"),
     "missing manifest": (lambda runs, tmp: manifest_path(runs["B"]["viescore2"]).unlink(), "no manifest"),

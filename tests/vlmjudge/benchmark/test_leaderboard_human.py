@@ -100,7 +100,8 @@ def test_too_few_labels_for_a_model_say_why_instead_of_a_number(runs, suite_of, 
     lines = [{"id": f"A/{i}", "human": people(0, k)} for k, i in enumerate(IDS)] + [{"id": "B/p0", "human": 3}]
     board = build_leaderboard(runs, suite_of(), human=(write_labels(tmp_path / "l.jsonl", lines), "labels"), **SETTINGS)
     terravis = board["human"]["methods"][0]
-    assert "at least 2 items" in terravis["by_model"]["B"]["unavailable"] and terravis["by_model"]["B"]["n"] == 1
+    assert terravis["by_model"]["B"]["unavailable"] == "too few items: 1 (a rank correlation needs at least 3)"
+    assert terravis["by_model"]["B"]["n"] == 1
     assert terravis["by_model"]["C"] == {"n": 0, "unavailable": terravis["by_model"]["C"]["unavailable"]}
     assert terravis["left_out"]["run_only"] == 0 + 5 + 6  # records nobody labelled (A, B, C)
 
