@@ -8,10 +8,11 @@ from bench import contention
 
 def test_busy_processes_spin_during_the_block_and_are_gone_after():
     me = psutil.Process()
+    before = {p.pid for p in me.children()}  # a test worker may hold children of its own
     with contention.busy_processes(2):
-        spinners = me.children()
+        spinners = [p for p in me.children() if p.pid not in before]
         assert len(spinners) == 2 and all(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in spinners)
-    assert not me.children() and not any(p.is_running() for p in spinners)
+    assert not any(p.is_running() for p in spinners)
 
 
 @pytest.mark.parametrize("governor", [True, False])

@@ -63,13 +63,14 @@ def test_compare_prints_its_leaderboard_as_its_report_and_json_hold_it(tmp_path,
     a = write_run(tmp_path / "a", [0.81234, 0.5, 0.25, 0.125])
     b = write_run(tmp_path / "b", [0.3, 0.2, 0.1, 0.000123])
     assert vlmjudge_main(["compare", str(a), str(b), "--out", str(tmp_path / "cmp"), "--resamples", "200"]) == 0
-    lines = capsys.readouterr().out.strip().splitlines()
+    lines = [line for line in capsys.readouterr().out.splitlines() if line[:1].isdigit()]  # not warnings, notes
     board = json.loads((tmp_path / "cmp" / "comparison.json").read_text())["leaderboard"]
     html = (tmp_path / "cmp" / "report.html").read_text(encoding="utf-8")
     assert len(lines) == len(board) == 2
     for line, row in zip(lines, board):
         shown = [format_score(row[key]) for key in ("value", "low", "high")]
-        assert line == f"{row['rank']}. {row['label']}: {shown[0]} [{shown[1]}, {shown[2]}] n={row['n']}"
+        assert line == (f"{row['rank']}. {row['label']}: {shown[0]} [{shown[1]}, {shown[2]}] n={row['n']} "
+                        f"unscored={row['n_unscored']} of {row['n_items']}")
         assert all(fmt_number(row[key]) == text for key, text in zip(("value", "low", "high"), shown))
         assert shown[0] in html and f"[{shown[1]}, {shown[2]}]" in html
 
@@ -85,10 +86,11 @@ def test_the_benchmark_prints_its_leaderboard_by_the_rule(capsys):
 
 
 def test_every_number_of_a_console_line_is_written_by_the_rule(tmp_path, capsys):
-    """No number of compare's lines is printed by another rule (3 or 2 decimals, `g` without zeros)."""
+    """No score of compare's leaderboard lines is printed by another rule (3 or 2 decimals, `g` without
+    zeros); counts (n, unscored) are whole numbers, and the warnings' p-values are not scores."""
     a = write_run(tmp_path / "a", [7.0, 3.0, 6.5, 9.25], "viescore2")
     b = write_run(tmp_path / "b", [1.0, 2.0, 3.0, 4.5], "viescore2")
     assert vlmjudge_main(["compare", str(a), str(b), "--out", str(tmp_path / "cmp"), "--resamples", "200"]) == 0
-    printed = capsys.readouterr().out
-    numbers = NUMBER.findall(printed)
+    printed = [line.split(" n=")[0] for line in capsys.readouterr().out.splitlines() if line[:1].isdigit()]
+    numbers = NUMBER.findall("\n".join(printed))
     assert len(numbers) == 6 and all(text == format_score(float(text)) for text in numbers)
