@@ -132,7 +132,7 @@ def test_file_urls_are_written_once_in_a_folder_of_the_run(monkeypatch, tmp_path
     assert len(urls) == 8 and len(set(urls)) == 2 and all(u.startswith("file://") for u in urls)
     for u, image in zip(dict.fromkeys(urls), images):
         path = url2pathname(urlsplit(u).path)
-        assert path.startswith(str(tmp_path.resolve())) and path.endswith(".png")
+        assert path.startswith(str(tmp_path.resolve())) and path.endswith(".ppm")  # RGB: raw pixels
         with Image.open(path) as written:  # lossless: the pixels the request holds
             assert image_bytes_digest(written.convert("RGB")) == image_bytes_digest(image)
     assert judge.manifest()["images"] == {"transfer": "file", "uuids": False, "encoded": 2, "sent_with_data": 8,
@@ -160,3 +160,19 @@ def test_a_pickled_judge_starts_with_no_images_held(monkeypatch):
         copy.generate(_asked(images, questions=2))  # another process: it sends the image itself
     assert list(_by_uuid(server.bodies).values()) == [[True, False, True, False]]
     assert copy.manifest()["images"]["encoded"] == 1
+
+
+@pytest.mark.parametrize("mode, suffix", [("RGB", ".ppm"), ("L", ".pgm"), ("RGBA", ".png"), ("P", ".png"),
+                                          ("I;16", ".png")])
+def test_a_written_image_reads_back_pixel_for_pixel_in_every_mode(tmp_path, mode, suffix):
+    """The files vLLM reads are lossless in each mode: raw PPM/PGM for RGB and L, PNG otherwise."""
+    from vlmjudge.backends.openai.images import ImageStore, file_format
+
+    rng = np.random.default_rng(3)
+    image = Image.fromarray(rng.integers(0, 256, (9, 13, 3), dtype=np.uint8)).convert(mode)
+    assert file_format(image)[1] == suffix
+    store = ImageStore(media_dir=tmp_path)
+    path = url2pathname(urlsplit(store.url(image)).path)
+    assert path.endswith(suffix)
+    with Image.open(path) as written:
+        assert written.mode == image.mode and written.tobytes() == image.tobytes()

@@ -2,11 +2,12 @@
 
 Why: a method asks about twenty questions of one image. Sent as a base64 PNG with each, every copy is
 encoded here and decoded, hashed and processed by the server again. `ImageStore` encodes each image once
-per judge: a data URL (any server), or a PNG file written once into `media_dir`, a folder the server may
-read (`vlmjudge serve --media-root`), sent as a `file://` URL. For vLLM it also names each image part by
-its pixel digest (`uuid`, read by vllm/renderers/chat_utils.py): the server skips hashing the data, and
-once a request with the image has been answered, later parts carry the uuid alone and the server takes
-the processed image from its multimodal cache. Where that cache has dropped it, the server answers 400
+per judge: a data URL (any server), or a file written once into `media_dir`, a folder the server may
+read (`vlmjudge serve --media-root`), sent as a `file://` URL (`file_format`: raw pixels, lossless).
+For vLLM it also names each image part by its pixel digest (`uuid`, read by
+vllm/renderers/chat_utils.py): the server skips hashing the data, and once a request with the image has
+been answered, later parts carry the uuid alone and the server takes the processed image from its
+multimodal cache. Where that cache has dropped it, the server answers 400
 ("Cache miss ... data is not provided") and `ImageSending._send` sends the request again with the data.
 """
 from __future__ import annotations
@@ -34,6 +35,25 @@ CACHE_MISS = "Cache miss"
 #: Words of a refusal that may be about an image sent by uuid alone (lower case): only such a
 #: refusal is answered by sending the images' data.
 ABOUT_IMAGES = ("cache miss", "image", "uuid", "multi_modal", "multimodal", "url", "media")
+#: File formats by image mode for `media_dir`: uncompressed and lossless, so writing and reading
+#: cost a copy (a 1024² RGB PNG took 114 ms to write at compress_level=1, a PPM 1 ms); vLLM's image
+#: loader accepts both. Other modes (RGBA, P, I;16 ...) are written as PNG.
+RAW_FORMATS = {"RGB": ("PPM", ".ppm"), "L": ("PPM", ".pgm")}
+
+
+def file_format(image: Any) -> tuple[str, str, dict[str, Any]]:
+    """(PIL format, suffix, save options) of the lossless file an image is written as.
+
+    Examples:
+        >>> from PIL import Image
+        >>> file_format(Image.new("RGB", (2, 2)))[:2], file_format(Image.new("RGBA", (2, 2)))[:2]
+        (('PPM', '.ppm'), ('PNG', '.png'))
+    """
+    if image.mode in RAW_FORMATS:
+        return (*RAW_FORMATS[image.mode], {})
+    return "PNG", ".png", {"compress_level": 1}
+
+
 #: Bytes of data URLs kept for resending; beyond them the least recently used is encoded again.
 DATA_URL_BUDGET = 512 * 2**20
 
@@ -41,10 +61,10 @@ DATA_URL_BUDGET = 512 * 2**20
 class ImageStore:
     """Image parts for one judge: every image encoded once, and (vLLM) sent once.
 
-    `media_dir`: write each image once as a PNG in a folder of this run inside it and send its
-    `file://` URL (server and client share a filesystem; the server was told the folder may be
-    read). None: base64 data URLs, for remote and hosted servers. `uuids`: name each part by its
-    pixel digest and leave the data out once the server holds the image (vLLM only).
+    `media_dir`: write each image once, lossless (`file_format`), in a folder of this run inside
+    it and send its `file://` URL (server and client share a filesystem; the server was told the
+    folder may be read). None: base64 data URLs, for remote and hosted servers. `uuids`: name each
+    part by its pixel digest and leave the data out once the server holds the image (vLLM only).
     """
 
     def __init__(self, media_dir: str | os.PathLike | None = None, uuids: bool = False, wait_s: float = 60.0) -> None:
@@ -113,16 +133,17 @@ class ImageStore:
         return part
 
     def _write(self, image: Any, key: str) -> str:
-        """A PNG of the image in this run's folder (written whole, then renamed), as a file URL."""
+        """A lossless file of the image in this run's folder (written whole, then renamed), as a file URL."""
         with self._lock:
             if self._folder is None:
                 self._folder = tempfile.mkdtemp(prefix="vlmjudge-images-", dir=self.media_dir)
                 weakref.finalize(self, shutil.rmtree, self._folder, True)
             folder = self._folder
-        path = Path(folder) / f"{key}.png"
+        pil_format, suffix, options = file_format(image)
+        path = Path(folder) / f"{key}{suffix}"
         if not path.exists():
             partial = path.with_suffix(f".{threading.get_ident()}.part")
-            image.save(partial, format="PNG", compress_level=1)  # lossless; light compression, fast to write
+            image.save(partial, format=pil_format, **options)
             os.replace(partial, path)
         return path.resolve().as_uri()
 
