@@ -30,9 +30,11 @@ def run_local_group(worker: Callable[[int, int, Any], Any], args_per_rank: Seque
     """Call `worker(rank, world_size, args_per_rank[rank])` in one spawned process per rank, with
     torchrun's environment variables set, and return each rank's (picklable) result in rank order.
 
-    With `init_group` the process group is initialised before `worker` runs; without it the
-    worker meets the same environment `torchrun` gives, and whatever it starts first (accelerate's
-    PartialState, Lightning, a direct `init_process_group`) forms the group. `worker` must be
+    With `init_group` the process group is initialised before `worker` runs, by a file rendezvous
+    in a folder of the group (a port found free a moment earlier may be taken by another process
+    before rank 0 binds it); without it the worker meets the same environment `torchrun` gives,
+    and whatever it starts first (accelerate's PartialState, Lightning, a direct
+    `init_process_group`) forms the group. `worker` must be
     importable by name (a module-level function); a failure in any rank raises here with that
     rank's traceback. `timeout_s` bounds each collective operation (gloo's timeout).
     """
@@ -59,8 +61,9 @@ def _entry(rank: int, worker: Callable, args_per_rank: list, backend: str, port:
     os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank),
                        "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world_size),
                        "LOCAL_WORLD_SIZE": str(world_size)})
-    if init_group:
-        dist.init_process_group(backend, rank=rank, world_size=world_size, timeout=timedelta(seconds=timeout_s))
+    if init_group:  # a file rendezvous in the group's folder: no port another process can take meanwhile
+        dist.init_process_group(backend, init_method="file://" + os.path.join(folder, "rendezvous"), rank=rank,
+                                world_size=world_size, timeout=timedelta(seconds=timeout_s))
     try:
         result = worker(rank, world_size, args_per_rank[rank])
         with open(os.path.join(folder, f"rank{rank}.pkl"), "wb") as fh:
