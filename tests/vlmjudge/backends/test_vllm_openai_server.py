@@ -129,7 +129,8 @@ def test_an_image_the_server_does_not_hold_is_sent_again(vllm_server, vllm_judge
 
 
 def test_images_go_as_files_from_the_media_root(vllm_server, vllm_judge, media_root, images):
-    """`vlmjudge serve --media-root` lets the server read the PNGs the backend writes once there."""
+    """`vlmjudge serve --media-root` lets the server read the files the backend writes once there
+    (raw PPM for these RGB images, which vLLM's image loader accepts)."""
     from vlmjudge.judge import load_judge
     judge = load_judge("tiny", backend="openai", base_url=vllm_server, api_key_env="VLMJUDGE_TEST_KEY",
                        media_dir=media_root, image_uuids=False)
@@ -137,7 +138,7 @@ def test_images_go_as_files_from_the_media_root(vllm_server, vllm_judge, media_r
     assert [a.text for a in judge.generate(requests)] == [a.text for a in vllm_judge.generate(requests)]
     assert judge.manifest()["images"] == {"transfer": "file", "uuids": False, "encoded": 2, "sent_with_data": 4,
                                           "sent_as_uuid": 0, "resent_after_miss": 0}
-    assert len(list(media_root.glob("vlmjudge-images-*/*.png"))) >= 2
+    assert len(list(media_root.glob("vlmjudge-images-*/*.ppm"))) >= 2
 
 
 @pytest.mark.parametrize("fault", FAULTS)
