@@ -196,7 +196,8 @@ def run_backends(names: Sequence[str], checkpoint: str, images: Sequence[Any], *
         for name, row in rows.items():
             lines = [f"phases of {name}: {row.phases.source}" if row.phases else None,
                      f"scheduler queues of {name} (sampled): {row.queues}" if row.queues else None,
-                     *(f"{name}: {note}" for note in row.notes), row.load.line(name) if row.load else None]
+                     *(f"{name}: {note}" for note in row.notes), row.load.line(name) if row.load else None,
+                     row.load.cpu_line(name) if row.load else None]
             for line in filter(None, lines):
                 print(line, file=out)
             if row.load is not None and row.load.loaded():

@@ -1,6 +1,7 @@
 """The host's load around a run: load averages before and after, the CPU others used meanwhile
 (a busy process outside this process tree counts), and when a figure counts as taken on a
 loaded host."""
+import shlex
 import subprocess
 import sys
 import time
@@ -25,7 +26,8 @@ def test_a_busy_process_outside_the_tree_is_counted(tmp_path):
     flag = tmp_path / "stop"
     spin = f"import os, time\nwhile not os.path.exists({str(flag)!r}): pass"
     # double fork: the spinner's parent exits at once, so the spinner is reparented away from us
-    subprocess.run(["sh", "-c", f"{sys.executable} -c {spin!r} >/dev/null 2>&1 &"], check=True)
+    subprocess.run(["sh", "-c", f"{shlex.quote(sys.executable)} -c {shlex.quote(spin)} >/dev/null 2>&1 &"],
+                   check=True)
     try:
         time.sleep(0.3)
         with LoadWatch() as watch:
@@ -39,3 +41,24 @@ def test_a_busy_process_outside_the_tree_is_counted(tmp_path):
                                                     (None, 0.5, False)])
 def test_a_run_is_loaded_by_others_cpu_or_else_by_the_load_average(others, before, loaded):
     assert HostLoad((before, before), (0.0, 0.0), others, 2).loaded() is loaded
+
+
+def test_our_cpu_is_split_by_process_with_a_module_s_name_for_its_label():
+    """A busy child run with -m is counted under its module's name, this process as the client."""
+    child = subprocess.Popen([sys.executable, "-m", "timeit", "-n", "1000000000", "pass"],
+                             stdout=subprocess.DEVNULL)
+    try:
+        with LoadWatch() as watch:
+            end = time.monotonic() + 0.8
+            while time.monotonic() < end:
+                pass
+    finally:
+        child.kill()
+        child.wait()
+    ours = watch.load.ours
+    assert ours["timeit"] > 0.2 and ours["client"] > 0.2
+    assert watch.load.cpu_line("x").startswith("CPU of x (seconds, by process): ")
+
+
+def test_no_cpu_split_gives_no_line():
+    assert HostLoad((0.0, 0.0), (0.0, 0.0), None, 2).cpu_line("vllm") is None
