@@ -10,6 +10,7 @@ closes within its token budget; docs/constraints.md gives the reasons and the me
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from typing import TYPE_CHECKING, Any, Iterable
@@ -144,8 +145,15 @@ def constraint_to_ebnf(constraint: Constraint) -> str:
     if constraint.kind == "ebnf":
         return constraint.spec
     if constraint.kind == "json_schema":
-        return json_schema_to_ebnf(constraint.schema)
+        return _schema_text_to_ebnf(constraint.spec)
     raise ValueError(f"unknown constraint kind {constraint.kind!r}")
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_text_to_ebnf(spec: str) -> str:
+    """`json_schema_to_ebnf` by the schema's text. Why cached: a served run writes the grammar of
+    every request it sends, and a method asks the same few schemas hundreds of times."""
+    return json_schema_to_ebnf(json.loads(spec))
 
 
 def server_json_schema(constraint: Constraint) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 Why a launcher and not a server of our own: vLLM and SGLang already serve the OpenAI API
 with batching, prefix caching and grammars; what the methods need is the right settings
 (prefix caching, full-vocabulary logprobs, xgrammar without free whitespace, loopback, the
-folder clients may send images from) and the project's first-options logits processor, which
+folder clients may send images from, no access-log line per request: a method sends tens of
+requests per image, and each line costs the server's event loop CPU; /metrics still counts them) and the project's first-options logits processor, which
 vLLM loads only at start.
 Pure functions, so the command is checked without either engine installed.
 """
@@ -47,7 +48,7 @@ def engine_argv(opts: ServeOptions, python: str) -> list[str]:
         argv = [python, "-m", ENGINE_MODULES["vllm"], "--model", opts.model, "--host", opts.host,
                 "--port", str(opts.port), "--enable-prefix-caching", "--max-logprobs", str(opts.max_logprobs),
                 "--structured-outputs-config", json.dumps(VLLM_STRUCTURED),
-                "--logits-processors", FIRST_OPTIONS_PROCESSOR]
+                "--logits-processors", FIRST_OPTIONS_PROCESSOR, "--disable-uvicorn-access-log"]
     elif opts.engine == "sglang":
         # the radix (prefix) cache is on by default; cached-token counts need --enable-cache-report;
         # SGLang has no logprobs cap to raise

@@ -99,3 +99,16 @@ def test_import_vlmjudge_does_not_import_xgrammar():
             "assert 'torch' not in sys.modules, 'torch imported eagerly'\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_schema_s_grammar_is_written_once_and_is_the_schema_s_own():
+    """`constraint_to_ebnf` keeps a schema's grammar by its text: asked again it gives the same
+    text without converting again, and it is what `json_schema_to_ebnf` writes for that schema."""
+    from vlmjudge.grammar import _schema_text_to_ebnf
+    schema = {"type": "object", "required": ["verdict"], "properties": {"verdict": {"enum": ["keep", "drop"]},
+                                                                          "why": {"type": "string"}}}
+    constraint = Constraint.json_schema(schema)
+    first = constraint_to_ebnf(constraint)
+    hits = _schema_text_to_ebnf.cache_info().hits
+    assert constraint_to_ebnf(Constraint.json_schema(schema)) == first == json_schema_to_ebnf(schema)
+    assert _schema_text_to_ebnf.cache_info().hits == hits + 1

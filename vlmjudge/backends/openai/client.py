@@ -47,6 +47,8 @@ RETRY_STATUSES = (408, 409, 429)
 NO_KEY = "EMPTY"
 #: Where the SDK sends requests when neither base_url nor OPENAI_BASE_URL names a server.
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: The name of the judge's request threads (`_executor`).
+POOL_PREFIX = "vlmjudge-openai"
 #: Requests in flight by default: a hosted API's rate limits, or enough to keep a server's scheduler full.
 DEFAULT_CONCURRENCY = {"openai": 8, "vllm": 128, "sglang": 128}
 
@@ -165,6 +167,7 @@ class OpenAIJudge(OptionReading, OptionIds, ReplyReading, FirstOptionsCheck, Ima
                          "options_scored_directly": 0, "first_options_unenforced": 0}
         self._lock = threading.Lock()
         self._client_obj: Any = None
+        self._pool: ThreadPoolExecutor | None = None
         self._rng = random.Random()
         self._api_key()  # fail now, not at the first call, when no key can be found
 
@@ -189,15 +192,15 @@ class OpenAIJudge(OptionReading, OptionIds, ReplyReading, FirstOptionsCheck, Ima
                 from .transport import bounded_http_client
 
                 # Our own retry loop decides what is retried and how long to wait.
-                http = bounded_http_client(self.endpoint(), self.timeout_s, keepalive=self.concurrency)
+                http = bounded_http_client(self.endpoint(), self.timeout_s)
                 self._client_obj = openai.OpenAI(api_key=self._api_key(), base_url=self.base_url,
                                                  max_retries=0, timeout=self.timeout_s, http_client=http)
             return self._client_obj
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickle without the client (it holds the key and sockets); workers rebuild it."""
+        """Pickle without the client (it holds the key and sockets) or the threads; workers rebuild them."""
         state = self.__dict__.copy()
-        state["_client_obj"] = None
+        state["_client_obj"], state["_pool"] = None, None
         state.pop("_lock", None)
         return state
 
@@ -290,11 +293,18 @@ class OpenAIJudge(OptionReading, OptionIds, ReplyReading, FirstOptionsCheck, Ima
     def _post_once(self, client: Any, body: WireBody) -> dict[str, Any]:
         """One request, whole within `timeout_s` and its reply within its cap (`transport.bounded`);
         its body parsed here, not by the SDK, so that a 2xx body that is not a chat completion
-        raises UnparseableResponse (retried) instead of escaping as a str or a JSON error."""
+        raises UnparseableResponse (retried) instead of escaping as a str or a JSON error.
+        Sent by the SDK's `post` with the body as written (`wire` writes the API's own field
+        names), not by `chat.completions.create`, whose per-request walk over the parameters'
+        type hints cost more client CPU than the request's JSON and HTTP; the SDK still raises
+        its errors for a refused status."""
+        import httpx
+
         from .transport import bounded
 
-        with bounded(self.timeout_s, self.max_response_bytes or reply_byte_cap(body.merged())):
-            raw = client.chat.completions.with_raw_response.create(**body.standard, extra_body=body.extra or None)
+        merged = body.merged()
+        with bounded(self.timeout_s, self.max_response_bytes or reply_byte_cap(merged)):
+            raw = client.post("/chat/completions", body=merged, cast_to=httpx.Response)
             content = raw.content
         try:
             return completion_json(content)
@@ -381,15 +391,24 @@ class OpenAIJudge(OptionReading, OptionIds, ReplyReading, FirstOptionsCheck, Ima
     # -- live path ------------------------------------------------------------------------
     def _parallel(self, order: list[int], one: Callable[[int], T]) -> dict[int, T]:
         """`one(i)` for every index, at most `concurrency` at a time, submitted in `order`: the
-        requests of one shared prefix go out back to back, one burst, never mixed with others."""
-        if self.concurrency == 1 or len(order) == 1:
+        requests of one shared prefix go out back to back, one burst, never mixed with others.
+        Called from one of the judge's own threads it runs inline (a pool waiting on itself would stall)."""
+        if self.concurrency == 1 or len(order) == 1 or threading.current_thread().name.startswith(POOL_PREFIX):
             return {i: one(i) for i in order}
-        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(order)), thread_name_prefix="vlmjudge-openai")
+        futures = [(i, self._executor().submit(one, i)) for i in order]
         try:
-            futures = [(i, pool.submit(one, i)) for i in order]
             return {i: f.result() for i, f in futures}
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            for _, f in futures:
+                f.cancel()
+
+    def _executor(self) -> ThreadPoolExecutor:
+        """The judge's request threads, started once and kept: starting `concurrency` threads per
+        call cost the served run's client more CPU than its requests' JSON. Its threads end with the judge."""
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix=POOL_PREFIX)
+            return self._pool
 
     def _live(self, body: WireBody) -> dict[str, Any] | None:
         """One response body, or None when the request failed after the last retry."""

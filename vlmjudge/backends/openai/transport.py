@@ -23,6 +23,8 @@ import httpx
 
 #: The most bytes one write waits for at a time, so a server that reads slowly meets the deadline too.
 WRITE_PIECE = 1 << 16
+#: Idle connections a thread's pool keeps open: its thread makes one request at a time.
+KEEPALIVE_PER_THREAD = 1
 #: What a bounded request accepts as its reply's Content-Encoding: none, so its size is what arrives.
 PLAIN_ENCODINGS = ("", "identity")
 #: httpcore's errors, mapped to httpx's of the same name as httpx's own transport does.
@@ -156,23 +158,49 @@ class BoundedBody(httpx.SyncByteStream):
 
 
 class BoundedTransport(httpx.BaseTransport):
-    """An httpx transport over httpcore's connection pool on `DeadlineBackend` (through `proxy`,
-    an http(s) proxy URL, where one is given) that holds every bounded request to its bounds."""
+    """An httpx transport over httpcore's connection pools on `DeadlineBackend` (through `proxy`,
+    an http(s) proxy URL, where one is given) that holds every bounded request to its bounds.
 
-    def __init__(self, proxy: str | None = None, keepalive: int = 8) -> None:
-        pool: dict[str, Any] = {"ssl_context": httpx.create_ssl_context(), "max_connections": None,
-                                "max_keepalive_connections": keepalive, "keepalive_expiry": 5.0,
-                                "network_backend": DeadlineBackend()}
-        if proxy is None:
-            self._pool: Any = httpcore.ConnectionPool(**pool)
-            return
-        via = httpx.Proxy(proxy)
-        if via.url.scheme not in ("http", "https"):
-            raise ValueError(f"the openai backend takes an http or https proxy, not {via.url.scheme} ({proxy})")
-        self._pool = httpcore.HTTPProxy(
+    Why one pool per thread: httpcore's pool scans all its connections and queued requests under one
+    lock for every request it starts and ends, so 128 threads sharing one pool spent a third of the
+    served run's client CPU in that scan. A thread's own pool holds the connection it reuses; the
+    pools of threads that have ended are closed when the next pool opens, and all of them by `close`.
+    """
+
+    def __init__(self, proxy: str | None = None) -> None:
+        # A thread makes one request at a time: one connection kept alive serves it.
+        self._settings: dict[str, Any] = {"ssl_context": httpx.create_ssl_context(), "max_connections": None,
+                                          "max_keepalive_connections": KEEPALIVE_PER_THREAD, "keepalive_expiry": 5.0,
+                                          "network_backend": DeadlineBackend()}
+        self._proxy = None if proxy is None else httpx.Proxy(proxy)
+        if self._proxy is not None and self._proxy.url.scheme not in ("http", "https"):
+            raise ValueError(f"the openai backend takes an http or https proxy, not {self._proxy.url.scheme} ({proxy})")
+        self._pools: dict[int, Any] = {}  # thread ident -> that thread's pool
+        self._pools_lock = threading.Lock()
+
+    def _pool(self) -> Any:
+        """The calling thread's connection pool (opened at its first request)."""
+        ident = threading.get_ident()
+        pool = self._pools.get(ident)
+        if pool is None:
+            pool = self._open_pool()
+            with self._pools_lock:
+                alive = {t.ident for t in threading.enumerate()}
+                ended = [self._pools.pop(i) for i in list(self._pools) if i not in alive]
+                self._pools[ident] = pool
+            for old in ended:
+                old.close()
+        return pool
+
+    def _open_pool(self) -> Any:
+        if self._proxy is None:
+            return httpcore.ConnectionPool(**self._settings)
+        via = self._proxy
+        return httpcore.HTTPProxy(
             proxy_url=httpcore.URL(scheme=via.url.raw_scheme, host=via.url.raw_host, port=via.url.port,
                                    target=via.url.raw_path),
-            proxy_auth=via.raw_auth, proxy_headers=via.headers.raw, proxy_ssl_context=via.ssl_context, **pool)
+            proxy_auth=via.raw_auth, proxy_headers=via.headers.raw, proxy_ssl_context=via.ssl_context,
+            **self._settings)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         bounds = current_bounds()
@@ -183,7 +211,7 @@ class BoundedTransport(httpx.BaseTransport):
         url = httpcore.URL(scheme=request.url.raw_scheme, host=request.url.raw_host, port=request.url.port,
                            target=request.url.raw_path)
         with _as_httpx_errors(request):
-            reply = self._pool.handle_request(httpcore.Request(method=request.method, url=url, headers=headers,
+            reply = self._pool().handle_request(httpcore.Request(method=request.method, url=url, headers=headers,
                                                                content=request.stream,
                                                                extensions=request.extensions))
         if bounds is not None:
@@ -196,7 +224,10 @@ class BoundedTransport(httpx.BaseTransport):
                               stream=BoundedBody(reply.stream, request, bounds), extensions=reply.extensions)
 
     def close(self) -> None:
-        self._pool.close()
+        with self._pools_lock:
+            pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
+            pool.close()
 
 
 def _check_head(reply: httpcore.Response, bounds: Bounds) -> None:
@@ -221,8 +252,8 @@ def proxy_for(url: str) -> str | None:
     return proxies.get(parts.scheme) or proxies.get("all")
 
 
-def bounded_http_client(base_url: str, timeout_s: float, keepalive: int) -> httpx.Client:
+def bounded_http_client(base_url: str, timeout_s: float) -> httpx.Client:
     """The httpx client the SDK sends through: `BoundedTransport` (the environment's proxy for
     `base_url` resolved here, as the client reaches no other host), redirects followed."""
-    transport = BoundedTransport(proxy_for(base_url), keepalive=keepalive)
+    transport = BoundedTransport(proxy_for(base_url))
     return httpx.Client(transport=transport, trust_env=False, timeout=timeout_s, follow_redirects=True)

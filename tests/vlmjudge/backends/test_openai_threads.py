@@ -1,0 +1,65 @@
+"""The openai backend's client threads and connections: one pool of request threads per judge,
+kept across calls; one connection pool per thread, closed when its thread has ended; a call made
+from one of the judge's own threads runs inline instead of waiting on the pool it occupies."""
+import threading
+
+from openai_stub import chat_stub, make_requests, stub_client
+
+from vlmjudge.backends.openai.client import POOL_PREFIX
+from vlmjudge.backends.openai.transport import BoundedTransport, bounded_http_client
+
+
+def _judge_threads():
+    return {t.ident for t in threading.enumerate() if t.name.startswith(POOL_PREFIX)}
+
+
+def test_calls_reuse_the_judge_s_request_threads(monkeypatch):
+    with chat_stub(monkeypatch, delay_s=0.0) as (server, url):
+        judge = stub_client(url, concurrency=4)
+        first = judge.generate(make_requests(8))
+        threads = _judge_threads()
+        second = judge.generate(make_requests(8)[::-1])
+        assert _judge_threads() == threads and 1 <= len(threads) <= 4
+    assert [a.text for a in second] == [a.text for a in first][::-1]
+    assert len(server.bodies) == 16  # no cache between the calls: both went out
+
+
+def test_a_call_from_a_judge_thread_runs_inline():
+    judge_like = stub_client("http://127.0.0.1:9/v1", concurrency=2)
+    inner = judge_like._parallel
+    seen = []
+
+    def nested(i):
+        seen.append(threading.current_thread().name)
+        return sum(inner([0, 1, 2], lambda j: j * i).values())
+
+    assert judge_like._parallel([1, 2], nested) == {1: 3, 2: 6}  # the pool's 2 threads each wait on 3 more
+    assert all(name.startswith(POOL_PREFIX) for name in seen)
+
+
+def test_each_thread_has_its_own_pool_and_ended_threads_pools_are_closed(monkeypatch):
+    with chat_stub(monkeypatch, delay_s=0.0) as (server, url):
+        client = bounded_http_client(url, 10.0)
+        transport = client._transport
+        assert isinstance(transport, BoundedTransport)
+        body = {"model": "stub-model", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
+        headers = {"Authorization": "Bearer sk-stub"}
+        pools, together = [], threading.Barrier(3)
+
+        def ask():
+            client.post(url + "/chat/completions", json=body, headers=headers).raise_for_status()
+            pools.append(transport._pool())
+            together.wait(timeout=10)  # all three alive at once: their idents (and pools) differ
+
+        threads = [threading.Thread(target=ask) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len({id(p) for p in pools}) == 3 and all(p.connections for p in pools)  # each kept its connection
+        client.post(url + "/chat/completions", json=body, headers=headers).raise_for_status()  # opens this thread's pool
+        assert list(transport._pools) == [threading.get_ident()]
+        assert all(not p.connections for p in pools)  # the ended threads' pools were closed
+        mine = transport._pool()
+        client.close()
+        assert transport._pools == {} and not mine.connections
