@@ -22,6 +22,7 @@ from vlmjudge.stats.board import NO_STATUS, ROW, leaderboard
 from vlmjudge.stats.pairing import read_items
 from vlmjudge.stats.rankings import mean_ranks, ranking_agreement
 from vlmjudge.stats.reliability import unscored_warnings
+from vlmjudge.stats.settings import resampling_problem
 from vlmjudge.stats.swap import EXACT_BELOW
 from vlmjudge.stats.statistic import value_of
 
@@ -174,12 +175,9 @@ def category_entries(bench: BenchmarkRuns, suite: Any, settings: dict) -> list[d
 
 def _settings(n_resamples: Any, seed: Any, confidence: Any) -> dict:
     """The resampling settings, checked: whole numbers in range, a confidence strictly inside (0, 1)."""
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or not 1 <= n_resamples <= MAX_RESAMPLES:
-        raise LeaderboardError(f"n_resamples must be a whole number from 1 to {MAX_RESAMPLES}, got {n_resamples!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise LeaderboardError(f"seed must be a whole number of 0 or more, got {seed!r}")
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
-        raise LeaderboardError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
+    problem = resampling_problem(n_resamples, seed, confidence, most=MAX_RESAMPLES)
+    if problem is not None:
+        raise LeaderboardError(problem)
     return {"n_resamples": n_resamples, "seed": seed, "confidence": float(confidence),
             "resampling": "prompts, drawn jointly for every model and method; all images of a prompt together"}
 

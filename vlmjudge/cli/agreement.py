@@ -27,8 +27,8 @@ SHOWN_IDS = 8
 def configure_agreement(sub: Any) -> None:
     """Add the `agreement` sub-command to the `vlmjudge` parser."""
     from ..stats.human_agreement import STATISTICS
-    from ..stats.runs import MAX_RESAMPLES
     from .report_command import add_dpi_flag
+    from .resampling import add_resampling_flags
 
     parser = sub.add_parser(
         "agreement", help="how far to trust a judge: agreement of runs with human labels",
@@ -51,10 +51,7 @@ def configure_agreement(sub: Any) -> None:
     parser.add_argument("--skip-other-labels", action="store_true",
                         help="leave out label lines that name another method than the runs' (counted on stderr "
                              "and in agreement.json) instead of refusing the labels file")
-    parser.add_argument("--resamples", type=int, default=1000,
-                        help=f"bootstrap resamples, 1 to {MAX_RESAMPLES:,} (default 1000)")
-    parser.add_argument("--confidence", type=float, default=0.95, help="interval confidence (default 0.95)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    add_resampling_flags(parser, default_resamples=1000, resamples_help="bootstrap resamples")
     add_dpi_flag(parser)
     parser.set_defaults(func=run_agreement, resume_hint="agreement writes its files only when it is complete; "
                                                        "run it again")
@@ -316,15 +313,13 @@ def run_agreement(args: argparse.Namespace) -> int:
     from ..outputs import json_text, without_negative_zero
     from ..reports.agreement import set_statistics_line, write_agreement_report
 
-    from ..stats.runs import MAX_RESAMPLES
     from ..stats.swap import EXACT_BELOW
     from .preflight import require_out_folder
+    from .resampling import check_resampling_flags
 
     if len(args.inputs) < 2:
         raise CommandError("give one or more RUN.jsonl files, then the human labels")
-    if not 1 <= args.resamples <= MAX_RESAMPLES or not 0 < args.confidence < 1 or args.seed < 0:
-        raise CommandError(f"--resamples must lie in 1..{MAX_RESAMPLES}, --confidence strictly between 0 and 1 "
-                           f"and --seed be at least 0; got {args.resamples}, {args.confidence}, {args.seed}")
+    check_resampling_flags(args)
     require_out_folder(args.out, "agreement.json and report.html")
     human_path = Path(args.inputs[-1])
     runs = _load_runs([Path(p) for p in args.inputs[:-1]])

@@ -55,18 +55,13 @@ def compare(runs: Sequence[Any], *, labels: Sequence[str] | None = None, method:
 
 def _checked_settings(args: argparse.Namespace) -> list[str] | None:
     """The labels, after every setting is checked: a bad one is a one-line CommandError."""
-    from ..stats.runs import MAX_RESAMPLES
     from .errors import CommandError
     from .preflight import require_out_folder
+    from .resampling import check_resampling_flags
 
     if len(args.runs) < 2:
         raise CommandError("compare needs at least two runs (RUN.jsonl RUN.jsonl ...)")
-    if not 1 <= args.resamples <= MAX_RESAMPLES:
-        raise CommandError(f"--resamples must lie in 1..{MAX_RESAMPLES} (time grows with it), got {args.resamples}")
-    if not 0 < args.confidence < 1:
-        raise CommandError(f"--confidence must lie strictly between 0 and 1, got {args.confidence}")
-    if args.seed < 0:
-        raise CommandError(f"--seed must be at least 0, got {args.seed}")
+    check_resampling_flags(args)
     require_out_folder(args.out, "comparison.json and report.html")
     return [label.strip() for label in args.labels.split(",")] if args.labels is not None else None
 
@@ -105,8 +100,8 @@ def run_compare(args: argparse.Namespace) -> int:
 
 def configure_compare(sub: argparse._SubParsersAction) -> None:
     """Add the `compare` sub-command."""
-    from ..stats.runs import MAX_RESAMPLES
     from .report_command import add_dpi_flag
+    from .resampling import add_resampling_flags
 
     parser = sub.add_parser("compare", help="compare runs of one method: leaderboard, paired differences, report",
                             description="Pairs items by id and recomputes the method's own statistic on "
@@ -121,9 +116,6 @@ def configure_compare(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--allow-mixed", action="store_true",
                         help="compare runs of one method scored with different versions, packs or judges (the "
                              "report says so); runs of different methods are refused even then")
-    parser.add_argument("--resamples", type=int, default=2000,
-                        help=f"bootstrap and permutation resamples, 1 to {MAX_RESAMPLES:,} (default 2000)")
-    parser.add_argument("--seed", type=int, default=0, help="resampling seed, 0 or more (default 0)")
-    parser.add_argument("--confidence", type=float, default=0.95, help="interval confidence (default 0.95)")
+    add_resampling_flags(parser, default_resamples=2000, resamples_help="bootstrap and permutation resamples")
     add_dpi_flag(parser)
     parser.set_defaults(func=run_compare, resume_hint=RESUME_HINT)

@@ -32,6 +32,7 @@ _EXPORTS = {
     **dict.fromkeys(("CompareInputError", "MixedRunsError", "RunSet", "compare_runs", "mixed_reasons", "read_runs"),
                     ".runs"),
     "compare": ".score_runs",
+    "resampling_problem": ".settings",
     **dict.fromkeys(("ColumnMean", "ColumnShare", "RecordRows", "RowReadError", "Statistic", "categories_of",
                      "item_rows", "stacked", "value_of"), ".statistic"),
     **dict.fromkeys(("SwapTest", "paired_swap_test", "swap_pvalue"), ".swap"),

@@ -19,6 +19,7 @@ from vlmjudge.run_records import RunRecords, in_score_range, iter_run_records, r
 from vlmjudge.stats.board import Job, compare_statistics
 from vlmjudge.stats.pairing import NA
 from vlmjudge.stats.reliability import SMALL_N_NOTE, unscored_warnings
+from vlmjudge.stats.settings import resampling_problem
 from vlmjudge.stats.statistic import RecordRows, Statistic
 
 #: The most resamples a comparison takes: time grows with them (2,000, the default, compares two
@@ -188,12 +189,9 @@ def read_runs(runs: Sequence[Any], *, labels: Sequence[str] | None = None, metho
 
 def _checked_options(n_resamples: Any, seed: Any, confidence: Any) -> None:
     """Settings a comparison can run with, or a CompareInputError naming the one that is not."""
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or not 1 <= n_resamples <= MAX_RESAMPLES:
-        raise CompareInputError(f"resamples must be a whole number from 1 to {MAX_RESAMPLES:,}, got {n_resamples!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise CompareInputError(f"seed must be a whole number of at least 0, got {seed!r}")
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
-        raise CompareInputError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
+    problem = resampling_problem(n_resamples, seed, confidence, most=MAX_RESAMPLES)
+    if problem is not None:
+        raise CompareInputError(problem)
 
 
 def _finite_values(results: Mapping[str, dict]) -> None:

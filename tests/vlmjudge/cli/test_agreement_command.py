@@ -208,7 +208,7 @@ def test_a_run_is_checked_as_compare_checks_it(tmp_path, capsys, line, words):
 
 @pytest.mark.parametrize("flags, words", [
     (["--resamples", "0"], "--resamples must lie in 1..100000"), (["--resamples", "100001"], "1..100000"),
-    (["--seed", "-1"], "--seed be at least 0"), (["--confidence", "2"], "strictly between 0 and 1"),
+    (["--seed", "-1"], "--seed must be a whole number of at least 0"), (["--confidence", "2"], "strictly between 0 and 1"),
 ])
 def test_a_bad_setting_is_one_line(tmp_path, capsys, flags, words):
     run = terravis_run(tmp_path)

@@ -131,7 +131,7 @@ def test_a_run_it_cannot_read_is_one_line(case, words, runs, tmp_path):
     (["--resamples", "100000000"], "--resamples must lie in 1..100000"),
     (["--confidence", "2"], "--confidence must lie strictly between 0 and 1"),
     (["--confidence", "nan"], "--confidence must lie strictly between 0 and 1"),
-    (["--seed", "-1"], "--seed must be at least 0"),
+    (["--seed", "-1"], "--seed must be a whole number of at least 0"),
     (["--labels", "only-one"], "give one distinct, non-empty label per run"),
     (["--labels", "same,same"], "give one distinct, non-empty label per run"),
     (["--labels", "a,"], "give one distinct, non-empty label per run"),
