@@ -63,3 +63,28 @@ def test_each_thread_has_its_own_pool_and_ended_threads_pools_are_closed(monkeyp
         mine = transport._pool()
         client.close()
         assert transport._pools == {} and not mine.connections
+
+
+def _generate_in_child(judge, requests, out):
+    out.put([a.text for a in judge.generate(requests)])
+
+
+def test_a_forked_child_opens_its_own_client_and_threads(monkeypatch):
+    """A judge used, then forked (a fork-started worker): the child's calls run on threads and
+    sockets of its own, not on the parent's pool, whose threads the child does not have."""
+    import multiprocessing
+
+    with chat_stub(monkeypatch, delay_s=0.0) as (server, url):
+        judge = stub_client(url, concurrency=4, cache=None)
+        requests = make_requests(6)
+        here = [a.text for a in judge.generate(requests)]
+        ctx = multiprocessing.get_context("fork")
+        out = ctx.Queue()
+        child = ctx.Process(target=_generate_in_child, args=(judge, requests, out))
+        child.start()
+        child.join(timeout=60)
+        if child.exitcode is None:  # stalled: a pool waiting on threads the child does not have
+            child.kill()
+        assert child.exitcode == 0
+        assert out.get(timeout=5) == here
+        assert len(server.bodies) == 12

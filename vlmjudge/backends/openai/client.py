@@ -168,6 +168,7 @@ class OpenAIJudge(OptionReading, OptionIds, ReplyReading, FirstOptionsCheck, Ima
         self._lock = threading.Lock()
         self._client_obj: Any = None
         self._pool: ThreadPoolExecutor | None = None
+        self._pid = os.getpid()  # the process whose client and threads these are
         self._rng = random.Random()
         self._api_key()  # fail now, not at the first call, when no key can be found
 
@@ -181,7 +182,14 @@ class OpenAIJudge(OptionReading, OptionIds, ReplyReading, FirstOptionsCheck, Ima
         raise ValueError(f"no API key: set the environment variable {self.api_key_env} "
                          "(or pass base_url= for a local server that needs none)")
 
+    def _in_this_process(self) -> None:
+        """Drop a client and threads inherited through fork: the child has none of the parent's
+        threads (a pool that believes it has them never runs a request) and must not share its sockets."""
+        if self._pid != os.getpid():
+            self._lock, self._client_obj, self._pool, self._pid = threading.Lock(), None, None, os.getpid()
+
     def _client(self) -> Any:
+        self._in_this_process()
         with self._lock:
             if self._client_obj is None:
                 try:
@@ -206,7 +214,7 @@ class OpenAIJudge(OptionReading, OptionIds, ReplyReading, FirstOptionsCheck, Ima
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._lock = threading.Lock()
+        self._lock, self._pid = threading.Lock(), os.getpid()
 
     def __repr__(self) -> str:
         return f"OpenAIJudge(model={self.model_id!r}, base_url={_public_url(self.base_url)!r})"
@@ -405,6 +413,7 @@ class OpenAIJudge(OptionReading, OptionIds, ReplyReading, FirstOptionsCheck, Ima
     def _executor(self) -> ThreadPoolExecutor:
         """The judge's request threads, started once and kept: starting `concurrency` threads per
         call cost the served run's client more CPU than its requests' JSON. Its threads end with the judge."""
+        self._in_this_process()
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix=POOL_PREFIX)
