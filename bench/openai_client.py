@@ -43,6 +43,7 @@ class Stub(BaseHTTPRequestHandler):
         self.wfile.write(REPLY)
     def log_message(self, *args):
         pass
+ThreadingHTTPServer.request_queue_size = 1024  # 128 clients connect at once
 server = ThreadingHTTPServer(("127.0.0.1", 0), Stub)
 server.daemon_threads = True
 print(server.server_address[1], flush=True)
@@ -52,7 +53,7 @@ server.serve_forever()
 
 def bodies(n: int) -> list[Any]:
     """`n` request bodies shaped as TerraVis' served probability reads over 16 images."""
-    from vlmjudge.backends.openai.wire import WireBody
+    from vlmjudge.backends.openai import WireBody
 
     system = "You check an image for violations of how the world works. " * 20
     return [WireBody({"model": "bench", "max_tokens": 1, "temperature": 0.0, "logprobs": True, "top_logprobs": 20,
@@ -74,7 +75,7 @@ def cpu_seconds(run: Callable[[], Any]) -> tuple[float, float]:
 
 def judge_path(base: str, concurrency: int) -> Callable[[list[Any]], list[dict]]:
     """The openai backend's own path: its request threads, retry loop, bounded transport and parsing."""
-    from vlmjudge.backends.openai.client import OpenAIJudge
+    from vlmjudge.backends.openai import OpenAIJudge
 
     judge = OpenAIJudge("bench", base_url=base, concurrency=concurrency, cache=None)
     return lambda sent: list(judge._parallel(list(range(len(sent))), lambda i: judge._create(sent[i])).values())

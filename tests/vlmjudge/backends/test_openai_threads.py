@@ -37,6 +37,21 @@ def test_a_call_from_a_judge_thread_runs_inline():
     assert all(name.startswith(POOL_PREFIX) for name in seen)
 
 
+def test_another_judge_s_thread_still_uses_this_judge_s_threads():
+    """Inline only in this judge's own threads: one judge's request thread that calls a second
+    judge gets the second's threads (its requests in parallel, not one after another)."""
+    first = stub_client("http://127.0.0.1:9/v1", concurrency=2)
+    second = stub_client("http://127.0.0.1:9/v1", concurrency=3)
+    together = threading.Barrier(3)
+
+    def three_at_once(j):
+        together.wait(timeout=10)  # passes only if the second judge runs all three at once
+        return threading.current_thread().name
+
+    names = first._parallel([0, 1], lambda i: second._parallel([0, 1, 2], three_at_once))
+    assert all(len(set(by.values())) == 3 for by in names.values())
+
+
 def test_each_thread_has_its_own_pool_and_ended_threads_pools_are_closed(monkeypatch):
     with chat_stub(monkeypatch, delay_s=0.0) as (server, url):
         client = bounded_http_client(url, 10.0)

@@ -13,5 +13,6 @@ widened, scored or bounded, never read as 0; `first_options_check` whether a ser
 from __future__ import annotations
 
 from .client import OpenAIJudge, OpenAIKeyError, OpenAIRequestError, OpenAIStats
+from .wire import WireBody
 
-__all__ = ["OpenAIJudge", "OpenAIKeyError", "OpenAIRequestError", "OpenAIStats"]
+__all__ = ["OpenAIJudge", "OpenAIKeyError", "OpenAIRequestError", "OpenAIStats", "WireBody"]

@@ -16,6 +16,7 @@ import os
 import random
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -47,8 +48,8 @@ RETRY_STATUSES = (408, 409, 429)
 NO_KEY = "EMPTY"
 #: Where the SDK sends requests when neither base_url nor OPENAI_BASE_URL names a server.
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-#: The name of the judge's request threads (`_executor`).
-POOL_PREFIX = "vlmjudge-openai"
+#: The name of the judge's request threads (`_executor`), and the attribute naming their pool.
+POOL_PREFIX, POOL_MARK = "vlmjudge-openai", "_vlmjudge_openai_pool"
 #: Requests in flight by default: a hosted API's rate limits, or enough to keep a server's scheduler full.
 DEFAULT_CONCURRENCY = {"openai": 8, "vllm": 128, "sglang": 128}
 
@@ -401,7 +402,7 @@ class OpenAIJudge(OptionReading, OptionIds, ReplyReading, FirstOptionsCheck, Ima
         """`one(i)` for every index, at most `concurrency` at a time, submitted in `order`: the
         requests of one shared prefix go out back to back, one burst, never mixed with others.
         Called from one of the judge's own threads it runs inline (a pool waiting on itself would stall)."""
-        if self.concurrency == 1 or len(order) == 1 or threading.current_thread().name.startswith(POOL_PREFIX):
+        if self.concurrency == 1 or len(order) == 1 or self._in_own_thread():
             return {i: one(i) for i in order}
         futures = [(i, self._executor().submit(one, i)) for i in order]
         try:
@@ -416,8 +417,16 @@ class OpenAIJudge(OptionReading, OptionIds, ReplyReading, FirstOptionsCheck, Ima
         self._in_this_process()
         with self._lock:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix=POOL_PREFIX)
+                owner: list[weakref.ref] = []  # filled before the first thread starts (at the first submit)
+                self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix=POOL_PREFIX,
+                                                initializer=_mark_thread, initargs=(owner,))
+                owner.append(weakref.ref(self._pool))
             return self._pool
+
+    def _in_own_thread(self) -> bool:
+        """Whether the caller is one of this judge's request threads."""
+        mark = getattr(threading.current_thread(), POOL_MARK, None)
+        return self._pool is not None and mark is not None and mark() is self._pool
 
     def _live(self, body: WireBody) -> dict[str, Any] | None:
         """One response body, or None when the request failed after the last retry."""
@@ -444,6 +453,11 @@ class OpenAIJudge(OptionReading, OptionIds, ReplyReading, FirstOptionsCheck, Ima
         with self._lock:
             self.stats.forward_batches += 1
             self.stats.images_encoded += sum(len(r.images) for r in requests)
+
+
+def _mark_thread(owner: list[weakref.ref]) -> None:
+    """A request thread's first act: note which judge's pool it belongs to (`_in_own_thread`)."""
+    setattr(threading.current_thread(), POOL_MARK, owner[0])
 
 
 def _public_url(url: str | None) -> str | None:

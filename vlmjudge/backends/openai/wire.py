@@ -27,7 +27,8 @@ SCHEMA_NAME = "vlmjudge_output"
 
 @dataclass
 class WireBody:
-    """One chat-completion request: SDK keyword arguments and the extension fields."""
+    """One chat-completion request: the fields of the OpenAI API (`standard`) and the extensions
+    vLLM and SGLang read (`extra`); `merged()` is the JSON body sent."""
 
     standard: dict[str, Any]
     extra: dict[str, Any] = field(default_factory=dict)
