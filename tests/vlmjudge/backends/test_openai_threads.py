@@ -5,21 +5,23 @@ import threading
 
 from openai_stub import chat_stub, make_requests, stub_client
 
-from vlmjudge.backends.openai.client import POOL_PREFIX
+from vlmjudge.backends.openai.threads import POOL_MARK, POOL_PREFIX
 from vlmjudge.backends.openai.transport import BoundedTransport, bounded_http_client
 
 
-def _judge_threads():
-    return {t.ident for t in threading.enumerate() if t.name.startswith(POOL_PREFIX)}
+def _judge_threads(judge):
+    """The living request threads of `judge` (other judges' threads, still alive in this process, aside)."""
+    return {t.ident for t in threading.enumerate()
+            if getattr(t, POOL_MARK, None) is not None and getattr(t, POOL_MARK)() is judge._pool}
 
 
 def test_calls_reuse_the_judge_s_request_threads(monkeypatch):
     with chat_stub(monkeypatch, delay_s=0.0) as (server, url):
         judge = stub_client(url, concurrency=4)
         first = judge.generate(make_requests(8))
-        threads = _judge_threads()
+        threads = _judge_threads(judge)
         second = judge.generate(make_requests(8)[::-1])
-        assert _judge_threads() == threads and 1 <= len(threads) <= 4
+        assert _judge_threads(judge) == threads and 1 <= len(threads) <= 4
     assert [a.text for a in second] == [a.text for a in first][::-1]
     assert len(server.bodies) == 16  # no cache between the calls: both went out
 
@@ -45,11 +47,11 @@ def test_another_judge_s_thread_still_uses_this_judge_s_threads():
     together = threading.Barrier(3)
 
     def three_at_once(j):
-        together.wait(timeout=10)  # passes only if the second judge runs all three at once
-        return threading.current_thread().name
+        together.wait(timeout=10)  # breaks (BrokenBarrierError) unless three tasks run at once
+        return getattr(threading.current_thread(), POOL_MARK)()
 
-    names = first._parallel([0, 1], lambda i: second._parallel([0, 1, 2], three_at_once))
-    assert all(len(set(by.values())) == 3 for by in names.values())
+    pools = first._parallel([0, 1], lambda i: second._parallel([0, 1, 2], three_at_once))
+    assert {pool for by in pools.values() for pool in by.values()} == {second._pool}
 
 
 def test_each_thread_has_its_own_pool_and_ended_threads_pools_are_closed(monkeypatch):

@@ -16,9 +16,7 @@ import os
 import random
 import threading
 import time
-import weakref
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -32,6 +30,7 @@ from .images import ImageSending, ImageStore
 from .option_ids import OptionIds
 from .option_probs import OptionReading, prefix_of
 from .reading import ReplyReading, UnusableReply
+from .threads import RequestThreads
 from .replies import UnparseableResponse, completion_json, reply_byte_cap, retry_after_seconds
 from .wire import (SERVERS, WireBody, fallback_body, generate_body, grouped_order, in_callers_order,
                    probs_body)
@@ -48,8 +47,6 @@ RETRY_STATUSES = (408, 409, 429)
 NO_KEY = "EMPTY"
 #: Where the SDK sends requests when neither base_url nor OPENAI_BASE_URL names a server.
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-#: The name of the judge's request threads (`_executor`), and the attribute naming their pool.
-POOL_PREFIX, POOL_MARK = "vlmjudge-openai", "_vlmjudge_openai_pool"
 #: Requests in flight by default: a hosted API's rate limits, or enough to keep a server's scheduler full.
 DEFAULT_CONCURRENCY = {"openai": 8, "vllm": 128, "sglang": 128}
 
@@ -79,7 +76,7 @@ class _GaveUp(Exception):
     """Internal: the last retry failed too (or the reply was refused, which no retry changes)."""
 
 
-class OpenAIJudge(OptionReading, OptionIds, ReplyReading, FirstOptionsCheck, ImageSending, Judge):
+class OpenAIJudge(RequestThreads, OptionReading, OptionIds, ReplyReading, FirstOptionsCheck, ImageSending, Judge):
     """A judge that sends requests to an OpenAI-compatible chat-completions endpoint.
 
     What it adds over the SDK:
@@ -168,7 +165,7 @@ class OpenAIJudge(OptionReading, OptionIds, ReplyReading, FirstOptionsCheck, Ima
                          "options_scored_directly": 0, "first_options_unenforced": 0}
         self._lock = threading.Lock()
         self._client_obj: Any = None
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool = None  # the request threads (`RequestThreads._executor`), started at the first call
         self._pid = os.getpid()  # the process whose client and threads these are
         self._rng = random.Random()
         self._api_key()  # fail now, not at the first call, when no key can be found
@@ -398,36 +395,6 @@ class OpenAIJudge(OptionReading, OptionIds, ReplyReading, FirstOptionsCheck, Ima
         return [out[i] for i in range(len(requests))]
 
     # -- live path ------------------------------------------------------------------------
-    def _parallel(self, order: list[int], one: Callable[[int], T]) -> dict[int, T]:
-        """`one(i)` for every index, at most `concurrency` at a time, submitted in `order`: the
-        requests of one shared prefix go out back to back, one burst, never mixed with others.
-        Called from one of the judge's own threads it runs inline (a pool waiting on itself would stall)."""
-        if self.concurrency == 1 or len(order) == 1 or self._in_own_thread():
-            return {i: one(i) for i in order}
-        futures = [(i, self._executor().submit(one, i)) for i in order]
-        try:
-            return {i: f.result() for i, f in futures}
-        finally:
-            for _, f in futures:
-                f.cancel()
-
-    def _executor(self) -> ThreadPoolExecutor:
-        """The judge's request threads, started once and kept: starting `concurrency` threads per
-        call cost the served run's client more CPU than its requests' JSON. Its threads end with the judge."""
-        self._in_this_process()
-        with self._lock:
-            if self._pool is None:
-                owner: list[weakref.ref] = []  # filled before the first thread starts (at the first submit)
-                self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix=POOL_PREFIX,
-                                                initializer=_mark_thread, initargs=(owner,))
-                owner.append(weakref.ref(self._pool))
-            return self._pool
-
-    def _in_own_thread(self) -> bool:
-        """Whether the caller is one of this judge's request threads."""
-        mark = getattr(threading.current_thread(), POOL_MARK, None)
-        return self._pool is not None and mark is not None and mark() is self._pool
-
     def _live(self, body: WireBody) -> dict[str, Any] | None:
         """One response body, or None when the request failed after the last retry."""
         try:
@@ -453,11 +420,6 @@ class OpenAIJudge(OptionReading, OptionIds, ReplyReading, FirstOptionsCheck, Ima
         with self._lock:
             self.stats.forward_batches += 1
             self.stats.images_encoded += sum(len(r.images) for r in requests)
-
-
-def _mark_thread(owner: list[weakref.ref]) -> None:
-    """A request thread's first act: note which judge's pool it belongs to (`_in_own_thread`)."""
-    setattr(threading.current_thread(), POOL_MARK, owner[0])
 
 
 def _public_url(url: str | None) -> str | None:
