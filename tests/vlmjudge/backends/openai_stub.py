@@ -90,11 +90,9 @@ def not_chat(handler):
     return True
 
 
-class ChatStub(BaseHTTPRequestHandler):
-    """Chat completions answered by `server.answer(body)` (default `canned`); each request first
-    takes the next entry of `server.faults` (a deque of FAULTS or None) and fails that way.
-    `server.bodies` records every body, `server.auth` every Authorization header; a set
-    `server.key` refuses other keys with 401."""
+class QuietHandler(BaseHTTPRequestHandler):
+    """A loopback handler that keeps its connections (HTTP/1.1), logs nothing and answers with a
+    body whose length it declares; the stubs here and in the tests build on it."""
 
     protocol_version = "HTTP/1.1"
 
@@ -109,6 +107,16 @@ class ChatStub(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def _send_json(self, status, payload):
+        self._send(status, json.dumps(payload).encode())
+
+
+class ChatStub(QuietHandler):
+    """Chat completions answered by `server.answer(body)` (default `canned`); each request first
+    takes the next entry of `server.faults` (a deque of FAULTS or None) and fails that way.
+    `server.bodies` records every body, `server.auth` every Authorization header; a set
+    `server.key` refuses other keys with 401."""
 
     def do_POST(self):
         data = self.rfile.read(int(self.headers["Content-Length"]))

@@ -6,10 +6,9 @@ test_vllm_openai_server.py)."""
 import json
 import math
 import re
-from http.server import BaseHTTPRequestHandler
 
 import pytest
-from openai_stub import stub_client, stub_server
+from openai_stub import QuietHandler, stub_client, stub_server
 from PIL import Image
 
 from vlmjudge import Request
@@ -40,29 +39,17 @@ def render(body):
     return text + "<|im_start|>assistant\n" if body.get("add_generation_prompt", True) else text
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        """Quiet."""
-
-    def _send(self, status, payload):
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
+class _Handler(QuietHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         s = self.server
         s.paths.append(self.path)
         if self.path in ("/tokenize", "/detokenize") and not s.routes:
-            return self._send(404, {"error": {"message": "Not Found", "code": 404}})
+            return self._send_json(404, {"error": {"message": "Not Found", "code": 404}})
         if self.path == "/tokenize":
-            return self._send(200, {"tokens": encode(render(body) if "messages" in body else body["prompt"])})
+            return self._send_json(200, {"tokens": encode(render(body) if "messages" in body else body["prompt"])})
         if self.path == "/detokenize":
-            return self._send(200, {"prompt": decode(body["tokens"])})
+            return self._send_json(200, {"prompt": decode(body["tokens"])})
         s.chats.append(body)
         ids = body.get("logprob_token_ids") if s.reads_ids else None
         shown = ids if ids else sorted(LOGPROBS, key=LOGPROBS.get, reverse=True)[: body.get("top_logprobs") or 0]
@@ -70,7 +57,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "logprob": LOGPROBS[i]} for i in shown]
         choice = {"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": " Yes"},
                   "logprobs": {"content": [{"token": " Yes", "logprob": LOGPROBS[6], "top_logprobs": top}]}}
-        self._send(200, {"id": "c", "object": "chat.completion", "created": 0, "model": body["model"],
+        self._send_json(200, {"id": "c", "object": "chat.completion", "created": 0, "model": body["model"],
                          "choices": [choice], "usage": {"prompt_tokens": 9, "completion_tokens": 1}})
 
 

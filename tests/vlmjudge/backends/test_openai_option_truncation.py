@@ -4,11 +4,10 @@ failed, never as a certain No. The stub mimics what a vLLM run met: after "Answe
 writes a newline (0.99); " No" is listed, " Yes" sits below the 20th token."""
 import json
 import math
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 from PIL import Image
-from openai_stub import not_chat, stub_client, stub_server
+from openai_stub import QuietHandler, not_chat, stub_client, stub_server
 
 from vlmjudge import Request
 
@@ -18,19 +17,7 @@ DISTRIBUTION = [("\n", 0.99), (" No", 0.0012)] + [(f" w{i}", 0.0002) for i in ra
 FORMS = {" Yes": 0.00015, " No": 0.0012}
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        """Quiet."""
-
-    def _send(self, status, payload):
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
+class _Handler(QuietHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         if not_chat(self):  # no /tokenize: the backend reads options from the top-k
@@ -38,7 +25,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.asked.append(body)
         k = body.get("top_logprobs") or 0
         if k > self.server.max_k:
-            return self._send(400, {"error": {"message": f"top_logprobs {k} exceeds {self.server.max_k}",
+            return self._send_json(400, {"error": {"message": f"top_logprobs {k} exceeds {self.server.max_k}",
                                               "type": "invalid_request_error", "code": 400}})
         out = {"id": "c", "object": "chat.completion", "created": 0, "model": body["model"],
                "choices": [{"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": "\n"},
@@ -53,7 +40,7 @@ class _Handler(BaseHTTPRequestHandler):
             out["prompt_logprobs"] = [None] + [{"7": {"logprob": -0.5, "rank": 1, "decoded_token": head}},
                                                {"9": {"logprob": math.log(FORMS[form]), "rank": 3,
                                                       "decoded_token": form}}]
-        self._send(200, out)
+        self._send_json(200, out)
 
 
 def _ask():
