@@ -65,12 +65,17 @@ def bodies(n: int) -> list[Any]:
                      {"logprob_token_ids": [9, 7], "return_tokens_as_token_ids": True}) for i in range(n)]
 
 
-def cpu_seconds(run: Callable[[], Any]) -> tuple[float, float]:
-    """(wall, CPU) seconds of this process while `run()` runs."""
+def cpu_seconds(run: Callable[[], Any]) -> tuple[float, float, Any]:
+    """(wall, CPU) seconds of this process while `run()` runs, and what it returned."""
     before, start = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-    run()
+    result = run()
     after = resource.getrusage(resource.RUSAGE_SELF)
-    return time.perf_counter() - start, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return time.perf_counter() - start, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), result
+
+
+def answered(replies: list[Any]) -> int:
+    """How many replies are chat completions with a choice (a figure over failed requests means nothing)."""
+    return sum(isinstance(r, dict) and isinstance(r.get("choices"), list) and bool(r["choices"]) for r in replies)
 
 
 def judge_path(base: str, concurrency: int) -> Callable[[list[Any]], list[dict]]:
@@ -81,10 +86,9 @@ def judge_path(base: str, concurrency: int) -> Callable[[list[Any]], list[dict]]
     return lambda sent: list(judge._parallel(list(range(len(sent))), lambda i: judge._create(sent[i])).values())
 
 
-def floor_path(port: int, concurrency: int) -> Callable[[list[Any]], list[dict]]:
-    """The same requests with nothing but `http.client` and `json`, one connection per thread."""
+def floor_path(port: int, pool: ThreadPoolExecutor) -> Callable[[list[Any]], list[dict]]:
+    """The same requests with nothing but `http.client` and `json`, one connection per thread of `pool`."""
     local = threading.local()
-    pool = ThreadPoolExecutor(concurrency)
 
     def one(body: Any) -> dict:
         conn = getattr(local, "conn", None)
@@ -106,23 +110,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error("--requests and --concurrency must be at least 1")
     server = subprocess.Popen([sys.executable, "-c", STUB], stdout=subprocess.PIPE, text=True)
     try:
-        port = int(server.stdout.readline())
-        sent = bodies(args.requests)
-        paths = {"openai backend": judge_path(f"http://127.0.0.1:{port}/v1", args.concurrency),
-                 "http.client floor": floor_path(port, args.concurrency)}
-        for path in paths.values():
-            path(sent[:args.concurrency])  # warm: connections open, threads started
-        print(f"client CPU per request, {args.requests} requests at concurrency {args.concurrency} (loopback stub):")
-        per_request = {}
-        for name, path in paths.items():
-            wall, cpu = cpu_seconds(lambda: path(sent))
-            per_request[name] = cpu / args.requests
-            print(f"{name:18s} wall {wall:6.2f} s  CPU {cpu:6.2f} s  {1000 * cpu / args.requests:6.2f} ms/request")
-        ratio = per_request["openai backend"] / max(per_request["http.client floor"], 1e-9)
-        print(f"openai backend / floor: {ratio:.2f}x")
+        with ThreadPoolExecutor(args.concurrency) as pool:
+            return _measure(server, pool, args.requests, args.concurrency)
+    except Exception as exc:  # a stub that did not start, a request that failed: one line, no figure
+        print(f"bench.openai_client: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
     finally:
         server.kill()
         server.wait()
+
+
+def _measure(server: subprocess.Popen, pool: ThreadPoolExecutor, requests: int, concurrency: int) -> int:
+    """Both paths, warmed, then timed side by side; exit 2 unless every reply came back whole."""
+    line = server.stdout.readline().strip()
+    if not line.isdigit():
+        raise RuntimeError(f"the stub server did not start (it printed {line!r}, not its port)")
+    port, sent = int(line), bodies(requests)
+    paths = {"openai backend": judge_path(f"http://127.0.0.1:{port}/v1", concurrency),
+             "http.client floor": floor_path(port, pool)}
+    for path in paths.values():
+        path(sent[:concurrency])  # warm: connections open, threads started
+    print(f"client CPU per request, {requests} requests at concurrency {concurrency} (loopback stub):")
+    per_request = {}
+    for name, path in paths.items():
+        wall, cpu, replies = cpu_seconds(lambda: path(sent))
+        if answered(replies) != requests:
+            raise RuntimeError(f"{name}: {answered(replies)} of {requests} replies were chat completions")
+        per_request[name] = cpu / requests
+        print(f"{name:18s} wall {wall:6.2f} s  CPU {cpu:6.2f} s  {1000 * cpu / requests:6.2f} ms/request")
+    ratio = per_request["openai backend"] / max(per_request["http.client floor"], 1e-9)
+    print(f"openai backend / floor: {ratio:.2f}x")
     return 0
 
 

@@ -30,8 +30,8 @@ from .images import ImageSending, ImageStore
 from .option_ids import OptionIds
 from .option_probs import OptionReading, prefix_of
 from .reading import ReplyReading, UnusableReply
-from .threads import RequestThreads
 from .replies import UnparseableResponse, completion_json, reply_byte_cap, retry_after_seconds
+from .threads import RequestThreads
 from .wire import (SERVERS, WireBody, fallback_body, generate_body, grouped_order, in_callers_order,
                    probs_body)
 
